@@ -1,0 +1,5 @@
+"""`python -m drills` runs the CLI."""
+
+from drills.cli import main
+
+main()

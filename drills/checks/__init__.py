@@ -1,0 +1,1 @@
+"""Readiness checks: small functions that return a typed result."""

@@ -1,0 +1,154 @@
+"""What a readiness check is, and the registry that holds them.
+
+A check is a small function with keyword arguments that returns an
+``Outcome``; the runner adds identity and timing to make a frozen
+``CheckResult``. The registry refuses a duplicate id at import time, and can
+be injected (tests build their own) instead of being a hidden global.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+Tier = Literal["critical", "normal", "batch"]
+EXAMPLES = 5  # how many examples of each problem evidence keeps
+
+
+class Status(StrEnum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    ERROR = "error"
+
+
+# Worst first, so a summary status is the minimum rank.
+SEVERITY = {Status.ERROR: 0, Status.FAIL: 1, Status.WARN: 2, Status.PASS: 3}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a check function returns; the runner turns it into a CheckResult."""
+
+    status: Status
+    summary: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    remediation: str = ""
+    blocking: bool = False
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    id: str
+    title: str
+    category: str
+    status: Status
+    blocking: bool
+    summary: str
+    evidence: Mapping[str, Any]
+    duration_s: float
+    remediation: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "category": self.category,
+            "status": self.status.value,
+            "blocking": self.blocking,
+            "summary": self.summary,
+            "evidence": dict(self.evidence),
+            "duration_s": round(self.duration_s, 4),
+            "remediation": self.remediation,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CheckResult:
+        return cls(
+            id=data["id"],
+            title=data["title"],
+            category=data["category"],
+            status=Status(data["status"]),
+            blocking=bool(data["blocking"]),
+            summary=data["summary"],
+            evidence=data.get("evidence", {}),
+            duration_s=float(data.get("duration_s", 0.0)),
+            remediation=data.get("remediation", ""),
+        )
+
+
+CheckFunc = Callable[..., Outcome]
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    title: str
+    category: str
+    func: CheckFunc
+    timeout_s: float
+
+    @property
+    def doc(self) -> str:
+        """The catalogue text: the check's docstring."""
+        return inspect.cleandoc(self.func.__doc__ or "")
+
+
+class DuplicateCheckError(ValueError):
+    """Two checks claimed one id; raised at import so it cannot ship."""
+
+
+class CheckRegistry:
+    def __init__(self) -> None:
+        self._specs: dict[str, CheckSpec] = {}
+
+    def check(
+        self, id: str, *, title: str, category: str, timeout_s: float = 20.0
+    ) -> Callable[[CheckFunc], CheckFunc]:
+        def register(func: CheckFunc) -> CheckFunc:
+            if id in self._specs:
+                raise DuplicateCheckError(f"check id {id!r} is registered twice")
+            if not (func.__doc__ or "").strip():
+                raise ValueError(f"check {id!r} needs a docstring: it is the catalogue text")
+            self._specs[id] = CheckSpec(id, title, category, func, timeout_s)
+            return func
+
+        return register
+
+    def all(self) -> list[CheckSpec]:
+        return list(self._specs.values())
+
+    def get(self, id: str) -> CheckSpec:
+        return self._specs[id]
+
+    def select(self, only: Iterable[str] = (), categories: Iterable[str] = ()) -> list[CheckSpec]:
+        only, categories = set(only), {c.lower() for c in categories}
+        unknown = only - self._specs.keys()
+        if unknown:
+            raise KeyError(f"unknown check id(s): {', '.join(sorted(unknown))}")
+        return [
+            s
+            for s in self._specs.values()
+            if (not only or s.id in only) and (not categories or s.category.lower() in categories)
+        ]
+
+
+REGISTRY = CheckRegistry()
+check = REGISTRY.check
+
+
+def tier_status(failing_tiers: Iterable[Tier]) -> tuple[Status, bool]:
+    """The tier rule: a problem in the critical tier fails and blocks; elsewhere it warns."""
+    tiers = set(failing_tiers)
+    if not tiers:
+        return Status.PASS, False
+    if "critical" in tiers:
+        return Status.FAIL, True
+    return Status.WARN, False
+
+
+def worst(statuses: Iterable[Status]) -> Status:
+    return min(statuses, key=SEVERITY.__getitem__, default=Status.PASS)

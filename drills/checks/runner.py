@@ -1,0 +1,135 @@
+"""Run readiness checks concurrently, each bounded by its own deadline."""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from drills.checks.base import CheckResult, CheckSpec, Outcome, Status
+from drills.errors import DrillError
+
+log = logging.getLogger("drills.checks")
+
+
+@dataclass(frozen=True)
+class ReadinessReport:
+    plan: str
+    checked_at: dt.datetime
+    results: tuple[CheckResult, ...]
+
+    @property
+    def blocking(self) -> tuple[CheckResult, ...]:
+        return tuple(r for r in self.results if r.blocking)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status in (Status.PASS, Status.WARN) for r in self.results)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan,
+            "checked_at": self.checked_at.isoformat(timespec="seconds"),
+            "results": [r.to_json() for r in self.results],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReadinessReport:
+        return cls(
+            plan=data["plan"],
+            checked_at=dt.datetime.fromisoformat(data["checked_at"]),
+            results=tuple(CheckResult.from_json(r) for r in data["results"]),
+        )
+
+
+def _call(spec: CheckSpec, context: Mapping[str, Any]) -> Outcome:
+    wanted = inspect.signature(spec.func).parameters
+    missing = [name for name in wanted if name not in context]
+    if missing:
+        raise DrillError(f"check {spec.id} asks for {', '.join(missing)}, which nothing provides")
+    return spec.func(**{name: context[name] for name in wanted})
+
+
+def _result(spec: CheckSpec, outcome: Outcome, duration: float) -> CheckResult:
+    return CheckResult(
+        id=spec.id,
+        title=spec.title,
+        category=spec.category,
+        status=outcome.status,
+        blocking=outcome.blocking,
+        summary=outcome.summary,
+        evidence=outcome.evidence,
+        duration_s=duration,
+        remediation=outcome.remediation,
+    )
+
+
+def _error(spec: CheckSpec, cause: str, duration: float) -> CheckResult:
+    outcome = Outcome(
+        Status.ERROR,
+        cause,
+        remediation="Make the target reachable from where drills runs, then re-run the check.",
+        blocking=True,  # an unknown state is not a ready state
+    )
+    return _result(spec, outcome, duration)
+
+
+def run_one(spec: CheckSpec, context: Mapping[str, Any]) -> CheckResult:
+    started = time.perf_counter()
+    try:
+        outcome = _call(spec, context)
+    except DrillError as exc:
+        return _error(spec, str(exc), time.perf_counter() - started)
+    except Exception as exc:  # a buggy check must not sink the whole run
+        log.exception("check %s crashed", spec.id)
+        cause = f"check crashed: {type(exc).__name__}: {exc}"
+        return _error(spec, cause, time.perf_counter() - started)
+    return _result(spec, outcome, time.perf_counter() - started)
+
+
+def run_checks(
+    specs: Iterable[CheckSpec],
+    context: Mapping[str, Any],
+    *,
+    plan_name: str,
+    max_workers: int = 8,
+    on_result: Callable[[CheckResult], None] | None = None,
+) -> ReadinessReport:
+    """Run every check at once; a check past its deadline is reported as an error."""
+    specs = list(specs)
+    checked_at = dt.datetime.now(dt.UTC)
+    started = time.perf_counter()
+    results: dict[str, CheckResult] = {}
+    pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="check")
+    futures: dict[Future[CheckResult], CheckSpec] = {
+        pool.submit(run_one, spec, context): spec for spec in specs
+    }
+    try:
+        pending = set(futures)
+        while pending:
+            deadline = min(futures[f].timeout_s for f in pending) + started
+            done, pending = wait(pending, timeout=max(0.0, deadline - time.perf_counter()))
+            for future in done:
+                result = future.result()
+                results[result.id] = result
+                if on_result:
+                    on_result(result)
+            for future in [
+                f for f in pending if time.perf_counter() >= futures[f].timeout_s + started
+            ]:
+                spec = futures[future]
+                pending.discard(future)
+                result = _error(spec, f"timed out after {spec.timeout_s:.0f}s", spec.timeout_s)
+                results[spec.id] = result
+                if on_result:
+                    on_result(result)
+    finally:
+        # Don't wait for a hung check: its adapter calls carry their own timeouts.
+        pool.shutdown(wait=False, cancel_futures=True)
+    ordered = tuple(results[s.id] for s in specs)
+    return ReadinessReport(plan=plan_name, checked_at=checked_at, results=ordered)

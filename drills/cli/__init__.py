@@ -1,0 +1,14 @@
+"""The `drills` command line."""
+
+from drills.cli import lab_cmd, plan_cmd
+from drills.cli.app import app
+
+for _group in (plan_cmd, lab_cmd):
+    _group.register(app)
+
+
+def main() -> None:
+    app()
+
+
+__all__ = ["app", "main"]

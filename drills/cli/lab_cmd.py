@@ -1,0 +1,137 @@
+"""`drills lab up|down|status`: the local lab of two stand-in sites."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from drills.errors import LabError
+from drills.lab import control
+
+lab_app = typer.Typer(help="The local lab: two stand-in sites on loopback.", no_args_is_help=True)
+console = Console()
+err = Console(stderr=True)
+
+StateDir = Annotated[
+    Path,
+    typer.Option(
+        "--state-dir",
+        envvar="DRILLS_LAB_DIR",
+        help="Directory for the lab's kubeconfigs, credential files, plan and logs.",
+    ),
+]
+
+
+@lab_app.command("up")
+def up(
+    state_dir: StateDir = Path(".lab"),
+    drift: Annotated[
+        bool,
+        typer.Option(
+            "--drift",
+            help="Seed realistic faults: a missing image, a stale checkpoint, a differing "
+            "secret, a DR deployment that never becomes ready, a TTL that is too long.",
+        ),
+    ] = False,
+    ready_delay: Annotated[
+        float,
+        typer.Option(
+            "--ready-delay", min=0.0, help="Seconds a scaled workload takes to become ready."
+        ),
+    ] = 1.0,
+    system_services: Annotated[
+        bool,
+        typer.Option(
+            "--system-services/--no-system-services",
+            help="Use BIND named and docker-registry when installed; without them DNS is "
+            "Route 53 and images are ECR, both on moto.",
+        ),
+    ] = True,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1.0, help="Seconds to wait for the lab to start.")
+    ] = 30.0,
+) -> None:
+    """Start the lab in the background and write its plan to STATE_DIR/plan.yaml."""
+    try:
+        info, already = control.up(
+            state_dir,
+            drift=drift,
+            ready_delay=ready_delay,
+            system_services=system_services,
+            timeout=timeout,
+        )
+    except LabError as exc:
+        err.print(f"[red]lab up failed:[/] {exc}")
+        raise typer.Exit(1) from None
+    if already:
+        console.print(f"The lab is already running (pid {info.pid}).")
+    else:
+        console.print(f"[green]Lab up[/] in {info.startup_seconds:.2f}s (pid {info.pid}).")
+    _print_info(info)
+
+
+@lab_app.command("down")
+def down(state_dir: StateDir = Path(".lab")) -> None:
+    """Stop the lab and every process it started."""
+    if control.down(state_dir):
+        console.print("Lab stopped.")
+    else:
+        console.print(f"No lab is running in {state_dir}.")
+
+
+@lab_app.command("status")
+def status(
+    state_dir: StateDir = Path(".lab"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the lab's state as JSON.")] = False,
+) -> None:
+    """Show where each part of the lab runs and whether it answers. Exit 1 if it is down."""
+    info = control.running(state_dir)
+    if info is None:
+        if as_json:
+            console.print_json(json.dumps({"running": False}))
+        else:
+            console.print(f"No lab is running in {state_dir}. Start one with `drills lab up`.")
+        raise typer.Exit(1)
+    probes = control.probe(info)
+    if as_json:
+        payload = {"running": True, **asdict(info), "probes": [asdict(p) for p in probes]}
+        console.print_json(json.dumps(payload))
+        return
+    _print_info(info)
+    table = Table(title="Probes")
+    for column in ("part", "url", "answer"):
+        table.add_column(column)
+    for p in probes:
+        table.add_row(p.name, p.url, f"[{'green' if p.ok else 'red'}]{p.detail}[/]")
+    console.print(table)
+
+
+def _print_info(info: control.LabInfo) -> None:
+    table = Table(title=f"Lab in {info.state_dir}" + (" (drift seeded)" if info.drift else ""))
+    table.add_column("part")
+    table.add_column("where")
+    for site, url in info.kube.items():
+        table.add_row(f"Kubernetes API ({site})", url)
+    for site, url in info.endpoints.items():
+        table.add_row(f"service endpoint ({site})", url)
+    for site, url in info.registries.items():
+        table.add_row(f"registry ({site})", url)
+    if not info.registries:
+        table.add_row("registries", "ECR on moto")
+    table.add_row("moto (S3, Secrets Manager, Route 53, ECR)", info.moto)
+    table.add_row(f"DNS ({info.dns_provider})", info.dns_server)
+    state = Path(info.state_dir)
+    table.add_row("plan", str(state / "plan.yaml"))
+    table.add_row("kubeconfigs", f"{state / 'primary.kubeconfig'}, {state / 'dr.kubeconfig'}")
+    table.add_row("log", str(state / "lab.log"))
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(lab_app, name="lab")

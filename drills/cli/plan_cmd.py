@@ -1,0 +1,298 @@
+"""`drills plan ...`: validate a plan, show what it will do, print its JSON Schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from drills.durations import format_duration
+from drills.errors import PlanError, TargetError
+from drills.plan import (
+    ControllerFence,
+    DrillPlan,
+    EcrRegistry,
+    Rfc2136Dns,
+    Site,
+    Tier,
+    load_plan,
+    plan_schema,
+)
+
+EXIT_INVALID = 2
+
+plan_app = typer.Typer(
+    name="plan",
+    help="Validate, inspect and describe drill plans.",
+    no_args_is_help=True,
+)
+
+PlanPath = Annotated[Path, typer.Argument(help="The plan file (YAML).", show_default=False)]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `plan` group to ``app``; a second call does nothing."""
+    if any(group.typer_instance is plan_app for group in app.registered_groups):
+        return
+    app.add_typer(plan_app, name="plan")
+
+
+def _out() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _load_or_exit(path: Path) -> DrillPlan:
+    try:
+        return load_plan(path)
+    except PlanError as exc:
+        err = _err()
+        count = len(exc.problems)
+        err.print(Text(f"✗ {path}: {count} problem{'s' if count != 1 else ''}", style="bold red"))
+        for problem in exc.problems:
+            err.print(Text(str(problem)))
+        raise typer.Exit(EXIT_INVALID) from None
+
+
+def _summary(plan: DrillPlan) -> str:
+    tiers = ", ".join(f"{len(plan.workloads_in(t))} {t.value}" for t in Tier)
+    datasets = len(plan.datasets)
+    return (
+        f"{len(plan.workloads)} workloads ({tiers}), "
+        f"{datasets} dataset{'s' if datasets != 1 else ''}, "
+        f"{len(plan.smoke)} smoke probe{'s' if len(plan.smoke) != 1 else ''}"
+    )
+
+
+@plan_app.command("validate")
+def validate(
+    path: PlanPath,
+    resolve: Annotated[
+        bool,
+        typer.Option(
+            "--resolve",
+            help="Also check that every credential reference resolves (environment "
+            "variable set, file readable, Prefect block loadable) and that kubeconfig "
+            "files exist. Values are never printed.",
+        ),
+    ] = False,
+) -> None:
+    """Check a plan file and report every problem in it, with file, line and field."""
+    plan = _load_or_exit(path)
+    if resolve:
+        problems = _resolution_problems(plan)
+        if problems:
+            err = _err()
+            err.print(Text(f"✗ {path}: {len(problems)} reference(s) do not resolve", style="red"))
+            for line in problems:
+                err.print(Text(f"{path}: {line}"))
+            raise typer.Exit(EXIT_INVALID)
+    checked = " and its references resolve" if resolve else ""
+    _out().print(Text(f"✓ {path} is valid{checked}: {_summary(plan)}", style="green"))
+
+
+def _resolution_problems(plan: DrillPlan) -> list[str]:
+    problems = []
+    for field, ref in plan.secret_refs():
+        try:
+            plan.resolve_secret(ref)
+        except TargetError as exc:
+            problems.append(f"{field}: {ref} does not resolve: {exc.cause}")
+    for role, site in plan.sites.items():
+        problem = _kubeconfig_problem(plan, site)
+        if problem:
+            problems.append(f"sites.{role}.kubernetes.kubeconfig: {problem}")
+    return problems
+
+
+def _kubeconfig_problem(plan: DrillPlan, site: Site) -> str | None:
+    access = site.kubernetes
+    if access.kubeconfig is None:
+        return None
+    file = plan.resolve_path(access.kubeconfig)
+    try:
+        config = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"{file} does not exist"
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"{file} cannot be read ({type(exc).__name__})"
+    except yaml.YAMLError:
+        return f"{file} is not valid YAML"
+    if access.context is None:
+        return None
+    contexts = config.get("contexts") if isinstance(config, dict) else None
+    names = {c.get("name") for c in contexts or [] if isinstance(c, dict)}
+    if access.context not in names:
+        return f"{file} has no context named {access.context!r}"
+    return None
+
+
+@plan_app.command("show")
+def show(path: PlanPath) -> None:
+    """Show what a plan will do: sites, workloads by tier, data, secrets, DNS and objectives."""
+    plan = _load_or_exit(path)
+    out = _out()
+    out.print(Text(f"Plan {plan.name}", style="bold"))
+    if plan.description:
+        out.print(Text(plan.description.strip()))
+    for table in (
+        _sites_table(plan),
+        _workloads_table(plan),
+        _datasets_table(plan),
+        _secrets_table(plan),
+        _dns_table(plan),
+        _run_table(plan),
+    ):
+        out.print(table)
+
+
+def _table(title: str, *columns: str) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def _site_rows(site: Site) -> dict[str, str]:
+    k8s = site.kubernetes
+    reg = site.registry
+    if isinstance(reg, EcrRegistry):
+        registry = f"ECR {reg.registry_id} ({site.registry_region})"
+    else:
+        registry = f"OCI {reg.url}" + (" (with auth)" if reg.auth else "")
+    fence = site.ingress
+    if isinstance(fence, ControllerFence):
+        fencing = f"scale ingress controller {fence.deployment} to 0"
+    else:
+        fencing = "close Ingress " + ", ".join(str(o) for o in fence.objects)
+    return {
+        "kubernetes": "in-cluster"
+        if k8s.in_cluster
+        else f"context {k8s.context or '(current)'} in {k8s.kubeconfig}",
+        "registry": registry,
+        "object storage": f"{site.objects.endpoint_url or 'AWS S3'} ({site.objects_region})",
+        "fence": fencing,
+        "endpoint": site.endpoint,
+    }
+
+
+def _sites_table(plan: DrillPlan) -> Table:
+    table = _table("Sites", "", "primary", "dr")
+    primary, dr = _site_rows(plan.sites.primary), _site_rows(plan.sites.dr)
+    for key in primary:
+        table.add_row(key, Text(primary[key]), Text(dr[key]))
+    return table
+
+
+def _workloads_table(plan: DrillPlan) -> Table:
+    table = _table("Workloads", "tier", "workload", "kind", "DR replicas", "GPUs each", "DR GPUs")
+    for tier in Tier:
+        chosen = plan.workloads_in(tier)
+        for w in chosen:
+            name = w.key + (" (writer)" if w.writer else "")
+            cells = [tier.value, name, w.kind.value, str(w.dr_replicas), str(w.gpu), str(w.dr_gpus)]
+            table.add_row(*(Text(c) for c in cells))
+        if chosen:
+            replicas = sum(w.dr_replicas for w in chosen)
+            total = ["", f"{tier.value} total", "", str(replicas), "", str(plan.dr_gpus(tier))]
+            table.add_row(*(Text(c, style="bold") for c in total), end_section=True)
+    return table
+
+
+def _datasets_table(plan: DrillPlan) -> Table:
+    table = _table(
+        "Datasets", "dataset", "kind", "primary → DR", "prefix", "RPO target", "versions"
+    )
+    for d in plan.datasets:
+        cells = [
+            d.name,
+            d.kind.value,
+            f"{d.primary_bucket} → {d.dr_bucket}",
+            d.prefix or "(all)",
+            format_duration(d.rpo_target),
+            f">= {d.min_versions}",
+        ]
+        table.add_row(*(Text(c) for c in cells))
+    return table
+
+
+def _secrets_table(plan: DrillPlan) -> Table:
+    policy = plan.secrets
+    table = _table(f"Secrets (max age {policy.max_age_days} days)", "store", "secret", "per site")
+    for s in policy.kubernetes:
+        table.add_row("kubernetes", Text(f"{s.namespace}/{s.name}"), "yes" if s.per_site else "no")
+    for a in policy.aws:
+        table.add_row("aws", Text(a.id), "yes" if a.per_site else "no")
+    return table
+
+
+def _dns_table(plan: DrillPlan) -> Table:
+    dns = plan.dns
+    table = _table("DNS", "setting", "value")
+    if isinstance(dns, Rfc2136Dns):
+        where = f"RFC 2136 zone {dns.zone} on {', '.join(dns.servers)} (TSIG {dns.tsig.name})"
+    else:
+        where = f"Route 53 hosted zone {dns.hosted_zone_id} ({dns.aws.region})"
+    rows = [
+        ("provider", where),
+        ("record", f"{dns.record.name} {dns.record.type.value}"),
+        ("switch", f"{dns.primary_value} → {dns.dr_value}"),
+        ("max TTL", format_duration(dns.max_ttl)),
+    ]
+    for key, value in rows:
+        table.add_row(key, Text(value))
+    return table
+
+
+def _run_table(plan: DrillPlan) -> Table:
+    table = _table("Objectives and running", "setting", "value")
+    schedule = plan.schedule
+    rows = [
+        ("RTO objective", format_duration(plan.objectives.rto)),
+        ("RPO objective", format_duration(plan.objectives.rpo)),
+        ("schedule", f"{schedule.cron} ({schedule.timezone})" if schedule else "not scheduled"),
+        (
+            "approval",
+            f"required, times out after {format_duration(plan.approval.timeout)}"
+            if plan.approval.required
+            else "not required",
+        ),
+        ("smoke probes", "\n".join(f"{p.name}: {p.url}" for p in plan.smoke) or "none"),
+    ]
+    for key, value in rows:
+        table.add_row(key, Text(value))
+    return table
+
+
+@plan_app.command("schema")
+def schema(
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the JSON Schema to this file instead of standard output.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Print the JSON Schema of plan files (for editors and CI)."""
+    text = json.dumps(plan_schema(), indent=2, sort_keys=False) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _err().print(Text(f"✗ cannot write {output}: {exc.strerror}", style="red"))
+        raise typer.Exit(1) from None
+    _out().print(Text(f"✓ wrote the plan schema to {output}", style="green"))

@@ -1,0 +1,86 @@
+"""The error tree of drills.
+
+Every SDK exception is translated into one of these at the adapter edge
+(``drills.targets``), so callers above it never see botocore, urllib3 or
+dnspython exceptions and can decide on retry by type alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class DrillError(Exception):
+    """Root of every error that drills raises on purpose."""
+
+
+@dataclass(frozen=True)
+class PlanProblem:
+    """One problem in a plan file, located for an operator to fix."""
+
+    file: str
+    line: int | None
+    column: int | None
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        field = f" {self.path}:" if self.path else ""
+        return f"{where}:{field} {self.message}"
+
+
+class PlanError(DrillError):
+    """A plan is invalid. Carries every problem found, not only the first."""
+
+    def __init__(self, problems: list[PlanProblem]) -> None:
+        self.problems = list(problems)
+        count = len(self.problems)
+        head = f"{count} problem{'s' if count != 1 else ''} in plan"
+        super().__init__(head + "\n" + "\n".join(f"  {p}" for p in self.problems))
+
+
+class TargetError(DrillError):
+    """An external system (Kubernetes, S3, a registry, DNS, HTTP) failed us.
+
+    ``target`` names the system and endpoint in words an operator knows,
+    e.g. ``"kubernetes dr (http://127.0.0.3:6443)"``.
+    """
+
+    def __init__(self, target: str, cause: str) -> None:
+        self.target = target
+        self.cause = cause
+        super().__init__(f"{target}: {cause}")
+
+
+class PermanentError(TargetError):
+    """Retrying cannot help: 401/403/404, a bad TSIG signature, a malformed answer."""
+
+
+class TemporaryError(TargetError):
+    """Retrying may help after ``delay`` seconds: 5xx, throttling, a reset connection."""
+
+    def __init__(self, target: str, cause: str, delay: float = 1.0) -> None:
+        super().__init__(target, cause)
+        self.delay = delay
+
+
+class CheckFailed(DrillError):  # noqa: N818 - the name the design notes give
+    """A readiness check that gates a drill did not pass."""
+
+
+class StepFailed(DrillError):  # noqa: N818 - the name the design notes give
+    """A mutating step could not apply or verify its change."""
+
+    def __init__(self, step: str, cause: str) -> None:
+        self.step = step
+        self.cause = cause
+        super().__init__(f"step {step} failed: {cause}")
+
+
+class LabError(DrillError):
+    """The local lab could not start, stop or be found."""

@@ -1,0 +1,144 @@
+"""Start, stop and inspect the lab daemon from the CLI."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from drills.errors import LabError
+from drills.lab.daemon import ERROR_FILE
+from drills.lab.runtime import LabInfo, read_info
+
+__all__ = ["LabInfo", "down", "probe", "running", "up"]
+
+DEFAULT_STATE_DIR = Path(os.environ.get("DRILLS_LAB_DIR", ".lab"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers kill(0); it is gone for our purposes.
+    with contextlib.suppress(OSError):
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    return True
+
+
+def running(state_dir: Path) -> LabInfo | None:
+    info = read_info(state_dir)
+    if info is None or not _alive(info.pid):
+        return None
+    return info
+
+
+def _log_tail(path: Path, lines: int = 15) -> str:
+    if not path.exists():
+        return "(no log)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def up(
+    state_dir: Path = DEFAULT_STATE_DIR,
+    *,
+    drift: bool = False,
+    ready_delay: float = 1.0,
+    system_services: bool = True,
+    timeout: float = 30.0,
+) -> tuple[LabInfo, bool]:
+    """Start the lab; returns its info and whether it was already running."""
+    existing = running(state_dir)
+    if existing is not None:
+        if existing.drift != drift:
+            raise LabError(
+                f"the lab in {state_dir} is running {'with' if existing.drift else 'without'} "
+                "--drift; run `drills lab down` first"
+            )
+        return existing, True
+    state_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("lab.json", ERROR_FILE):
+        (state_dir / stale).unlink(missing_ok=True)
+    log_path = state_dir / "lab.log"
+    argv = [sys.executable, "-m", "drills.lab.daemon", "--state-dir", str(state_dir)]
+    argv += ["--ready-delay", str(ready_delay)]
+    argv += ["--drift"] if drift else []
+    argv += [] if system_services else ["--no-system-services"]
+    env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    with log_path.open("ab") as log:
+        child = subprocess.Popen(
+            argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True, env=env
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = read_info(state_dir)
+        if info is not None and info.pid == child.pid:
+            return info, False
+        if child.poll() is not None:
+            reason = (
+                (state_dir / ERROR_FILE).read_text().strip()
+                if (state_dir / ERROR_FILE).exists()
+                else "it exited"
+            )
+            raise LabError(f"the lab did not start: {reason}\n{_log_tail(log_path)}")
+        time.sleep(0.05)
+    child.kill()
+    raise LabError(f"the lab did not start within {timeout:.0f}s\n{_log_tail(log_path)}")
+
+
+def down(state_dir: Path = DEFAULT_STATE_DIR, timeout: float = 10.0) -> bool:
+    """Stop the lab and everything it started; returns whether one was running."""
+    info = read_info(state_dir)
+    if info is None:
+        return False
+    pid = info.pid
+    if _alive(pid):
+        # The daemon leads its own session; signal the group so no child is missed.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+    (state_dir / "lab.json").unlink(missing_ok=True)
+    return True
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    url: str
+    ok: bool
+    detail: str
+
+
+def probe(info: LabInfo) -> list[Probe]:
+    """Ask each part of a running lab whether it answers."""
+    checks = [(f"kubernetes {s}", f"{u}/healthz") for s, u in info.kube.items()]
+    checks += [(f"endpoint {s}", u) for s, u in info.endpoints.items()]
+    checks += [(f"registry {s}", f"{u}/v2/") for s, u in info.registries.items()]
+    checks += [("moto", f"{info.moto}/moto-api/")]
+    results = []
+    with httpx.Client(timeout=2.0) as client:
+        for name, url in checks:
+            try:
+                response = client.get(url)
+                detail = f"{response.status_code} {response.text.strip()[:40]}"
+                results.append(
+                    Probe(name, url, response.status_code < 500 or "endpoint" in name, detail)
+                )
+            except httpx.HTTPError as exc:
+                results.append(Probe(name, url, False, type(exc).__name__))
+    return results

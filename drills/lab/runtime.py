@@ -1,0 +1,310 @@
+"""The running lab: two stand-in sites and the real services around them.
+
+``Lab.start()`` brings everything up in this process (Kubernetes-compatible
+servers, site endpoints, moto) or as children that die with it (named, the
+registries), seeds the GPU platform, and writes the state directory: the
+kubeconfigs, credential files, the lab plan and ``lab.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+
+from drills.errors import LabError
+from drills.lab import topology
+from drills.lab.endpoint import SiteEndpoint
+from drills.lab.images import build_image, push_ecr, push_oci
+from drills.lab.kubeapi import KubeApiServer, write_kubeconfig
+from drills.lab.moto_server import MotoServer
+from drills.lab.named import DnsRecord, NamedServer
+from drills.lab.planfile import LabEndpoints, write_plan
+from drills.lab.procs import find_binary
+from drills.lab.registry import RegistryServer
+from drills.lab.seed_aws import (
+    ACCOUNT,
+    seed_aws_secrets,
+    seed_datasets,
+)
+from drills.lab.seed_cluster import seed_site
+
+log = logging.getLogger("drills.lab")
+
+SITE_ADDR = {"primary": topology.PRIMARY_ADDR, "dr": topology.DR_ADDR}
+SITE_REGION = {"primary": topology.PRIMARY_REGION, "dr": topology.DR_REGION}
+SECRET_PREFIX = "drills-lab-secret-"
+AWS_KEY_ID = "AKLABDRILLSLOCAL0000"
+
+
+@dataclass
+class LabInfo:
+    """What `lab.json` records: enough for `lab status`, `lab down` and tests."""
+
+    state_dir: str
+    pid: int
+    drift: bool
+    started_at: float
+    dns_provider: str
+    registry_kind: str
+    kube: dict[str, str] = field(default_factory=dict)
+    endpoints: dict[str, str] = field(default_factory=dict)
+    registries: dict[str, str] = field(default_factory=dict)
+    moto: str = ""
+    dns_server: str = ""
+    startup_seconds: float = 0.0
+
+
+def _port_free_on_both(hosts: tuple[str, ...]) -> int:
+    """A port free on every site address, so the service listens on the same port at both."""
+    for _ in range(50):
+        with socket.socket() as first:
+            first.bind((hosts[0], 0))
+            port = int(first.getsockname()[1])
+        try:
+            for host in hosts:
+                with socket.socket() as probe:
+                    probe.bind((host, port))
+        except OSError:
+            continue
+        return port
+    raise LabError(f"no port free on all of {', '.join(hosts)}")
+
+
+class Lab:
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        drift: bool = False,
+        ready_delay: float = 1.0,
+        use_system_services: bool = True,
+    ) -> None:
+        self.state_dir = state_dir.resolve()
+        self.drift = drift
+        self.ready_delay = ready_delay
+        self.use_system_services = use_system_services
+        self._secret_base = secrets.token_bytes(16)
+        self._stoppables: list[Any] = []
+        self.kube: dict[str, KubeApiServer] = {}
+        self.endpoints: dict[str, SiteEndpoint] = {}
+        self.registries: dict[str, RegistryServer] = {}
+        self.moto: MotoServer | None = None
+        self.named: NamedServer | None = None
+        self.info: LabInfo | None = None
+        self.route53_zone_id: str | None = None
+
+    # -- secrets -------------------------------------------------------------
+    def secret_value(self, site: str, ref: str, key: str) -> str:
+        """The value a lab secret has at a site: distinctive, so leak scans can find it."""
+        per_site = {f"{s.namespace}/{s.name}" for s in topology.K8S_SECRETS if s.per_site}
+        drifted = self.drift and ref == "/".join(topology.DRIFT_DIFFERENT_SECRET)
+        scope = site if (ref in per_site or drifted) else "shared"
+        digest = hmac.new(self._secret_base, f"{scope}|{ref}|{key}".encode(), hashlib.sha256)
+        return SECRET_PREFIX + digest.hexdigest()[:24]
+
+    # -- lifecycle -------------------------------------------------------------
+    def start(self) -> LabInfo:
+        begun = time.monotonic()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._start_services()
+            self._seed()
+            self.info = self._write_state(time.monotonic() - begun)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("lab up in %.2fs at %s", self.info.startup_seconds, self.state_dir)
+        return self.info
+
+    def stop(self) -> None:
+        for thing in reversed(self._stoppables):
+            try:
+                thing.stop()
+            except Exception:
+                log.exception("stopping %s failed", thing)
+        self._stoppables.clear()
+
+    def _own(self, thing: Any) -> Any:
+        self._stoppables.append(thing)
+        return thing
+
+    def _start_services(self) -> None:
+        have_named = self.use_system_services and find_binary("named") is not None
+        have_registry = self.use_system_services and find_binary("docker-registry") is not None
+        self.moto = self._own(MotoServer(host="127.0.0.1"))
+        self.moto.start()
+        token = secrets.token_urlsafe(24)
+        for site, addr in SITE_ADDR.items():
+            server = KubeApiServer(
+                host=addr,
+                version=(1, topology.SITES[site].kube_minor),
+                token=token,
+                ready_delay=self.ready_delay,
+                name=site,
+                tls=True,  # kubectl sends a kubeconfig's token only over https
+            )
+            self.kube[site] = self._own(server)
+            server.start()
+            write_kubeconfig(
+                self.state_dir / f"{site}.kubeconfig",
+                server_url=server.url,
+                context=site,
+                token=token,
+                ca_pem=server.ca_pem,
+            )
+        port = _port_free_on_both(tuple(SITE_ADDR.values()))
+        for site, addr in SITE_ADDR.items():
+            endpoint = SiteEndpoint(site, self.kube[site].store, addr, port)
+            self.endpoints[site] = self._own(endpoint)
+            endpoint.start()
+        if have_registry:
+            for site, addr in SITE_ADDR.items():
+                registry = RegistryServer(self.state_dir / f"registry-{site}", host=addr, name=site)
+                self.registries[site] = self._own(registry)
+                registry.start()
+        if have_named:
+            ttl = topology.DRIFT_TTL if self.drift else topology.GOOD_TTL
+            record = DnsRecord(topology.RECORD, "A", ttl, topology.PRIMARY_ADDR)
+            self.named = self._own(
+                NamedServer(self.state_dir / "named", zone=topology.ZONE, records=[record])
+            )
+            self.named.start()
+            self.named.write_tsig_secret(self.state_dir / "tsig.secret")
+
+    def _aws(self, service: str, site: str) -> Any:
+        assert self.moto is not None
+        return boto3.client(
+            service,
+            endpoint_url=self.moto.url,
+            region_name=SITE_REGION[site],
+            aws_access_key_id=AWS_KEY_ID,
+            aws_secret_access_key=self._aws_secret(),
+        )
+
+    def _aws_secret(self) -> str:
+        return hashlib.sha256(self._secret_base + b"aws").hexdigest()[:40]
+
+    def registry_host(self, site: str) -> str:
+        if self.registries:
+            return self.registries[site].url.removeprefix("http://")
+        return f"{ACCOUNT}.dkr.ecr.{SITE_REGION[site]}.amazonaws.com"
+
+    def _seed(self) -> None:
+        for site in SITE_ADDR:
+            seed_site(
+                self.kube[site].store,
+                site,
+                self.registry_host(site),
+                self.secret_value,
+                drift=self.drift,
+            )
+        self._seed_images()
+        seed_datasets(self._aws("s3", "primary"), self._aws("s3", "dr"), drift=self.drift)
+        seed_aws_secrets(
+            self._aws("secretsmanager", "primary"),
+            self.secret_value("primary", "aws/" + topology.AWS_SECRETS[0], "value"),
+        )
+        if self.named is None:
+            self._seed_route53()
+
+    def _seed_images(self) -> None:
+        refs = [w.image for w in topology.WORKLOADS] + [topology.CONTROLLER_IMAGE]
+        jobs = [
+            (site, ref)
+            for site in SITE_ADDR
+            for ref in refs
+            if not (self.drift and site == "dr" and ref == topology.DRIFT_MISSING_IMAGE)
+        ]
+        with httpx.Client(timeout=10) as http, ThreadPoolExecutor(8) as pool:
+            ecr = (
+                {site: self._aws("ecr", site) for site in SITE_ADDR} if not self.registries else {}
+            )
+
+            def push(job: tuple[str, str]) -> str:
+                site, ref = job
+                image = build_image(ref, multi_arch=ref in topology.MULTI_ARCH)
+                if self.registries:
+                    return push_oci(http, self.registries[site].url, image)
+                return push_ecr(ecr[site], image)
+
+            list(pool.map(push, jobs))
+
+    def _seed_route53(self) -> None:
+        r53 = self._aws("route53", "primary")
+        zone = r53.create_hosted_zone(Name=topology.ZONE, CallerReference=str(time.time()))
+        zone_id = zone["HostedZone"]["Id"].split("/")[-1]
+        ttl = topology.DRIFT_TTL if self.drift else topology.GOOD_TTL
+        change = {
+            "Action": "UPSERT",
+            "ResourceRecordSet": {
+                "Name": topology.RECORD,
+                "Type": "A",
+                "TTL": ttl,
+                "ResourceRecords": [{"Value": topology.PRIMARY_ADDR}],
+            },
+        }
+        r53.change_resource_record_sets(HostedZoneId=zone_id, ChangeBatch={"Changes": [change]})
+        self.route53_zone_id = zone_id
+
+    def _write_state(self, startup: float) -> LabInfo:
+        creds = self.state_dir / "aws"
+        creds.mkdir(exist_ok=True)
+        _write_private(creds / "access_key_id", AWS_KEY_ID)
+        _write_private(creds / "secret_access_key", self._aws_secret())
+        assert self.moto is not None
+        endpoints = LabEndpoints(
+            kube={s: k.url for s, k in self.kube.items()},
+            site_endpoints={s: e.url for s, e in self.endpoints.items()},
+            service_port=next(iter(self.endpoints.values())).port,
+            registries={s: r.url for s, r in self.registries.items()},
+            moto=self.moto.url,
+            named=(f"{self.named.host}:{self.named.port}" if self.named else None),
+            tsig_name=self.named.tsig_name if self.named else None,
+            route53_zone_id=self.route53_zone_id,
+            account=ACCOUNT,
+        )
+        write_plan(self.state_dir / "plan.yaml", endpoints, drift=self.drift)
+        info = LabInfo(
+            state_dir=str(self.state_dir),
+            pid=os.getpid(),
+            drift=self.drift,
+            started_at=time.time(),
+            dns_provider="rfc2136" if self.named else "route53",
+            registry_kind="oci" if self.registries else "ecr",
+            kube=endpoints.kube,
+            endpoints=endpoints.site_endpoints,
+            registries=endpoints.registries,
+            moto=self.moto.url,
+            dns_server=endpoints.named or "route53 (moto)",
+            startup_seconds=round(startup, 3),
+        )
+        (self.state_dir / "lab.json").write_text(json.dumps(asdict(info), indent=2) + "\n")
+        return info
+
+
+def _write_private(path: Path, value: str) -> None:
+    path.write_text(value + "\n")
+    path.chmod(0o600)
+
+
+def read_info(state_dir: Path) -> LabInfo | None:
+    path = state_dir / "lab.json"
+    if not path.exists():
+        return None
+    try:
+        return LabInfo(**json.loads(path.read_text()))
+    except (ValueError, TypeError) as exc:
+        raise LabError(f"{path} is unreadable ({exc}); remove it and run `drills lab up`") from exc

@@ -1,0 +1,259 @@
+"""What the lab's stand-in GPU platform contains.
+
+One declarative description, read by the seeder (to create it), the site
+endpoint (to know which deployments are critical) and the plan writer (to
+describe it), so the three can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Tier = Literal["critical", "normal", "batch"]
+Kind = Literal["Deployment", "StatefulSet"]
+
+ZONE = "drills.test."
+RECORD = "api.drills.test."
+PRIMARY_ADDR = "127.0.0.2"
+DR_ADDR = "127.0.0.3"
+PRIMARY_REGION = "us-east-1"
+DR_REGION = "us-west-2"
+INGRESS_CLASS = "nginx"
+INGRESS_NAMESPACE = "serving"
+INGRESS_NAME = "public"
+CONTROLLER_NAMESPACE = "ingress-nginx"
+CONTROLLER_NAME = "ingress-nginx-controller"
+GOOD_TTL = 30
+DRIFT_TTL = 3600
+MAX_TTL = 60
+
+
+@dataclass(frozen=True)
+class Workload:
+    namespace: str
+    name: str
+    kind: Kind
+    tier: Tier
+    image: str  # repository:tag, without the registry host (each site pulls from its own)
+    primary_replicas: int
+    dr_replicas: int
+    writer: bool = False
+    gpu: int = 0
+    cpu: str = "2"
+    memory: str = "8Gi"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    kind: Literal["data", "checkpoint", "model"]
+    primary_bucket: str
+    dr_bucket: str
+    prefix: str
+    objects: int
+    rpo_target: int  # seconds
+
+
+@dataclass(frozen=True)
+class LabSecret:
+    namespace: str
+    name: str
+    keys: tuple[str, ...]
+    per_site: bool = False
+
+
+@dataclass(frozen=True)
+class NodePool:
+    prefix: str
+    count: int
+    gpus: int
+    cpu: str
+    memory: str
+    gpu_product: str = "NVIDIA-H100-80GB-HBM3"
+
+
+@dataclass(frozen=True)
+class SiteShape:
+    kube_minor: int
+    driver: str
+    cuda: str
+    pools: tuple[NodePool, ...] = field(default_factory=tuple)
+
+
+WORKLOADS: tuple[Workload, ...] = (
+    # critical: what users touch; must be up first at DR
+    Workload(
+        "serving",
+        "inference-gateway",
+        "Deployment",
+        "critical",
+        "platform/inference-gateway:1.8.2",
+        2,
+        2,
+        cpu="1",
+        memory="2Gi",
+    ),
+    Workload(
+        "serving",
+        "llm-server",
+        "Deployment",
+        "critical",
+        "models/llm-server:0.6.3",
+        2,
+        2,
+        gpu=1,
+        cpu="8",
+        memory="64Gi",
+    ),
+    Workload(
+        "serving",
+        "embedding-server",
+        "Deployment",
+        "critical",
+        "models/embedding-server:2.1.0",
+        1,
+        1,
+        gpu=1,
+        cpu="4",
+        memory="16Gi",
+    ),
+    Workload(
+        "serving",
+        "session-store",
+        "StatefulSet",
+        "critical",
+        "platform/session-store:7.2.4",
+        1,
+        1,
+        writer=True,
+        cpu="2",
+        memory="8Gi",
+    ),
+    # normal: can follow a few minutes later
+    Workload(
+        "training",
+        "trainer",
+        "Deployment",
+        "normal",
+        "training/trainer:2024.11",
+        1,
+        1,
+        writer=True,
+        gpu=4,
+        cpu="32",
+        memory="256Gi",
+    ),
+    Workload(
+        "training",
+        "data-loader",
+        "Deployment",
+        "normal",
+        "training/data-loader:3.0.1",
+        1,
+        1,
+        cpu="8",
+        memory="32Gi",
+    ),
+    Workload(
+        "platform",
+        "model-registry",
+        "Deployment",
+        "normal",
+        "platform/model-registry:1.4.0",
+        1,
+        1,
+        writer=True,
+    ),
+    Workload(
+        "platform",
+        "metrics-gateway",
+        "Deployment",
+        "normal",
+        "platform/metrics-gateway:0.9.7",
+        1,
+        1,
+        cpu="1",
+        memory="2Gi",
+    ),
+    # batch: stays paused during a takeover
+    Workload("batch", "eval-runner", "Deployment", "batch", "batch/eval-runner:0.3.0", 1, 1, gpu=1),
+    Workload(
+        "batch",
+        "embedding-backfill",
+        "Deployment",
+        "batch",
+        "batch/embedding-backfill:0.2.5",
+        1,
+        1,
+        gpu=1,
+    ),
+    Workload(
+        "batch",
+        "dataset-compactor",
+        "Deployment",
+        "batch",
+        "batch/dataset-compactor:1.1.0",
+        1,
+        1,
+        writer=True,
+    ),
+    Workload(
+        "batch",
+        "report-builder",
+        "Deployment",
+        "batch",
+        "batch/report-builder:0.5.2",
+        1,
+        1,
+        cpu="1",
+        memory="2Gi",
+    ),
+)
+
+# The ingress controller is site infrastructure, not a workload the drill scales up.
+CONTROLLER_IMAGE = "platform/ingress-nginx-controller:1.11.3"
+
+# Images published as a multi-arch index rather than a single manifest.
+MULTI_ARCH = frozenset({"platform/inference-gateway:1.8.2", "models/llm-server:0.6.3"})
+
+DATASETS: tuple[Dataset, ...] = (
+    Dataset("training-data", "data", "train-data-primary", "train-data-dr", "corpus/", 40, 3600),
+    Dataset("checkpoints", "checkpoint", "ckpt-primary", "ckpt-dr", "runs/llama-8b/", 24, 900),
+    Dataset("model-artifacts", "model", "models-primary", "models-dr", "release/", 8, 3600),
+)
+
+K8S_SECRETS: tuple[LabSecret, ...] = (
+    LabSecret("serving", "model-api-keys", ("primary-key", "secondary-key")),
+    LabSecret("serving", "hf-token", ("token",)),
+    LabSecret("training", "wandb-key", ("api-key",)),
+    LabSecret("serving", "registry-pull", (".dockerconfigjson",), per_site=True),
+)
+
+AWS_SECRETS: tuple[str, ...] = ("lab/session-store-password",)
+
+SITES: dict[str, SiteShape] = {
+    "primary": SiteShape(
+        kube_minor=30,
+        driver="550.54.15",
+        cuda="12.4",
+        pools=(NodePool("gpu-a", 4, 8, "96", "1024Gi"), NodePool("cpu-a", 2, 0, "64", "256Gi")),
+    ),
+    "dr": SiteShape(
+        kube_minor=30,
+        driver="550.54.15",
+        cuda="12.4",
+        pools=(NodePool("gpu-b", 3, 8, "96", "1024Gi"), NodePool("cpu-b", 2, 0, "64", "256Gi")),
+    ),
+}
+
+# The faults `drills lab up --drift` seeds, one per failure a real takeover hits.
+DRIFT_MISSING_IMAGE = "platform/session-store:7.2.4"
+DRIFT_STALE_DATASET = "checkpoints"
+DRIFT_STALE_AGE_S = 6 * 3600
+DRIFT_DIFFERENT_SECRET = ("serving", "model-api-keys")
+DRIFT_NEVER_READY = ("serving", "embedding-server")
+
+
+def critical_workloads() -> tuple[Workload, ...]:
+    return tuple(w for w in WORKLOADS if w.tier == "critical")

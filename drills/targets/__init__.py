@@ -1,0 +1,1 @@
+"""One adapter per external system; SDK errors are translated here, once."""

@@ -1,0 +1,1 @@
+"""Prefect flows: thin wrappers over the drills library."""

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests and the full lab need, only when one is missing.
+# Without root it only reports what is missing: the lab then falls back to moto
+# (Route 53 and ECR) and the tests that need the binaries fail under CI=true.
+set -euo pipefail
+
+# binary -> Debian package
+declare -A wanted=(
+  [named]=bind9
+  [tsig-keygen]=bind9-utils
+  [dig]=bind9-dnsutils
+  [docker-registry]=docker-registry
+  [skopeo]=skopeo
+  [chromium]=chromium
+  [rclone]=rclone
+  [kubectl]=kubernetes-client
+)
+
+missing=()
+for bin in "${!wanted[@]}"; do
+  if ! command -v "$bin" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$bin" ]; then
+    missing+=("${wanted[$bin]}")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "sysdeps: missing Debian packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+  exit 0
+fi
+
+echo "sysdeps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The Debian registry package starts a system service we do not want listening.
+if command -v systemctl >/dev/null 2>&1; then systemctl disable --now docker-registry >/dev/null 2>&1 || true; fi

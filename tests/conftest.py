@@ -1,0 +1,142 @@
+"""Session fixtures: the lab's real services, each on a free loopback port.
+
+Each service starts on first use and stops at the end of the session, so a test run
+that needs only moto never pays for BIND or the registries.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Before anything imports prefect: a test run must not send telemetry.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from drills.lab import control
+from drills.lab.moto_server import MotoServer
+from drills.lab.named import DnsRecord, NamedServer
+from drills.lab.procs import find_binary
+from drills.lab.registry import RegistryPair, RegistryServer
+from drills.lab.runtime import LabInfo
+
+log = logging.getLogger("drills.tests")
+
+LAB_ZONE = "drills.test."
+API_RECORD = DnsRecord(name="api", type="A", ttl=30, value="127.0.0.2")
+
+FAKE_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+
+
+def require_system_binary(name: str, package: str) -> str:
+    """Return the path of ``name``; skip the test without it, or fail under CI=true."""
+    path = find_binary(name)
+    if path is None:
+        message = f"{name} not installed; apt-get install {package} (or run scripts/sysdeps.sh)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def named_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NamedServer]:
+    """BIND serving drills.test. with api → 127.0.0.2 (TTL 30), TSIG updates allowed."""
+    require_system_binary("named", "bind9")
+    server = NamedServer(tmp_path_factory.mktemp("named"), zone=LAB_ZONE, records=[API_RECORD])
+    started = time.monotonic()
+    server.start()
+    log.info("named fixture up in %.0f ms", (time.monotonic() - started) * 1000)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def registries(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryPair]:
+    """Two empty registries without auth: the primary site's and the DR site's."""
+    require_system_binary("docker-registry", "docker-registry")
+    pair = RegistryPair(
+        primary=RegistryServer(tmp_path_factory.mktemp("registry-primary"), name="primary"),
+        dr=RegistryServer(tmp_path_factory.mktemp("registry-dr"), name="dr"),
+    )
+    started = time.monotonic()
+    try:
+        for registry in pair:
+            registry.start()
+        log.info("registry fixtures up in %.0f ms", (time.monotonic() - started) * 1000)
+        yield pair
+    finally:
+        for registry in pair:
+            registry.stop()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    """moto serving S3, Secrets Manager, Route 53 and ECR on one port."""
+    server = MotoServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def aws_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Fake AWS credentials in the environment, and no real profile or config file.
+
+    AWS_CA_BUNDLE is left as it is: setting it breaks rclone, and plain-HTTP moto
+    never reads it.
+    """
+    nowhere = tmp_path_factory.mktemp("aws") / "absent"
+    values = {
+        **FAKE_AWS_ENV,
+        "AWS_CONFIG_FILE": str(nowhere / "config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(nowhere / "credentials"),
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL"):
+            patch.delenv(name, raising=False)
+        for name, value in values.items():
+            patch.setenv(name, value)
+        yield values
+
+
+def _start_lab(state_dir: Path, *, drift: bool) -> LabInfo:
+    # Under CI the lab must run on the real BIND and registries, never on the fallbacks.
+    require_system_binary("named", "bind9")
+    require_system_binary("docker-registry", "docker-registry")
+    info, _ = control.up(state_dir, drift=drift, ready_delay=0.2)
+    return info
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+    """A whole lab (both sites, moto, BIND, two registries) as `drills lab up` runs it.
+
+    It is a separate process: moto keeps one backend per process, so two labs, or a
+    lab and the bare moto fixture, must not share one.
+    """
+    state_dir = tmp_path_factory.mktemp("lab")
+    info = _start_lab(state_dir, drift=False)
+    yield info
+    control.down(state_dir)
+
+
+@pytest.fixture(scope="session")
+def drift_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+    """A lab seeded with `--drift`: the faults the readiness checks must find."""
+    state_dir = tmp_path_factory.mktemp("drift-lab")
+    info = _start_lab(state_dir, drift=True)
+    yield info
+    control.down(state_dir)
