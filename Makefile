@@ -9,10 +9,11 @@ DRILLS := $(BIN)/drills
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export STREAMLIT_BROWSER_GATHER_USAGE_STATS := false
 
-.PHONY: help venv sysdeps lint typecheck test demo down lab-up lab-down lock bench clean
+.PHONY: help venv sysdeps lint typecheck test demo serve down lab-up lab-down lock bench clean
 
 help:
-	@echo "make demo   start the local lab and validate its plan"
+	@echo "make demo   start the lab and a local Prefect server, run a whole drill as a flow run"
+	@echo "make serve  start a local Prefect server, the drills deployments and a worker"
 	@echo "make test   install what the tests need, then ruff, mypy and pytest"
 	@echo "make down   stop everything the demo started"
 	@echo "make bench  run the benchmarks in bench/"
@@ -39,12 +40,27 @@ typecheck: venv
 test: sysdeps venv lint typecheck
 	$(BIN)/pytest
 
+# The drill runs as a real flow run of the quarterly-drill deployment, executed by the
+# worker from this directory, so it writes the same history store the CLI reads.
 demo: venv
 	$(DRILLS) lab up
 	$(DRILLS) plan validate .lab/plan.yaml
-	$(DRILLS) lab status
+	$(DRILLS) serve
+	$(DRILLS) serve run quarterly-drill --param reason="make demo"
+	@echo
+	@echo "The lab and the Prefect server keep running:"
+	@echo "  Prefect UI   $$($(DRILLS) serve status --json | $(BIN)/python -c 'import json,sys; print(json.load(sys.stdin)["ui_url"])')"
+	@echo "  dashboard    make ui"
+	@echo "  history      $(DRILLS) history"
+	@echo "  stop it all  make down"
 
-down: lab-down
+serve: venv
+	$(DRILLS) serve
+
+# Prefect first, then the lab its flow runs act on.
+down: venv
+	-$(DRILLS) serve stop --force
+	$(DRILLS) lab down
 
 lab-up: venv
 	$(DRILLS) lab up
@@ -64,4 +80,4 @@ lock:
 	rm -rf .venv-lock
 
 clean:
-	rm -rf $(VENV) .lab .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .lab .prefect-local .drills .pytest_cache .mypy_cache .ruff_cache

@@ -84,3 +84,20 @@ class StepFailed(DrillError):  # noqa: N818 - the name the design notes give
 
 class LabError(DrillError):
     """The local lab could not start, stop or be found."""
+
+
+@dataclass(frozen=True)
+class UndoFailure:
+    seq: int
+    step: str
+    target: str
+    cause: str
+
+
+class RollbackIncompleteError(DrillError):
+    """Some undo steps failed; the journal still lists them for `drills recover`."""
+
+    def __init__(self, failures: list[UndoFailure]) -> None:
+        self.failures = failures
+        lines = "; ".join(f"{f.step} {f.target}: {f.cause}" for f in failures)
+        super().__init__(f"{len(failures)} change(s) could not be undone: {lines}")

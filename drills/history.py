@@ -98,6 +98,63 @@ class HistoryStore:
             )
             return s.scalars(query).first()
 
+    def create_run(self, run: DrillRun) -> None:
+        with self.session() as s:
+            s.add(run)
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        with self.session() as s:
+            run = s.get(DrillRun, run_id)
+            if run is None:
+                raise KeyError(run_id)
+            for name, value in fields.items():
+                setattr(run, name, value)
+
+    def get_run(self, run_id: str) -> DrillRun | None:
+        with self.session() as s:
+            return s.get(DrillRun, run_id)
+
+    def find_run(self, prefix: str) -> DrillRun | None:
+        """A run by its id or an unambiguous prefix of it, as people type them."""
+        with self.session() as s:
+            exact = s.get(DrillRun, prefix)
+            if exact is not None:
+                return exact
+            found = s.scalars(
+                select(DrillRun).where(DrillRun.id.startswith(prefix, autoescape=True)).limit(2)
+            ).all()
+            return found[0] if len(found) == 1 else None
+
+    def list_runs(
+        self,
+        *,
+        plan: str | None = None,
+        mode: str | None = None,
+        verdict: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[DrillRun]:
+        """Runs newest first, filtered and paged in SQL."""
+        query = select(DrillRun)
+        if plan:
+            query = query.where(DrillRun.plan == plan)
+        if mode:
+            query = query.where(DrillRun.mode == mode)
+        if verdict:
+            query = query.where(DrillRun.verdict == verdict)
+        query = query.order_by(DrillRun.started_at.desc()).limit(limit).offset(offset)
+        with self.session() as s:
+            return list(s.scalars(query).all())
+
+    def unfinished_runs(self, plan: str) -> list[DrillRun]:
+        with self.session() as s:
+            query = (
+                select(DrillRun)
+                .where(DrillRun.plan == plan, DrillRun.finished_at.is_(None))
+                .order_by(DrillRun.started_at.desc())
+            )
+            return list(s.scalars(query).all())
+
     # -- audit ---------------------------------------------------------------
     def audit(
         self,

@@ -140,3 +140,63 @@ def drift_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     info = _start_lab(state_dir, drift=True)
     yield info
     control.down(state_dir)
+
+
+@pytest.fixture(scope="session")
+def blackhole() -> Iterator[str]:
+    """``host:port`` of a listener that accepts connections and never answers: a hung target."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            held.append(conn)  # keep it open and silent
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    host, port = listener.getsockname()
+    yield f"{host}:{port}"
+    stop.set()
+    thread.join(1)
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+@pytest.fixture()
+def closed_port() -> str:
+    """``host:port`` where nothing listens: connection refused."""
+    from drills.lab.procs import free_port
+
+    return f"127.0.0.1:{free_port()}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _history_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Nothing a test runs may write the developer's own history store."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('history') / 'history.db'}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DRILLS_DB_URL", url)
+        yield url
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """One temporary Prefect server for the whole session: it costs ~9 s to start."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        yield

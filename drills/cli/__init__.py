@@ -1,9 +1,9 @@
 """The `drills` command line."""
 
-from drills.cli import lab_cmd, plan_cmd
+from drills.cli import lab_cmd, plan_cmd, readiness_cmd, run_cmd, serve_cmd
 from drills.cli.app import app
 
-for _group in (plan_cmd, lab_cmd):
+for _group in (plan_cmd, readiness_cmd, run_cmd, lab_cmd, serve_cmd):
     _group.register(app)
 
 

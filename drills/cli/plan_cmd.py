@@ -12,8 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from drills.cli.common import EXIT_INVALID, load_plan_or_exit
 from drills.durations import format_duration
-from drills.errors import PlanError, TargetError
+from drills.errors import TargetError
 from drills.plan import (
     ControllerFence,
     DrillPlan,
@@ -21,11 +22,8 @@ from drills.plan import (
     Rfc2136Dns,
     Site,
     Tier,
-    load_plan,
     plan_schema,
 )
-
-EXIT_INVALID = 2
 
 plan_app = typer.Typer(
     name="plan",
@@ -49,18 +47,6 @@ def _out() -> Console:
 
 def _err() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _load_or_exit(path: Path) -> DrillPlan:
-    try:
-        return load_plan(path)
-    except PlanError as exc:
-        err = _err()
-        count = len(exc.problems)
-        err.print(Text(f"✗ {path}: {count} problem{'s' if count != 1 else ''}", style="bold red"))
-        for problem in exc.problems:
-            err.print(Text(str(problem)))
-        raise typer.Exit(EXIT_INVALID) from None
 
 
 def _summary(plan: DrillPlan) -> str:
@@ -87,7 +73,7 @@ def validate(
     ] = False,
 ) -> None:
     """Check a plan file and report every problem in it, with file, line and field."""
-    plan = _load_or_exit(path)
+    plan = load_plan_or_exit(path)
     if resolve:
         problems = _resolution_problems(plan)
         if problems:
@@ -139,7 +125,7 @@ def _kubeconfig_problem(plan: DrillPlan, site: Site) -> str | None:
 @plan_app.command("show")
 def show(path: PlanPath) -> None:
     """Show what a plan will do: sites, workloads by tier, data, secrets, DNS and objectives."""
-    plan = _load_or_exit(path)
+    plan = load_plan_or_exit(path)
     out = _out()
     out.print(Text(f"Plan {plan.name}", style="bold"))
     if plan.description:

@@ -188,5 +188,7 @@ def push_ecr(ecr: Any, image: Image) -> str:
         imageManifest=image.top.data.decode(),
         imageManifestMediaType=image.top.media_type,
         imageTag=image.tag,
+        # Without it moto invents a digest for an index, and the sites would differ.
+        imageDigest=image.top.digest,
     )
     return image.top.digest

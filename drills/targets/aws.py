@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -20,6 +20,10 @@ from botocore.exceptions import (
 )
 
 from drills.errors import PermanentError, TargetError, TemporaryError
+
+if TYPE_CHECKING:
+    from drills.plan import AwsCredentials, DrillPlan
+    from drills.refs import SecretRef
 
 T = TypeVar("T")
 
@@ -53,12 +57,33 @@ class AwsEndpoint:
     endpoint_url: str | None = None
     access_key_id: str | None = None
     secret_access_key: str | None = None
+    session_token: str | None = None
 
     def describe(self, service: str) -> str:
         return f"{service} {self.region}" + (f" ({self.endpoint_url})" if self.endpoint_url else "")
 
     def __repr__(self) -> str:  # never show the key, even in a debugger or a log
         return f"AwsEndpoint(region={self.region!r}, endpoint_url={self.endpoint_url!r})"
+
+
+def resolve_endpoint(
+    plan: DrillPlan,
+    region: str,
+    endpoint_url: object | None,
+    credentials: AwsCredentials | None,
+) -> AwsEndpoint:
+    """An endpoint with the plan's credential references resolved (None: boto3's default chain)."""
+
+    def secret(ref: SecretRef | None) -> str | None:
+        return plan.resolve_secret(ref) if ref is not None else None
+
+    return AwsEndpoint(
+        region=region,
+        endpoint_url=str(endpoint_url) if endpoint_url else None,
+        access_key_id=secret(credentials.access_key_id) if credentials else None,
+        secret_access_key=secret(credentials.secret_access_key) if credentials else None,
+        session_token=secret(credentials.session_token) if credentials else None,
+    )
 
 
 def client(
@@ -81,6 +106,7 @@ def client(
         endpoint_url=where.endpoint_url,
         aws_access_key_id=where.access_key_id,
         aws_secret_access_key=where.secret_access_key,
+        aws_session_token=where.session_token,
         config=config,
     )
 

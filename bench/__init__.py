@@ -1,0 +1,1 @@
+"""Benchmarks: each module here has a ``main()`` that runs ours beside a peer and prints both."""

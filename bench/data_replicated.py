@@ -1,0 +1,285 @@
+"""data.replicated beside its peer, `rclone check`, on one moto server and the same buckets.
+
+Data: two buckets of 100,000 objects each, keys spread over 100 prefixes
+(``shard-000/`` ... ``shard-099/``), 1% missing at DR and 1% with other content of
+the same size. They are written into moto's backend in this process (seconds,
+where the S3 API would take minutes); both tools then read them through the S3
+API on the moto server this process runs.
+
+Ours: the whole ``data.replicated`` check on a plan with that dataset, run in a
+child process so its wall time and peak RSS are its own. Peer: Debian's
+``rclone check`` with ``--checkers`` equal to our shard workers per side. Both
+must count the same missing and different objects. Goals: our wall time no worse
+than rclone's, our peak RSS at most 150 MB.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import yaml
+
+OBJECTS = 100_000
+SHARDS = 100
+CONCURRENCY = 8  # our shard workers per side (ListingLimits.shards_ahead); rclone's --checkers
+SRC, DST = "bench-primary", "bench-dr"
+KEY_ID, SECRET = "benchkey", "benchsecret"
+RSS_GOAL_MB = 150
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _key(i: int) -> str:
+    return f"shard-{i % SHARDS:03d}/part-{i // SHARDS:05d}.bin"
+
+
+def fill(endpoint: str) -> tuple[int, int]:
+    """Both buckets, made through the API, filled in moto's backend; (missing, different)."""
+    from moto.s3.models import s3_backends
+
+    from drills.lab.seed_aws import ACCOUNT
+
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=KEY_ID,
+        aws_secret_access_key=SECRET,
+    )
+    for bucket in (SRC, DST):
+        s3.create_bucket(Bucket=bucket)
+    backend = s3_backends[ACCOUNT]["aws"]
+    missing = different = 0
+    for i in range(OBJECTS):
+        body = b"%012d" % i
+        # moto computes an ETag on first read and caches it; S3 stores it at write. Do it
+        # now, or whichever tool lists first pays for hashing 200,000 objects.
+        _ = backend.put_object(SRC, _key(i), body).etag
+        if i % 100 == 0:
+            missing += 1
+            continue
+        if i % 100 == 1:
+            different += 1
+            body = b"X%011d" % i  # same size, other content: only the ETag tells
+        _ = backend.put_object(DST, _key(i), body).etag
+    return missing, different
+
+
+def _plan(endpoint: str) -> dict[str, Any]:
+    def site(role: str, addr: str) -> dict[str, Any]:
+        return {
+            "kubernetes": {"kubeconfig": f"{role}.kubeconfig"},
+            "registry": {"kind": "oci", "url": f"http://{addr}:5000"},
+            "objects": {
+                "endpoint_url": endpoint,
+                "region": "us-east-1",
+                "credentials": {
+                    "access_key_id": "env:BENCH_S3_KEY_ID",
+                    "secret_access_key": "env:BENCH_S3_SECRET",
+                },
+            },
+            "ingress": {"mode": "controller", "deployment": {"namespace": "i", "name": "c"}},
+            "endpoint": f"http://{addr}:18080/healthz",
+        }
+
+    return {
+        "name": "bench-data",
+        "sites": {"primary": site("primary", "127.0.0.2"), "dr": site("dr", "127.0.0.3")},
+        "workloads": [
+            {
+                "name": "w",
+                "namespace": "n",
+                "kind": "Deployment",
+                "tier": "critical",
+                "dr_replicas": 1,
+            }
+        ],
+        "datasets": [
+            {
+                "name": "bench",
+                "kind": "data",
+                "primary_bucket": SRC,
+                "dr_bucket": DST,
+                "rpo_target": "1h",
+            }
+        ],
+        "dns": {
+            "provider": "rfc2136",
+            "servers": ["127.0.0.1:5353"],
+            "zone": "bench.test.",
+            "tsig": {"name": "k", "secret": "env:BENCH_TSIG"},
+            "record": {"name": "api.bench.test.", "type": "A"},
+            "primary_value": "127.0.0.2",
+            "dr_value": "127.0.0.3",
+        },
+        "objectives": {"rto": "15m", "rpo": "1h"},
+    }
+
+
+def child(plan_path: str) -> int:
+    """Run data.replicated on the plan; print its evidence as JSON. Runs in the child."""
+    from drills.checks import data  # noqa: F401 - registers the checks
+    from drills.checks.base import REGISTRY
+    from drills.checks.runner import run_one
+    from drills.plan import load_plan
+    from drills.targets.sites import Targets
+
+    plan = load_plan(Path(plan_path))
+    with Targets(plan) as targets:
+        context = {"plan": plan, "targets": targets, "now": dt.datetime.now(dt.UTC)}
+        result = run_one(REGISTRY.get("data.replicated"), context)
+    out = {"status": result.status.value, "summary": result.summary, **result.evidence}
+    out["duration_s"] = result.duration_s
+    print(json.dumps(out, default=str))
+    return 0
+
+
+@dataclass(frozen=True)
+class Run:
+    wall: float
+    rss_mb: float
+    code: int
+    out: str
+
+
+def _peak_rss_mb(pid: int, stop: threading.Event, peak: list[float]) -> None:
+    """Follow a child's VmHWM: its own peak RSS since exec.
+
+    ``ru_maxrss`` would count this process's pages too: the child is forked from a
+    process holding moto's 200,000 objects, and Linux keeps that peak across exec.
+    """
+    status = Path(f"/proc/{pid}/status")
+    while not stop.is_set():
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak[0] = max(peak[0], int(line.split()[1]) / 1024)
+        except OSError:
+            return
+        stop.wait(0.05)
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: Path, logs: Path) -> Run:
+    """Run a child, timing it and following its peak RSS."""
+    out, err = logs.with_suffix(".out"), logs.with_suffix(".err")
+    peak = [0.0]
+    stop = threading.Event()
+    with out.open("w") as stdout, err.open("w") as stderr:
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=stdout, stderr=stderr)
+        follower = threading.Thread(target=_peak_rss_mb, args=(proc.pid, stop, peak))
+        follower.start()
+        code = proc.wait()
+        wall = time.perf_counter() - started
+    stop.set()
+    follower.join()
+    if code not in (0, 1):
+        sys.stderr.write(err.read_text()[-4000:])
+    return Run(wall, peak[0], code, out.read_text())
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "RCLONE_"))}
+    env["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    return env
+
+
+def run_ours(endpoint: str, tmp: Path) -> tuple[Run, dict[str, Any]]:
+    plan = tmp / "plan.yaml"
+    plan.write_text(yaml.safe_dump(_plan(endpoint)))
+    env = _clean_env() | {
+        "BENCH_S3_KEY_ID": KEY_ID,
+        "BENCH_S3_SECRET": SECRET,
+        "BENCH_TSIG": "unused",
+    }
+    argv = [sys.executable, "-m", "bench.data_replicated", "--child", str(plan)]
+    run = _run(argv, env, ROOT, tmp / "ours")
+    if run.code != 0:
+        raise SystemExit(f"our check failed to run (exit {run.code})")
+    return run, json.loads(run.out.strip().splitlines()[-1])
+
+
+def run_rclone(endpoint: str, tmp: Path) -> tuple[Run, dict[str, int]]:
+    rclone = shutil.which("rclone")
+    if rclone is None:
+        raise SystemExit("rclone not installed: apt-get install rclone")
+    # rclone refuses to start with AWS_CA_BUNDLE set, so the environment carries no AWS_*.
+    env = _clean_env() | {
+        "RCLONE_CONFIG_BENCH_TYPE": "s3",
+        "RCLONE_CONFIG_BENCH_PROVIDER": "Other",
+        "RCLONE_CONFIG_BENCH_ENDPOINT": endpoint,
+        "RCLONE_CONFIG_BENCH_REGION": "us-east-1",
+        "RCLONE_CONFIG_BENCH_ACCESS_KEY_ID": KEY_ID,
+        "RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY": SECRET,
+    }
+    lists = {name: tmp / f"rclone-{name}.txt" for name in ("missing", "mismatched", "extra")}
+    argv = [
+        rclone, "check", f"bench:{SRC}", f"bench:{DST}",
+        "--checkers", str(CONCURRENCY),
+        "--missing-on-dst", str(lists["missing"]),
+        "--differ", str(lists["mismatched"]),
+        "--missing-on-src", str(lists["extra"]),
+        "--log-level", "NOTICE",
+    ]  # fmt: skip
+    run = _run(argv, env, tmp, tmp / "rclone")
+    if run.code not in (0, 1):  # 1: differences found, as expected
+        raise SystemExit(f"rclone check failed (exit {run.code})")
+    counts = {name: len(path.read_text().splitlines()) for name, path in lists.items()}
+    return run, counts
+
+
+def main() -> int:
+    from drills.lab.moto_server import MotoServer
+
+    with tempfile.TemporaryDirectory() as tmpdir, MotoServer() as moto:
+        tmp = Path(tmpdir)
+        started = time.perf_counter()
+        missing, different = fill(moto.url)
+        print(
+            f"filled 2 x {OBJECTS:,} objects over {SHARDS} prefixes in "
+            f"{time.perf_counter() - started:.1f} s ({missing} missing at DR, {different} "
+            f"different); this process (moto) holds {_self_rss():.0f} MB",
+            flush=True,
+        )
+        ours, evidence = run_ours(moto.url, tmp)
+        print(
+            f"ours:   {ours.wall:6.1f} s  {ours.rss_mb:5.0f} MB  {evidence['summary']}", flush=True
+        )
+        peer, counts = run_rclone(moto.url, tmp)
+        print(f"rclone: {peer.wall:6.1f} s  {peer.rss_mb:5.0f} MB  {counts}", flush=True)
+    ours_counts = {k: evidence[k] for k in ("missing", "mismatched", "extra")}
+    expected = {"missing": missing, "mismatched": different, "extra": 0}
+    agree = ours_counts == counts == expected
+    ratio = ours.wall / peer.wall
+    print(
+        f"data.replicated: ours {ours.wall:.1f} s vs rclone check {peer.wall:.1f} s: "
+        f"{ratio:.2f}x rclone's time ({peer.wall / ours.wall:.2f}x as fast); "
+        f"our peak RSS {ours.rss_mb:.0f} MB (goal <= {RSS_GOAL_MB}); "
+        f"counts {'agree' if agree else 'DIFFER'}: ours {ours_counts}, rclone {counts}"
+    )
+    met = agree and ratio <= 1.0 and ours.rss_mb <= RSS_GOAL_MB
+    if not met:
+        print("data.replicated: GOAL MISSED")
+    return 0 if met else 1
+
+
+def _self_rss() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        sys.exit(child(sys.argv[2]))
+    sys.exit(main())

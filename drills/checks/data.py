@@ -1,0 +1,409 @@
+"""Data readiness: every dataset of the plan is at DR, fresh enough, and safe from deletes.
+
+Datasets are not tied to workload tiers: the DR site serves what its buckets hold,
+so a dataset problem fails and blocks a drill. ``data.replicated`` and
+``data.rpo`` need the same streaming comparison of both copies; it runs once per
+dataset and run (keyed on the run's ``Targets``) and both checks read it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
+
+from drills.checks.base import EXAMPLES, Outcome, Status, check
+from drills.durations import format_duration
+from drills.plan import Dataset, DatasetKind, DrillPlan
+from drills.targets.objects import LifecycleRule, ObjectInfo
+from drills.targets.objects_compare import (
+    DatasetDiff,
+    Location,
+    compare_deletes,
+    compare_objects,
+)
+from drills.targets.sites import Targets
+
+log = logging.getLogger("drills.checks.data")
+
+T = TypeVar("T")
+
+DATASETS_AT_ONCE = 3
+# How long a non-current version must survive, when a rule does not keep enough of
+# them by count: a bad delete or overwrite has to be noticed and undone before the
+# last good version expires, and silent corruption can take weeks to surface.
+NONCURRENT_FLOOR_DAYS = 30
+
+_shared_lock = threading.Lock()
+_shared: WeakKeyDictionary[Targets, dict[str, Future[DatasetDiff]]] = WeakKeyDictionary()
+
+
+def _locations(targets: Targets, ds: Dataset) -> tuple[Location, Location]:
+    return (
+        Location(targets.primary.objects, ds.primary_bucket, ds.prefix),
+        Location(targets.dr.objects, ds.dr_bucket, ds.prefix),
+    )
+
+
+def dataset_diff(targets: Targets, ds: Dataset) -> DatasetDiff:
+    """The comparison of both copies of ``ds``, made once per run and shared by checks."""
+    with _shared_lock:
+        per_run = _shared.setdefault(targets, {})
+        future = per_run.get(ds.name)
+        owner = future is None
+        if future is None:
+            future = per_run[ds.name] = Future()
+    if owner:
+        try:
+            future.set_result(compare_objects(*_locations(targets, ds), examples=EXAMPLES))
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, in every waiting check
+            future.set_exception(exc)
+    return future.result()
+
+
+def _each(datasets: Iterable[Dataset], work: Callable[[Dataset], T]) -> list[tuple[Dataset, T]]:
+    """``work`` on every dataset, a few at a time; the first error propagates."""
+    chosen = list(datasets)
+    if not chosen:
+        return []
+    with ThreadPoolExecutor(min(DATASETS_AT_ONCE, len(chosen)), "data") as pool:
+        futures = [(ds, pool.submit(work, ds)) for ds in chosen]
+        return [(ds, future.result()) for ds, future in futures]
+
+
+def _age(now: dt.datetime, when: dt.datetime) -> float:
+    return max(0.0, (now - when).total_seconds())
+
+
+def _when(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).isoformat(timespec="seconds")
+
+
+def _object(info: ObjectInfo | None, now: dt.datetime) -> dict[str, Any] | None:
+    if info is None:
+        return None
+    return {
+        "key": info.key,
+        "last_modified": _when(info.last_modified),
+        "age_s": round(_age(now, info.last_modified), 1),
+    }
+
+
+def _names(items: Iterable[str]) -> str:
+    return ", ".join(items)
+
+
+# -- data.replicated ----------------------------------------------------------------------
+
+
+@check("data.replicated", title="Datasets replicated to DR", category="Data", timeout_s=300)
+def data_replicated(*, plan: DrillPlan, targets: Targets) -> Outcome:
+    """Every object under each dataset's prefix at the primary exists in the DR bucket
+    with the same size and ETag (or, when an ETag is multipart-style and the two
+    differ only by part sizes, the same full-object checksum).
+
+    Both buckets are listed at once, by prefix shards in parallel, and compared as
+    two key-ordered streams, so any bucket size fits in bounded memory. Missing and
+    different objects are counted with the first examples of each. A missing or
+    different object is data the DR site would not serve after a takeover, so it
+    fails and blocks the drill. Objects only at DR (extra) are reported and allowed:
+    DR is add-only. Pairs whose multipart ETags differ and that carry no common
+    checksum cannot be proven equal: they warn.
+    """
+    if not plan.datasets:
+        return Outcome(Status.PASS, "No datasets in the plan: nothing to replicate.")
+    diffs = _each(plan.datasets, lambda ds: dataset_diff(targets, ds))
+    rows = [{"name": ds.name, "primary": d.primary, "dr": d.dr, **d.counts()} for ds, d in diffs]
+    for row, (_, diff) in zip(rows, diffs, strict=True):
+        row["examples"] = diff.problem_examples()
+    broken = [(ds, d) for ds, d in diffs if d.unreplicated]
+    unproven = [(ds, d) for ds, d in diffs if d.unverified.count and not d.unreplicated]
+    evidence = {
+        "datasets": rows,
+        "compared": len(diffs),
+        "objects_primary": sum(d.primary_objects for _, d in diffs),
+        "missing": sum(d.missing.count for _, d in diffs),
+        "mismatched": sum(d.mismatched.count for _, d in diffs),
+        "extra": sum(d.extra.count for _, d in diffs),
+        "unverified": sum(d.unverified.count for _, d in diffs),
+    }
+    if broken:
+        parts = [
+            f"{ds.name} ({d.missing.count} missing, {d.mismatched.count} differ)"
+            for ds, d in broken
+        ]
+        return Outcome(
+            Status.FAIL,
+            f"{len(broken)} of {len(diffs)} datasets incomplete at DR: {_names(parts)}",
+            evidence,
+            remediation=_replication_hint(broken),
+            blocking=True,
+        )
+    if unproven:
+        return Outcome(
+            Status.WARN,
+            f"{evidence['unverified']} objects in {_names(ds.name for ds, _ in unproven)} "
+            "differ in multipart ETag and carry no common checksum",
+            evidence,
+            remediation="Upload with a full-object checksum (e.g. --checksum-algorithm "
+            "CRC64NVME) so copies made with other part sizes can be compared.",
+        )
+    extra = f"; {evidence['extra']} extra at DR" if evidence["extra"] else ""
+    return Outcome(
+        Status.PASS,
+        f"{len(diffs)} datasets at DR: all {evidence['objects_primary']} primary objects match"
+        + extra,
+        evidence,
+    )
+
+
+def _replication_hint(broken: list[tuple[Dataset, DatasetDiff]]) -> str:
+    ds, diff = broken[0]
+    return (
+        f"Copy what is missing or different, e.g. `aws s3 sync {diff.primary} {diff.dr}`, "
+        "or start an S3 Batch Replication job for existing objects; then find why "
+        f"replication of {ds.name} stopped (rule status, permissions, failed-operation metrics)."
+    )
+
+
+# -- data.rpo -----------------------------------------------------------------------------
+
+
+@check("data.rpo", title="Replication lag within RPO", category="Data", timeout_s=300)
+def data_rpo(*, plan: DrillPlan, targets: Targets, now: dt.datetime) -> Outcome:
+    """The replication lag of each dataset, measured from what is readable at DR,
+    is within the dataset's `rpo_target`.
+
+    Lag is `now - LastModified` at the primary of the oldest primary object that is
+    not yet readable at DR (missing there, or with a different size or ETag): every
+    write since then would be lost by a takeover now. When DR holds every primary
+    object the lag is 0. The evidence also gives the age of the newest primary
+    object (and whether DR has it) and of the newest object readable at DR. A lag
+    over target fails and blocks the drill: the takeover would lose more data than
+    the plan allows.
+    """
+    if not plan.datasets:
+        return Outcome(Status.PASS, "No datasets in the plan: no replication lag to measure.")
+    diffs = _each(plan.datasets, lambda ds: dataset_diff(targets, ds))
+    rows: list[dict[str, Any]] = []
+    late: list[tuple[Dataset, float]] = []
+    for ds, diff in diffs:
+        oldest = diff.oldest_unreplicated
+        lag = _age(now, oldest.last_modified) if oldest else 0.0
+        if lag > ds.rpo_target:
+            late.append((ds, lag))
+        newest = _object(diff.newest_primary, now)
+        if newest is not None:
+            newest["at_dr"] = diff.newest_primary_at_dr
+        rows.append(
+            {
+                "name": ds.name,
+                "rpo_target_s": ds.rpo_target,
+                "lag_s": round(lag, 1),
+                "within_target": lag <= ds.rpo_target,
+                "unreplicated": diff.unreplicated,
+                "oldest_unreplicated": _object(oldest, now),
+                "newest_primary": newest,
+                "newest_at_dr": _object(diff.newest_dr, now),
+            }
+        )
+    evidence = {"datasets": rows, "now": _when(now)}
+    if late:
+        parts = [
+            f"{ds.name} {format_duration(lag)} > {format_duration(ds.rpo_target)}"
+            for ds, lag in late
+        ]
+        return Outcome(
+            Status.FAIL,
+            f"Replication lag over RPO target: {_names(parts)}",
+            evidence,
+            remediation=f"Replication of {late[0][0].name} is behind: check the replication "
+            "rule and its backlog (pending operations, failed replications), then copy the "
+            "objects not yet at DR.",
+            blocking=True,
+        )
+    worst = max(rows, key=lambda r: r["lag_s"])
+    return Outcome(
+        Status.PASS,
+        f"{len(rows)} datasets within RPO; largest lag {format_duration(worst['lag_s'])} "
+        f"({worst['name']})",
+        evidence,
+    )
+
+
+# -- data.checkpoint_fresh ----------------------------------------------------------------
+
+
+@check("data.checkpoint_fresh", title="Fresh checkpoint at DR", category="Data", timeout_s=120)
+def data_checkpoint_fresh(*, plan: DrillPlan, targets: Targets, now: dt.datetime) -> Outcome:
+    """For each dataset of kind `checkpoint`, the newest checkpoint object readable at
+    DR is younger than the dataset's `rpo_target` (`now - LastModified <= rpo_target`).
+
+    This is the training-side RPO: training resumed at DR restarts from that
+    checkpoint, so everything computed since it was written is lost. A stale or
+    absent checkpoint fails and blocks the drill. The newest checkpoint at the
+    primary is shown too: when it is as old, training stopped, not replication.
+    """
+    chosen = [ds for ds in plan.datasets if ds.kind is DatasetKind.CHECKPOINT]
+    if not chosen:
+        return Outcome(Status.PASS, "No checkpoint datasets in the plan: not applicable.")
+    rows, stale = [], []
+    for ds, diff in _each(chosen, lambda ds: dataset_diff(targets, ds)):
+        newest = diff.newest_dr
+        age = _age(now, newest.last_modified) if newest else None
+        if age is None or age > ds.rpo_target:
+            stale.append((ds, age))
+        rows.append(
+            {
+                "name": ds.name,
+                "dr": diff.dr,
+                "rpo_target_s": ds.rpo_target,
+                "newest_at_dr": _object(newest, now),
+                "newest_at_primary": _object(diff.newest_primary, now),
+                "fresh": age is not None and age <= ds.rpo_target,
+            }
+        )
+    evidence = {"datasets": rows, "now": _when(now)}
+    if stale:
+        parts = [
+            f"{ds.name} " + ("has none" if age is None else f"is {format_duration(age)} old")
+            for ds, age in stale
+        ]
+        return Outcome(
+            Status.FAIL,
+            f"Newest checkpoint at DR over RPO target: {_names(parts)}",
+            evidence,
+            remediation="Training at DR would restart from a stale checkpoint of "
+            f"{stale[0][0].name}: check the checkpoint replication or copy job, "
+            "and copy the latest checkpoint now.",
+            blocking=True,
+        )
+    return Outcome(Status.PASS, f"{len(rows)} checkpoint datasets fresh at DR", evidence)
+
+
+# -- data.delete_protection ---------------------------------------------------------------
+
+VIOLATIONS = (
+    "versioning_not_enabled",
+    "lifecycle_expires_current",
+    "lifecycle_expires_noncurrent",
+    "delete_marker_at_dr",
+    "delete_propagated",
+)
+
+
+def rule_problems(rule: LifecycleRule, ds: Dataset) -> list[tuple[str, dict[str, Any]]]:
+    """What a lifecycle rule of the DR bucket may remove that the plan needs kept."""
+    if not rule.covers(ds.prefix):
+        return []
+    example = {"bucket": ds.dr_bucket, "rule": rule.id, "rule_prefix": rule.prefix}
+    found: list[tuple[str, dict[str, Any]]] = []
+    if rule.expires_current:
+        found.append(("lifecycle_expires_current", example))
+    if rule.noncurrent_days is not None:
+        kept = (rule.newer_noncurrent_versions or 0) + 1
+        if kept < ds.min_versions and rule.noncurrent_days < NONCURRENT_FLOOR_DAYS:
+            found.append(
+                (
+                    "lifecycle_expires_noncurrent",
+                    {
+                        **example,
+                        "noncurrent_days": rule.noncurrent_days,
+                        "newer_noncurrent_versions": rule.newer_noncurrent_versions,
+                        "min_versions": ds.min_versions,
+                    },
+                )
+            )
+    return found
+
+
+def _protection(targets: Targets, ds: Dataset) -> dict[str, Any]:
+    dr = targets.dr.objects
+    problems: dict[str, list[dict[str, Any]]] = {kind: [] for kind in VIOLATIONS}
+    status = dr.versioning(ds.dr_bucket)
+    if status != "Enabled":
+        problems["versioning_not_enabled"].append({"bucket": ds.dr_bucket, "status": status})
+    rules = dr.lifecycle_rules(ds.dr_bucket)
+    for rule in rules:
+        for kind, example in rule_problems(rule, ds):
+            problems[kind].append(example)
+    deletes = compare_deletes(*_locations(targets, ds), examples=EXAMPLES)
+    counts = {kind: len(found) for kind, found in problems.items()}
+    counts["delete_marker_at_dr"] = deletes.delete_marker_at_dr.count
+    counts["delete_propagated"] = deletes.delete_propagated.count
+    problems["delete_marker_at_dr"] = deletes.delete_marker_at_dr.examples
+    problems["delete_propagated"] = deletes.delete_propagated.examples
+    return {
+        "name": ds.name,
+        "dr_bucket": ds.dr_bucket,
+        "versioning": status,
+        "lifecycle_rules": len(rules),
+        "min_versions": ds.min_versions,
+        "keys_primary": deletes.primary_keys,
+        "keys_dr": deletes.dr_keys,
+        "violations": counts,
+        "examples": {kind: found[:EXAMPLES] for kind, found in problems.items() if found},
+    }
+
+
+_PROTECTION_HINTS = {
+    "versioning_not_enabled": "enable versioning on the DR bucket "
+    "(`aws s3api put-bucket-versioning --versioning-configuration Status=Enabled`)",
+    "lifecycle_expires_current": "remove the Expiration of current versions from the DR "
+    "bucket's lifecycle rule",
+    "lifecycle_expires_noncurrent": f"keep NewerNoncurrentVersions >= min_versions - 1, or "
+    f"NoncurrentDays >= {NONCURRENT_FLOOR_DAYS}",
+    "delete_marker_at_dr": "restore the objects at DR by deleting the delete markers "
+    "(their data is still a non-current version)",
+    "delete_propagated": "restore from DR's non-current versions and stop replicating "
+    "deletes (DeleteMarkerReplication Disabled)",
+}
+
+
+@check(
+    "data.delete_protection",
+    title="DR copies protected from deletes",
+    category="Data",
+    timeout_s=120,
+)
+def data_delete_protection(*, plan: DrillPlan, targets: Targets) -> Outcome:
+    """The DR copy of each dataset survives a bad delete at the primary ("add only,
+    never delete").
+
+    - The DR bucket has versioning `Enabled`.
+    - No enabled lifecycle rule covering the prefix expires current versions, and
+      none expires non-current versions too soon: a rule must keep at least
+      `min_versions` versions of a key (`NewerNoncurrentVersions >= min_versions - 1`)
+      or keep every non-current version for at least 30 days (`NoncurrentDays`).
+    - No object live at the primary has a delete marker as its latest version at DR.
+    - No object deleted at the primary (a delete marker as latest, after data) is
+      gone at DR (a delete marker there too, or no version at all).
+
+    Any violation fails and blocks the drill: a DR copy that deletes can reach is
+    not the clean copy a takeover needs.
+    """
+    if not plan.datasets:
+        return Outcome(Status.PASS, "No datasets in the plan: nothing to protect.")
+    rows = [row for _, row in _each(plan.datasets, lambda ds: _protection(targets, ds))]
+    totals = {kind: sum(r["violations"][kind] for r in rows) for kind in VIOLATIONS}
+    evidence = {"datasets": rows, "violations": totals}
+    found = [kind for kind in VIOLATIONS if totals[kind]]
+    if not found:
+        return Outcome(
+            Status.PASS,
+            f"{len(rows)} DR buckets versioned, retained and untouched by deletes",
+            evidence,
+        )
+    where = [r["name"] for r in rows if any(r["violations"].values())]
+    what = ", ".join(f"{totals[k]} {k.replace('_', ' ')}" for k in found)
+    return Outcome(
+        Status.FAIL,
+        f"DR copies not protected from deletes in {_names(where)}: {what}",
+        evidence,
+        remediation="; ".join(_PROTECTION_HINTS[k] for k in found) + ".",
+        blocking=True,
+    )

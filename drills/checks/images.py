@@ -1,0 +1,239 @@
+"""images.synced: every image a workload runs is at DR, with the primary's manifest digest."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from drills.checks.base import EXAMPLES, Outcome, Status, Tier, check, tier_status
+from drills.plan import DrillPlan, Workload
+from drills.targets.registry import ImageName, Ref, Registry, parse_image
+from drills.targets.sites import Targets
+
+log = logging.getLogger("drills.checks.images")
+
+_KUBE_READERS = 8
+# Requests in flight per registry. Both sites are asked at once, so the check keeps 32
+# in flight in all: more only adds thread contention in this process (measured on
+# loopback: 16 per site beat 32 by a quarter in wall time and CPU).
+_PER_SITE = 16
+_TIER_ORDER: dict[str, int] = {"critical": 0, "normal": 1, "batch": 2}
+
+
+@dataclass
+class _Image:
+    """One unique image (without its registry host), and every workload that runs it."""
+
+    name: ImageName
+    workloads: set[str] = field(default_factory=set)
+    tiers: set[Tier] = field(default_factory=set)
+
+    def example(self, primary: str | None, dr: str | None) -> dict[str, Any]:
+        return {
+            "image": str(self.name),
+            "workloads": sorted(self.workloads),
+            "tiers": sorted(self.tiers, key=_TIER_ORDER.__getitem__),
+            "primary_digest": primary,
+            "dr_digest": dr,
+        }
+
+
+@dataclass(frozen=True)
+class _Unresolved:
+    workload: Workload
+    reason: str
+
+    def example(self) -> dict[str, Any]:
+        return {"workload": self.workload.key, "tier": _tier(self.workload), "reason": self.reason}
+
+
+@check("images.synced", title="Images synced to DR", category="Images", timeout_s=20)
+def images_synced(*, plan: DrillPlan, targets: Targets) -> Outcome:
+    """Every container image that a workload of the plan runs exists in the DR site's
+    registry with the same manifest digest as in the primary's.
+
+    The images are the workload's `images` in the plan, or else those of its pod
+    template (containers and init containers) on the primary cluster. The registry
+    host is dropped from each reference, since each site pulls from its own
+    registry, and `repository:tag` (or `@digest`) is resolved at both sites: a
+    multi-arch image compares by its index digest. An image missing at DR means the
+    takeover's pods sit in ImagePullBackOff; a different digest means DR would run
+    other code than the primary. A problem with an image of a critical workload
+    fails and blocks the drill; one of normal or batch workloads only warns.
+    """
+    images, unresolved = _images_in_use(plan, targets)
+    refs = [image.name.key for image in images.values()]
+    with ThreadPoolExecutor(2, thread_name_prefix="images") as pool:
+        at_primary = pool.submit(targets.primary.registry.digests, refs, concurrency=_PER_SITE)
+        at_dr = pool.submit(targets.dr.registry.digests, refs, concurrency=_PER_SITE)
+        primary, dr = at_primary.result(), at_dr.result()
+
+    problems: dict[str, list[_Image]] = {
+        "missing_at_dr": [],
+        "digest_mismatch": [],
+        "missing_at_primary": [],
+    }
+    for image in images.values():
+        p, d = primary.get(image.name.key), dr.get(image.name.key)
+        if d is None:
+            problems["missing_at_dr"].append(image)
+        elif p is None:
+            problems["missing_at_primary"].append(image)
+        elif p != d:
+            problems["digest_mismatch"].append(image)
+
+    failing: set[Tier] = {t for found in problems.values() for image in found for t in image.tiers}
+    failing |= {_tier(u.workload) for u in unresolved}
+    status, blocking = tier_status(failing)
+    examples: dict[str, list[dict[str, Any]]] = {
+        kind: [
+            i.example(primary.get(i.name.key), dr.get(i.name.key))
+            for i in _ordered(found)[:EXAMPLES]
+        ]
+        for kind, found in problems.items()
+    }
+    examples["workloads_unresolved"] = [u.example() for u in unresolved[:EXAMPLES]]
+    evidence = {
+        "primary_registry": targets.primary.registry.target,
+        "dr_registry": targets.dr.registry.target,
+        "workloads": len(plan.workloads),
+        "images_compared": len(images),
+        **{kind: len(found) for kind, found in problems.items()},
+        "workloads_unresolved": len(unresolved),
+        "examples": examples,
+    }
+    return Outcome(
+        status,
+        _summary(status, len(images), len(plan.workloads), problems, unresolved),
+        evidence,
+        _remediation(targets.primary.registry, targets.dr.registry, problems, unresolved),
+        blocking,
+    )
+
+
+# -- which images --------------------------------------------------------------------
+
+
+def _images_in_use(
+    plan: DrillPlan, targets: Targets
+) -> tuple[dict[Ref, _Image], list[_Unresolved]]:
+    from_plan = {w.key: list(w.images) for w in plan.workloads if w.images}
+    to_read = [w for w in plan.workloads if not w.images]
+    from_cluster: dict[str, list[str] | None] = {}
+    if to_read:
+        kube = targets.primary.kube
+        with ThreadPoolExecutor(min(_KUBE_READERS, len(to_read))) as pool:
+            objects = pool.map(lambda w: kube.workload(w.namespace, w.kind.value, w.name), to_read)
+            from_cluster = {
+                w.key: _pod_images(obj) for w, obj in zip(to_read, objects, strict=True)
+            }
+
+    images: dict[Ref, _Image] = {}
+    unresolved: list[_Unresolved] = []
+    for workload in plan.workloads:
+        texts = from_plan.get(workload.key) or from_cluster.get(workload.key)
+        if texts is None:
+            unresolved.append(_Unresolved(workload, "not found on the primary cluster"))
+            continue
+        if not texts:
+            unresolved.append(_Unresolved(workload, "its pod template names no image"))
+            continue
+        for text in texts:
+            try:
+                name = parse_image(text)
+            except ValueError:
+                unresolved.append(_Unresolved(workload, f"unreadable image reference {text!r}"))
+                continue
+            image = images.setdefault(name.key, _Image(name))
+            image.workloads.add(workload.key)
+            image.tiers.add(_tier(workload))
+    return images, unresolved
+
+
+def _tier(workload: Workload) -> Tier:
+    return workload.tier.value
+
+
+def _pod_images(obj: Mapping[str, Any] | None) -> list[str] | None:
+    """The images of a Deployment's or StatefulSet's pod template; None for no object."""
+    if obj is None:
+        return None
+    pod = (obj.get("spec") or {}).get("template", {}).get("spec") or {}
+    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+    return list(dict.fromkeys(c["image"] for c in containers if c.get("image")))
+
+
+def _ordered(images: Iterable[_Image]) -> list[_Image]:
+    """Critical first, so the examples show what blocks."""
+    return sorted(images, key=lambda i: (min(_TIER_ORDER[t] for t in i.tiers), str(i.name)))
+
+
+# -- words for the operator --------------------------------------------------------------
+
+
+def _summary(
+    status: Status,
+    compared: int,
+    workloads: int,
+    problems: Mapping[str, list[_Image]],
+    unresolved: list[_Unresolved],
+) -> str:
+    if status is Status.PASS:
+        return f"{compared} images of {workloads} workloads are at DR with the primary's digest"
+    words = {
+        "missing_at_dr": "missing at DR",
+        "digest_mismatch": "with a different digest at DR",
+        "missing_at_primary": "missing at the primary",
+    }
+    parts = [f"{len(found)} {words[kind]}" for kind, found in problems.items() if found]
+    if unresolved:
+        parts.append(f"{len(unresolved)} workloads whose images are unknown")
+    blocked = sorted(
+        {
+            w
+            for found in problems.values()
+            for i in found
+            if "critical" in i.tiers
+            for w in i.workloads
+        }
+        | {u.workload.key for u in unresolved if u.workload.tier.value == "critical"}
+    )
+    tail = f"; critical: {', '.join(blocked)}" if blocked else "; no critical workload affected"
+    return f"{', '.join(parts)} of {compared} images{tail}"
+
+
+def _remediation(
+    primary: Registry,
+    dr: Registry,
+    problems: Mapping[str, list[_Image]],
+    unresolved: list[_Unresolved],
+) -> str:
+    hints: list[str] = []
+    to_copy = _ordered(problems["missing_at_dr"] + problems["digest_mismatch"])
+    if to_copy:
+        ref = str(to_copy[0].name)
+        flags = "".join(
+            f" --{side}-tls-verify=false"
+            for side, registry in (("src", primary), ("dest", dr))
+            if registry.plain_http
+        )
+        hints.append(
+            "Copy each image from the primary registry to DR, index and all, e.g. "
+            f"`skopeo copy --all{flags} docker://{primary.host}/{ref} docker://{dr.host}/{ref}`, "
+            "and make the registry replication cover its repository."
+        )
+    if problems["missing_at_primary"]:
+        ref = str(_ordered(problems["missing_at_primary"])[0].name)
+        hints.append(
+            f"The primary registry {primary.host} lacks {ref}: check where the workload pulls "
+            "from, or list the images in the plan (workloads[].images)."
+        )
+    if unresolved:
+        hints.append(
+            f"List the images of {unresolved[0].workload.key} in the plan (workloads[].images), "
+            "or deploy it at the primary, so they can be compared."
+        )
+    return " ".join(hints)

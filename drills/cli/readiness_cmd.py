@@ -1,0 +1,127 @@
+"""`drills readiness PLAN`: are we ready to take over?"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from drills.checks.base import CheckResult, Status
+from drills.checks.runner import ReadinessReport
+from drills.cli.common import DbUrl, load_plan_or_exit, open_history
+from drills.readiness import run_readiness, select_checks
+from drills.readiness_view import by_category, verdict
+
+console = Console()
+err = Console(stderr=True)
+
+COLOUR = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "red", Status.ERROR: "magenta"}
+EXIT_FAILED = 1
+
+
+def readiness(
+    plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="The drill plan (YAML).")],
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print one JSON object (the stable interface described in the README)."
+        ),
+    ] = False,
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help="Run only this check id; repeat for several."),
+    ] = None,
+    category: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--category",
+            help="Run only checks of this category (Images, Data, Secrets, Cluster, DNS, "
+            "Cadence); repeat for several.",
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Show each check's evidence and remediation.")
+    ] = False,
+    store: Annotated[
+        bool,
+        typer.Option(
+            "--store/--no-store", help="Keep the snapshot in the history store (full runs only)."
+        ),
+    ] = True,
+    db: DbUrl = None,
+) -> None:
+    """Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan."""
+    plan = load_plan_or_exit(plan_path)
+    try:
+        specs = select_checks(only or (), category or ())
+    except KeyError as exc:
+        err.print(f"[red]{exc.args[0]}[/]")
+        raise typer.Exit(2) from None
+    if not specs:
+        err.print("[red]no check matches --only/--category[/]")
+        raise typer.Exit(2)
+    history = open_history(db) if store else None
+    with Progress(
+        TextColumn("[bold]readiness[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=True,
+        disable=as_json or not err.is_terminal,
+    ) as progress:
+        task = progress.add_task("", total=len(specs))
+
+        def advance(result: CheckResult) -> None:
+            progress.update(task, advance=1, description=result.id)
+
+        report = run_readiness(
+            plan,
+            history=history,
+            only=only or (),
+            categories=category or (),
+            on_result=advance,
+        )
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        print_report(report, verbose=verbose)
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def print_report(report: ReadinessReport, *, verbose: bool) -> None:
+    table = Table(title=f"Readiness of {report.plan}", show_lines=verbose)
+    for column in ("check", "status", "summary", "s"):
+        table.add_column(column, overflow="fold")
+    for category, results in by_category(report):
+        table.add_row(f"[bold]{category}[/]", "", "", "")
+        for r in results:
+            status = f"[{COLOUR[r.status]}]{r.status.value}[/]"
+            if r.blocking:
+                status += " [bold red]BLOCKING[/]"
+            summary = r.summary
+            if verbose:
+                summary += _details(r)
+            table.add_row(f"  {r.id}", status, summary, f"{r.duration_s:.2f}")
+    console.print(table)
+    style = "green" if report.ok else ("red" if report.blocking else "yellow")
+    console.print(f"[{style}]{verdict(report)}[/] — {len(report.blocking)} blocking")
+
+
+def _details(r: CheckResult) -> str:
+    text = ""
+    if r.evidence:
+        text += "\n[dim]" + json.dumps(dict(r.evidence), indent=1, default=str) + "[/]"
+    if r.remediation and r.status is not Status.PASS:
+        text += f"\n[cyan]→ {r.remediation}[/]"
+    return text
+
+
+def register(app: typer.Typer) -> None:
+    app.command("readiness")(readiness)

@@ -1,0 +1,245 @@
+"""`drills run`, `drills history` and `drills report`: take over, and look back."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import getpass
+import json
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from drills.cli.common import DbUrl, load_plan_or_exit, open_history
+from drills.drill import Approval, Drill, DrillHooks, DrillRequest
+from drills.history_models import DrillRun
+from drills.report import render_markdown, report_data
+from drills.steps.executor import PlannedChange
+from drills.timeline import PhaseRecord, StepRecord
+
+console = Console()
+err = Console(stderr=True)
+
+EXIT_FAILED = 1
+STATUS_STYLE = {
+    "ok": "green",
+    "failed": "red",
+    "running": "yellow",
+    "skipped": "dim",
+    "planned": "cyan",
+}
+
+
+class LiveView:
+    """Phases and steps as they happen, with the RTO clock ticking from T0."""
+
+    def __init__(self, plan: str, mode: str) -> None:
+        self.title = f"{mode} of {plan}"
+        self.phases: list[PhaseRecord] = []
+        self.t0: dt.datetime | None = None
+        self.lock = threading.Lock()
+
+    def on_event(self, event: str, phase: PhaseRecord, step: StepRecord | None) -> None:
+        with self.lock:
+            if event == "phase-start":
+                self.phases.append(phase)
+            if step is not None and step.name == "record T0" and event == "step-end":
+                self.t0 = dt.datetime.fromisoformat(step.evidence["t0"])
+
+    def __rich__(self) -> Group:
+        table = Table(title=self.title, expand=False)
+        for column in ("phase", "step", "status", "s"):
+            table.add_column(column)
+        with self.lock:
+            for phase in self.phases:
+                style = STATUS_STYLE.get(phase.status, "")
+                table.add_row(
+                    f"[bold]{phase.name}[/]",
+                    "",
+                    f"[{style}]{phase.status}[/]",
+                    f"{phase.seconds:.2f}",
+                )
+                for step in phase.steps:
+                    style = STATUS_STYLE.get(step.status, "")
+                    table.add_row(
+                        "", step.name, f"[{style}]{step.status}[/]", f"{step.seconds:.2f}"
+                    )
+            clock = ""
+            if self.t0 is not None:
+                since = (dt.datetime.now(dt.UTC) - self.t0).total_seconds()
+                clock = f"RTO clock: {since:.1f}s since T0"
+        return Group(table, Text(clock, style="bold"))
+
+
+def _confirm(planned: list[PlannedChange]) -> bool:
+    err.print("[bold]The drill will make these changes:[/]")
+    for change in planned:
+        err.print(f"  {change.describe()}")
+    return typer.confirm("Proceed?", default=False, err=True)
+
+
+def _approve(request: DrillRequest) -> Approval:
+    approver = typer.prompt("Approver", default=getpass.getuser(), err=True)
+    approved = typer.confirm(f"Approve fencing the primary of {request.plan.name}?", err=True)
+    comment = typer.prompt("Comment", default="", err=True)
+    return Approval(approved, approver, comment)
+
+
+def run(
+    plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="The drill plan (YAML).")],
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode", help="drill: fail back after measuring. incident: take over and stay at DR."
+        ),
+    ] = "drill",
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Run preflight and list every change as current → intended; change nothing.",
+        ),
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option("--yes", "-y", help="Do not ask for confirmation before the first change."),
+    ] = False,
+    force_unfenced: Annotated[
+        bool,
+        typer.Option(
+            "--force-unfenced",
+            help="Incident mode only: go on when the primary is unreachable and cannot be fenced. "
+            "It may still be serving writes; the report says so.",
+        ),
+    ] = False,
+    operator: Annotated[
+        str | None, typer.Option("--operator", help="Who runs it (default: the login name).")
+    ] = None,
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why: recorded in the history and report.")
+    ] = "",
+    tier_deadline: Annotated[
+        float,
+        typer.Option(
+            "--tier-deadline", min=1.0, help="Seconds each tier may take to become ready."
+        ),
+    ] = 600.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the final report as JSON.")
+    ] = False,
+    db: DbUrl = None,
+) -> None:
+    """Run a minimum-takeover drill (or a real incident takeover) and print its report."""
+    if mode not in ("drill", "incident"):
+        err.print(f"[red]--mode must be drill or incident, not {mode!r}[/]")
+        raise typer.Exit(2)
+    if force_unfenced and mode != "incident":
+        err.print("[red]--force-unfenced only makes sense with --mode incident[/]")
+        raise typer.Exit(2)
+    plan = load_plan_or_exit(plan_path)
+    history = open_history(db)
+    view = LiveView(plan.name, mode)
+    request = DrillRequest(
+        plan,
+        mode=mode,  # type: ignore[arg-type]
+        dry_run=dry_run,
+        operator=operator or getpass.getuser(),
+        reason=reason,
+        declared_at=dt.datetime.now(dt.UTC) if mode == "incident" else None,
+        force_unfenced=force_unfenced,
+        tier_deadline_s=tier_deadline,
+    )
+    hooks = DrillHooks(
+        approve=_approve,
+        confirm=None if (yes or dry_run) else _confirm,
+        listener=view.on_event,
+    )
+    drill = Drill(request, history, hooks)
+    live = not as_json and err.is_terminal
+    with Live(view, console=err, refresh_per_second=8) if live else contextlib.nullcontext():
+        result = drill.run()
+    stored = history.get_run(result.run_id)
+    assert stored is not None
+    data = report_data(stored, history)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, default=str))
+    else:
+        typer.echo(render_markdown(data))
+    if result.status not in ("succeeded", "dry-run"):
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _row(run: DrillRun) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "plan": run.plan,
+        "mode": run.mode,
+        "dry_run": run.dry_run,
+        "operator": run.operator,
+        "started_at": run.started_at.isoformat(),
+        "status": run.status,
+        "verdict": run.verdict,
+        "rto_seconds": run.rto_seconds,
+        "client_rto_seconds": run.client_rto_seconds,
+        "rpo_seconds": run.rpo_seconds,
+    }
+
+
+def history_cmd(
+    plan: Annotated[str | None, typer.Option("--plan", help="Only runs of this plan.")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="Only drill or incident runs.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="How many runs, newest first.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of runs.")] = False,
+    db: DbUrl = None,
+) -> None:
+    """List past drills and incidents, newest first."""
+    runs = open_history(db).list_runs(plan=plan, mode=mode, limit=limit)
+    if as_json:
+        typer.echo(json.dumps([_row(r) for r in runs], indent=2))
+        return
+    table = Table(title="Drill history")
+    for column in ("id", "plan", "mode", "started", "status", "verdict", "RTO", "client RTO"):
+        table.add_column(column)
+    for r in runs:
+        table.add_row(
+            r.id, r.plan, r.mode + (" (dry)" if r.dry_run else ""),
+            f"{r.started_at:%Y-%m-%d %H:%M}", r.status, r.verdict or "",
+            f"{r.rto_seconds:.1f}s" if r.rto_seconds is not None else "",
+            f"{r.client_rto_seconds:.1f}s" if r.client_rto_seconds is not None else "",
+        )  # fmt: skip
+    console.print(table)
+
+
+def report_cmd(
+    run_id: Annotated[
+        str, typer.Argument(metavar="RUN_ID", help="The run's id (or a unique prefix).")
+    ],
+    fmt: Annotated[str, typer.Option("--format", help="md or json.")] = "md",
+    db: DbUrl = None,
+) -> None:
+    """Print a run's report: who, when, what changed, how long each phase took, objectives met."""
+    if fmt not in ("md", "json"):
+        err.print(f"[red]--format must be md or json, not {fmt!r}[/]")
+        raise typer.Exit(2)
+    history = open_history(db)
+    run = history.find_run(run_id)
+    if run is None:
+        err.print(f"[red]no run {run_id!r} (or the prefix is ambiguous); see `drills history`[/]")
+        raise typer.Exit(1)
+    data = report_data(run, history)
+    if fmt == "json":
+        typer.echo(json.dumps(data, indent=2, default=str))
+    else:
+        typer.echo(render_markdown(data))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("history")(history_cmd)
+    app.command("report")(report_cmd)

@@ -1,0 +1,313 @@
+"""`drills serve`: a local Prefect server with the drills deployments and a worker.
+
+drills serve                 start it all (idempotent), print where it runs
+drills serve status          what runs, whether it answers, the deployments
+drills serve stop            stop the worker and the server (also `drills serve --stop`)
+drills serve run NAME        start a deployment's flow run, follow it, print the report
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import json
+import os
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from drills import serve
+from drills.errors import DrillError, LabError
+from drills.history import HistoryStore
+from drills.prefect_rest import FlowRunState, PrefectRest, auth_headers
+from drills.report import render_markdown, report_data
+
+serve_app = typer.Typer(
+    help="A local Prefect server, work pool, worker and the deployments of prefect.yaml.",
+)
+console = Console()
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+DRILL_FLOW = "minimum-takeover-drill"
+EXIT_FAILED = 1
+EXIT_STILL_RUNNING = 3
+
+StateDir = Annotated[
+    Path,
+    typer.Option(
+        "--state-dir",
+        envvar="DRILLS_SERVE_DIR",
+        help="Where the server's PREFECT_HOME, database, logs and pids live.",
+    ),
+]
+
+
+def _fail(message: str, code: int = EXIT_FAILED) -> typer.Exit:
+    err.print(f"[red]{message}[/]")
+    return typer.Exit(code)
+
+
+def _print_started(info: serve.ServeInfo, already: bool) -> None:
+    if already:
+        console.print(f"Already running (server pid {info.server_pid}, worker {info.worker_pid}).")
+    else:
+        console.print(f"[green]Prefect is up[/] in {info.startup_seconds:.1f}s.")
+    table = Table(show_header=False)
+    table.add_row("UI", info.ui_url)
+    table.add_row("API", info.api_url)
+    table.add_row(
+        "work pool", f"{serve.WORK_POOL} (worker {serve.WORKER_NAME}, pid {info.worker_pid})"
+    )
+    table.add_row("project", info.project_dir)
+    table.add_row("history store", serve.redacted(info.db_url))
+    table.add_row("logs", ", ".join(str(p) for p in info.logs.values()))
+    console.print(table)
+    console.print(
+        "Run the drill now:        drills serve run quarterly-drill\n"
+        f"Use the prefect CLI here: export PREFECT_API_URL={info.api_url}\n"
+        "Stop it all:              drills serve stop\n"
+        "An existing Prefect server instead: set PREFECT_API_URL to it (and PREFECT_API_KEY\n"
+        "if it needs one), then `prefect --no-prompt deploy --all` and\n"
+        f"`DRILLS_PROJECT_DIR=$PWD prefect worker start --pool {serve.WORK_POOL}` here; the\n"
+        "dashboard and `drills serve run` follow PREFECT_API_URL when no local server runs.",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@serve_app.callback(invoke_without_command=True)
+def start(
+    ctx: typer.Context,
+    stop_flag: Annotated[
+        bool, typer.Option("--stop", help="Stop the worker and the server instead.")
+    ] = False,
+    port: Annotated[
+        int | None,
+        typer.Option("--port", min=1, max=65535, help="Port of the server (default 4200 if free)."),
+    ] = None,
+    project_dir: Annotated[
+        Path,
+        typer.Option("--project-dir", help="The directory of prefect.yaml; flows run from it."),
+    ] = Path("."),
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=5.0, help="Seconds to wait for it all to start.")
+    ] = 300.0,
+    state_dir: StateDir = serve.DEFAULT_STATE_DIR,
+) -> None:
+    """Start a local Prefect server, deploy the drills flows and start a worker (idempotent)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if stop_flag:
+        stop(state_dir)
+        return
+    if serve.running(state_dir) is None:
+        err.print("Starting the Prefect server, deployments and worker (about 30 s)…")
+    try:
+        info, already = serve.up(
+            state_dir,
+            project_dir=project_dir,
+            port=port,
+            timeout=timeout,
+            progress=lambda line: err.print(f"  {line}"),
+        )
+    except LabError as exc:
+        raise _fail(f"drills serve failed: {exc}") from None
+    _print_started(info, already)
+
+
+@serve_app.command("stop")
+def stop(
+    state_dir: StateDir = serve.DEFAULT_STATE_DIR,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Stop even while a flow run is running or paused."),
+    ] = False,
+) -> None:
+    """Stop the worker (and any flow run it started), then the server."""
+    info = serve.running(state_dir)
+    if info is not None and not force:
+        _refuse_while_active(info)
+    if serve.down(state_dir):
+        console.print("Prefect worker and server stopped.")
+    else:
+        console.print(f"No local Prefect server runs from {state_dir}.")
+
+
+def _refuse_while_active(info: serve.ServeInfo) -> None:
+    """A drill killed mid-takeover leaves the primary fenced until `drills recover`."""
+    with PrefectRest(info.api_url) as api:
+        if not api.healthy():
+            return
+        active = api.active_flow_runs()
+    if active:
+        names = ", ".join(f"{r.name} ({r.state_name})" for r in active)
+        raise _fail(
+            f"flow runs are still active: {names}. Stopping now would interrupt them "
+            "(a drill mid-takeover needs `drills recover`). Wait, or use --force."
+        )
+
+
+@serve_app.command("status")
+def status(
+    state_dir: StateDir = serve.DEFAULT_STATE_DIR,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the state as JSON.")] = False,
+) -> None:
+    """Show what runs, whether it answers, and the deployments. Exit 1 if it is down."""
+    info = serve.running(state_dir)
+    if info is None:
+        if as_json:
+            typer.echo(json.dumps({"running": False}))
+        else:
+            console.print(f"No local Prefect server runs from {state_dir}; start it: drills serve")
+        raise typer.Exit(EXIT_FAILED)
+    with PrefectRest(info.api_url) as api:
+        healthy = api.healthy()
+        workers = api.workers(serve.WORK_POOL) if healthy else []
+        deployments = api.deployments() if healthy else []
+    if as_json:
+        payload: dict[str, Any] = {
+            "running": True,
+            "healthy": healthy,
+            **{k: v for k, v in info.__dict__.items()},
+            "db_url": serve.redacted(info.db_url),
+            "workers": [w.__dict__ for w in workers],
+            "deployments": [{**d.__dict__, "schedules": list(d.schedules)} for d in deployments],
+        }
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    console.print(
+        f"Server {info.ui_url} (pid {info.server_pid}): {'healthy' if healthy else 'NOT answering'}"
+    )
+    for w in workers:
+        console.print(f"Worker {w.name}: {w.status} (last heartbeat {w.last_heartbeat or '—'})")
+    table = Table(title="Deployments")
+    for column in ("deployment", "flow", "schedule", "plan"):
+        table.add_column(column)
+    for d in deployments:
+        schedule = "; ".join(d.schedules) or "none: started by a person"
+        table.add_row(d.name, d.flow_name, schedule + (" [paused]" if d.paused else ""),
+                      str(d.parameters.get("plan", "")))  # fmt: skip
+    console.print(table)
+    if not healthy:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """KEY=VALUE pairs; a VALUE that is JSON (true, 3, "x") is taken as such, else as text."""
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise _fail(f"--param wants KEY=VALUE, not {item!r}", 2)
+        try:
+            params[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key] = raw
+    return params
+
+
+def _target(api_url: str | None, state_dir: Path) -> tuple[str, dict[str, str], str | None]:
+    """Which server to talk to: --api-url, else the local one, else PREFECT_API_URL."""
+    if api_url:
+        return api_url, auth_headers(), None
+    local = serve.running(state_dir)
+    if local is not None:
+        return local.api_url, {}, local.db_url
+    if from_env := os.environ.get("PREFECT_API_URL"):
+        return from_env, auth_headers(), None
+    raise _fail("no Prefect server: start one with `drills serve` or set PREFECT_API_URL")
+
+
+def _follow(api: PrefectRest, run: FlowRunState, ui: str, timeout: float) -> FlowRunState:
+    deadline = time.monotonic() + timeout
+    shown = ""
+    while True:
+        if run.state_name != shown:
+            shown = run.state_name
+            now = f"{dt.datetime.now():%H:%M:%S}"
+            err.print(f"  {now}  {run.name}: {run.state_name or run.state_type}")
+            if run.state_type == "PAUSED":
+                err.print(f"  waiting for approval: open {ui}/runs/flow-run/{run.id} and resume it")
+        if run.final or time.monotonic() > deadline:
+            return run
+        time.sleep(1.0)
+        run = api.flow_run(run.id)
+
+
+@serve_app.command("run")
+def run_deployment(
+    deployment: Annotated[
+        str,
+        typer.Argument(
+            help="quarterly-drill, readiness-check, declare-incident, or FLOW/DEPLOYMENT."
+        ),
+    ],
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", help="KEY=VALUE for a flow parameter; repeatable."),
+    ] = None,
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="Follow the run and print its report.")
+    ] = True,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1.0, help="Seconds to follow the run.")
+    ] = 3600.0,
+    api_url: Annotated[
+        str | None, typer.Option("--api-url", help="A Prefect API other than the local one.")
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="History store URL (default: the one the local worker uses)."),
+    ] = None,
+    state_dir: StateDir = serve.DEFAULT_STATE_DIR,
+) -> None:
+    """Start a flow run of a deployment on the Prefect server and follow it to its report.
+
+    It is executed by a worker, as a scheduled run would be. For the drill flow,
+    `operator` defaults to you, and an incident gets `declared_at` = now (its T0).
+    """
+    url, headers, local_db = _target(api_url, state_dir)
+    params = parse_params(param or [])
+    try:
+        with PrefectRest(url, headers=headers) as api:
+            target = api.deployment(deployment)
+            if target.flow_name == DRILL_FLOW:
+                params.setdefault("operator", getpass.getuser())
+                if params.get("mode", target.parameters.get("mode")) == "incident":
+                    params.setdefault("declared_at", dt.datetime.now(dt.UTC).isoformat())
+            run = api.create_flow_run(target.id, params)
+            ui = url.removesuffix("/api")
+            name = f"{target.flow_name}/{target.name}"
+            err.print(f"Flow run {run.name} of {name}: {ui}/runs/flow-run/{run.id}")
+            if not wait:
+                return
+            run = _follow(api, run, ui, timeout)
+    except DrillError as exc:
+        raise _fail(str(exc)) from None
+    if not run.final:
+        raise _fail(
+            f"{run.name} is still {run.state_name} after {timeout:.0f}s", EXIT_STILL_RUNNING
+        )
+    if target.flow_name == DRILL_FLOW:
+        _print_report(HistoryStore(db or local_db), run)
+    if run.state_type != "COMPLETED":
+        raise _fail(f"{run.name} ended {run.state_name}: {run.message}")
+
+
+def _print_report(history: HistoryStore, run: FlowRunState) -> None:
+    drill = serve.drill_run_of(history, run.id)
+    if drill is None:
+        err.print(
+            f"[yellow]flow run {run.name} recorded no drill in {serve.redacted(history.url)}[/]"
+        )
+        return
+    typer.echo(render_markdown(report_data(drill, history)))
+    err.print(f"The same report later: drills report {drill.id}   (--format json for machines)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(serve_app, name="serve")

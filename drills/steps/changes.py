@@ -1,0 +1,107 @@
+"""The kinds of change a drill makes, each as a read and a write of one piece of state.
+
+Applying a change writes the intended state; undoing it writes the original
+back. Both are the same idempotent ``write``, so an undo that runs twice, or
+after a crash that may or may not have applied the change, is safe. A change is
+addressed by a plain string so the journal alone is enough to undo it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from drills.errors import DrillError
+from drills.targets.sites import Role, Targets
+
+State = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ChangeKind:
+    name: str
+    read: Callable[[Targets, str], State]
+    write: Callable[[Targets, str, State], None]
+
+
+def _split(address: str, parts: int) -> list[str]:
+    pieces = address.split("/")
+    if len(pieces) != parts:
+        raise DrillError(f"malformed change address {address!r}")
+    return pieces
+
+
+def _role(value: str) -> Role:
+    if value not in ("primary", "dr"):
+        raise DrillError(f"unknown site {value!r} in a change address")
+    return value  # type: ignore[return-value]
+
+
+# -- workload replicas: "site/Kind/namespace/name" ---------------------------------
+def workload_address(site: Role, kind: str, namespace: str, name: str) -> str:
+    return f"{site}/{kind}/{namespace}/{name}"
+
+
+def _read_replicas(targets: Targets, address: str) -> State:
+    site, kind, namespace, name = _split(address, 4)
+    obj = targets.site(_role(site)).kube.workload(namespace, kind, name)
+    if obj is None:
+        raise DrillError(f"{address} does not exist")
+    return {"replicas": int(obj.get("spec", {}).get("replicas") or 0)}
+
+
+def _write_replicas(targets: Targets, address: str, state: State) -> None:
+    site, kind, namespace, name = _split(address, 4)
+    targets.site(_role(site)).kube.scale(namespace, kind, name, int(state["replicas"]))
+
+
+# -- ingress class: "site/namespace/name" ---------------------------------------
+def ingress_address(site: Role, namespace: str, name: str) -> str:
+    return f"{site}/{namespace}/{name}"
+
+
+def _read_ingress(targets: Targets, address: str) -> State:
+    site, namespace, name = _split(address, 3)
+    obj = targets.site(_role(site)).kube.ingress(namespace, name)
+    if obj is None:
+        raise DrillError(f"ingress {address} does not exist")
+    return {"ingressClassName": obj.get("spec", {}).get("ingressClassName")}
+
+
+def _write_ingress(targets: Targets, address: str, state: State) -> None:
+    site, namespace, name = _split(address, 3)
+    targets.site(_role(site)).kube.patch_ingress_class(
+        namespace, name, state.get("ingressClassName")
+    )
+
+
+# -- DNS record: "name/type" ----------------------------------------------------
+def record_address(name: str, rtype: str) -> str:
+    return f"{name}/{rtype}"
+
+
+def _read_record(targets: Targets, address: str) -> State:
+    name, rtype = _split(address, 2)
+    first = targets.dns.read(name, rtype)[0]
+    if first.ttl is None:
+        raise DrillError(f"DNS record {address} does not exist on {first.server}")
+    return {"values": list(first.values), "ttl": first.ttl}
+
+
+def _write_record(targets: Targets, address: str, state: State) -> None:
+    name, rtype = _split(address, 2)
+    values = state["values"]
+    if len(values) != 1:
+        raise DrillError(f"{address}: can only switch a single-value record, got {values}")
+    targets.dns.update(name, rtype, values[0], int(state["ttl"]))
+
+
+KINDS: dict[str, ChangeKind] = {
+    kind.name: kind
+    for kind in (
+        ChangeKind("workload.scale", _read_replicas, _write_replicas),
+        ChangeKind("ingress.class", _read_ingress, _write_ingress),
+        ChangeKind("dns.record", _read_record, _write_record),
+    )
+}

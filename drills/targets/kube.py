@@ -1,0 +1,364 @@
+"""Kubernetes through the official ``kubernetes`` client, one private client per site.
+
+Each site gets its own ``Configuration`` (from its kubeconfig, CA included, or
+the in-cluster account) and ``ApiClient``; the process-wide default is never
+touched. Requests go through the client's ``ApiClient`` (auth, TLS, urllib3
+pool, ``ApiException``) by resource path, and replies are returned as the API's
+plain JSON dicts. The generated ``*Api`` classes and models are not used: they
+cost ~1.5 s of import and pydantic validation per process, half the budget of a
+whole readiness run, for objects the callers would turn back into dicts anyway.
+
+Every request carries ``_request_timeout=(connect, read)``; the client's own
+urllib3 retries are off (they would triple every timeout); every client or
+urllib3 exception is translated once, in :mod:`drills.targets.kube_errors`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import urllib3.exceptions
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.client.rest import RESTResponse
+from kubernetes.config.config_exception import ConfigException
+
+from drills.errors import PermanentError
+from drills.plan import DrillPlan, KubernetesAccess, Site
+from drills.targets.kube_errors import NotReadyInTime, translate, translated
+
+log = logging.getLogger("drills.targets.kube")
+
+CONNECT_TIMEOUT_S = 3.0
+READ_TIMEOUT_S = 10.0
+POOL_SIZE = 32
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+_COLLECTIONS = {
+    "Deployment": "/apis/apps/v1/namespaces/{namespace}/deployments",
+    "StatefulSet": "/apis/apps/v1/namespaces/{namespace}/statefulsets",
+}
+Query = Sequence[tuple[str, str]]
+
+
+def _configuration(role: str, access: KubernetesAccess, plan: DrillPlan) -> client.Configuration:
+    """A fresh client configuration for one site; never the process-wide default."""
+    cfg = client.Configuration()
+    where = "in-cluster service account"
+    try:
+        if access.in_cluster:
+            config.load_incluster_config(client_configuration=cfg)
+        else:
+            assert access.kubeconfig is not None  # the plan model guarantees one of the two
+            path = plan.resolve_path(access.kubeconfig)
+            where = str(path)
+            config.load_kube_config(
+                config_file=str(path),
+                context=access.context,
+                client_configuration=cfg,
+                persist_config=False,  # never write token refreshes back into the file
+            )
+    except (ConfigException, OSError, ValueError) as exc:
+        # The loader's messages name files, contexts and keys, never the credentials.
+        cause = f"cannot load the Kubernetes configuration ({type(exc).__name__}: {exc})"
+        raise PermanentError(f"kubernetes {role} ({where})", cause) from exc
+    cfg.retries = False  # one attempt per call: the caller owns retry policy and deadlines
+    # Concurrent checks share this client; a pool smaller than their requests would
+    # open and discard connections (and log a warning) on every burst.
+    cfg.connection_pool_maxsize = POOL_SIZE
+    return cfg
+
+
+def _kind(kind: str) -> str:
+    value = str(getattr(kind, "value", kind))
+    if value not in _COLLECTIONS:
+        raise ValueError(
+            f"unsupported workload kind {kind!r}; expected one of {list(_COLLECTIONS)}"
+        )
+    return value
+
+
+def settled(obj: dict[str, Any], replicas: int) -> tuple[int, bool]:
+    """Ready replicas, and whether the workload has settled at ``replicas`` ready.
+
+    Settled means the controller has seen the latest spec (observedGeneration)
+    and, for ``replicas`` > 0, at least that many are ready; for 0, none remain.
+    """
+    status = obj.get("status") or {}
+    meta = obj.get("metadata") or {}
+    ready = int(status.get("readyReplicas") or 0)
+    observed = int(status.get("observedGeneration") or 0) >= int(meta.get("generation") or 0)
+    if replicas == 0:
+        return ready, observed and int(status.get("replicas") or 0) == 0
+    return ready, observed and ready >= replicas
+
+
+def _lines(resp: RESTResponse) -> Iterator[bytes]:
+    """A watch stream's JSON lines, as they arrive."""
+    buffer = b""
+    for chunk in resp.response.stream(amt=None, decode_content=False):
+        buffer += chunk
+        *complete, buffer = buffer.split(b"\n")
+        yield from (line for line in complete if line.strip())
+    if buffer.strip():
+        yield buffer
+
+
+class KubeTarget:
+    """One site's Kubernetes API: reads for the checks, and the few writes a drill makes."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        target: str,
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
+        read_timeout: float = READ_TIMEOUT_S,
+    ) -> None:
+        self._api = api
+        self.target = target
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+
+    @classmethod
+    def for_site(
+        cls,
+        role: str,
+        site: Site,
+        plan: DrillPlan,
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
+        read_timeout: float = READ_TIMEOUT_S,
+    ) -> KubeTarget:
+        cfg = _configuration(role, site.kubernetes, plan)
+        return cls(
+            client.ApiClient(configuration=cfg),
+            f"kubernetes {role} ({cfg.host})",
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
+
+    @property
+    def describe(self) -> str:
+        return self.target
+
+    def __repr__(self) -> str:
+        return f"KubeTarget({self.target!r})"
+
+    # -- transport -------------------------------------------------------------
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, str] | None = None,
+        *,
+        query: Query = (),
+        body: Any = None,
+        timeout: tuple[float, float] | None = None,
+    ) -> RESTResponse:
+        """One request; the response is unread (a watch streams it). Raises TargetError."""
+        headers = {"Accept": JSON}
+        if body is not None:
+            headers["Content-Type"] = MERGE_PATCH if method == "PATCH" else JSON
+        with translated(self.target):
+            method, url, headers, body, _ = self._api.param_serialize(
+                method=method,
+                resource_path=path,
+                path_params=params,
+                query_params=list(query) or None,
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            resp = self._api.call_api(
+                method,
+                url,
+                header_params=headers,
+                body=body,
+                _request_timeout=timeout or (self.connect_timeout, self.read_timeout),
+            )
+            if not 200 <= resp.status <= 299:
+                text = resp.read().decode("utf-8", errors="replace")
+                raise ApiException.from_response(http_resp=resp, body=text, data=None)
+        return resp
+
+    def _json(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, str] | None = None,
+        *,
+        query: Query = (),
+        body: Any = None,
+    ) -> Any:
+        resp = self._send(method, path, params, query=query, body=body)
+        with translated(self.target):
+            data = resp.read()
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise PermanentError(self.target, f"{method} {path}: the reply is not JSON") from None
+
+    def _get_or_none(self, path: str, params: dict[str, str]) -> dict[str, Any] | None:
+        try:
+            found = self._json("GET", path, params)
+        except PermanentError as exc:
+            if isinstance(exc.__cause__, ApiException) and exc.__cause__.status == 404:
+                return None
+            raise
+        return dict(found)
+
+    # -- reads -----------------------------------------------------------------
+
+    def version(self) -> tuple[int, int, str]:
+        """(major, minor, gitVersion) from ``/version``; "30+" style minors read as 30."""
+        info = self._json("GET", "/version")
+        git = str(info.get("gitVersion", "?"))
+        try:
+            major = int("".join(c for c in str(info.get("major", "")) if c.isdigit()))
+            minor = int("".join(c for c in str(info.get("minor", "")) if c.isdigit()))
+        except ValueError:
+            raise PermanentError(
+                self.target, f"/version has no numeric major/minor ({git})"
+            ) from None
+        return major, minor, git
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return list(self._json("GET", "/api/v1/nodes").get("items") or [])
+
+    def workload(self, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
+        """A Deployment or StatefulSet, or None when it does not exist."""
+        path = _COLLECTIONS[_kind(kind)] + "/{name}"
+        return self._get_or_none(path, {"namespace": namespace, "name": name})
+
+    def pods(self, namespace: str | None, label_selector: str = "") -> list[dict[str, Any]]:
+        """Pods matching ``label_selector`` in ``namespace`` (every namespace when None)."""
+        query = [("labelSelector", label_selector)] if label_selector else []
+        if namespace is None:
+            listing = self._json("GET", "/api/v1/pods", query=query)
+        else:
+            path = "/api/v1/namespaces/{namespace}/pods"
+            listing = self._json("GET", path, {"namespace": namespace}, query=query)
+        return list(listing.get("items") or [])
+
+    def secret(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The raw Secret, values included: fingerprint it, never log or pass it on."""
+        path = "/api/v1/namespaces/{namespace}/secrets/{name}"
+        return self._get_or_none(path, {"namespace": namespace, "name": name})
+
+    def ingress(self, namespace: str, name: str) -> dict[str, Any] | None:
+        path = "/apis/networking.k8s.io/v1/namespaces/{namespace}/ingresses/{name}"
+        return self._get_or_none(path, {"namespace": namespace, "name": name})
+
+    # -- writes, for the drill ---------------------------------------------------
+
+    def scale(self, namespace: str, kind: str, name: str, replicas: int) -> None:
+        """Set replicas through the scale subresource (what ``kubectl scale`` does)."""
+        path = _COLLECTIONS[_kind(kind)] + "/{name}/scale"
+        body = {"spec": {"replicas": int(replicas)}}
+        self._json("PATCH", path, {"namespace": namespace, "name": name}, body=body)
+        log.info("%s: scaled %s %s/%s to %d", self.target, kind, namespace, name, replicas)
+
+    def patch_ingress_class(self, namespace: str, name: str, ingress_class: str | None) -> None:
+        """Set ``spec.ingressClassName``; None removes it, which detaches the controller."""
+        path = "/apis/networking.k8s.io/v1/namespaces/{namespace}/ingresses/{name}"
+        body = {"spec": {"ingressClassName": ingress_class}}
+        self._json("PATCH", path, {"namespace": namespace, "name": name}, body=body)
+        log.info("%s: ingress %s/%s class set to %s", self.target, namespace, name, ingress_class)
+
+    def wait_ready(
+        self, namespace: str, kind: str, name: str, replicas: int, deadline_s: float
+    ) -> dict[str, Any]:
+        """Watch one workload until ``replicas`` are ready; return the final object.
+
+        It lists with a field selector to get a resourceVersion, then watches from
+        there (no polling), re-listing if the watch expires. Raises
+        :class:`NotReadyInTime` with the last counts seen at the deadline.
+        """
+        kind = _kind(kind)
+        collection = _COLLECTIONS[kind]
+        params = {"namespace": namespace}
+        selector = ("fieldSelector", f"metadata.name={name}")
+        deadline = time.monotonic() + deadline_s
+        last: dict[str, Any] | None = None
+        rv: str | None = None
+        while True:
+            if rv is None:
+                listing = self._json("GET", collection, params, query=[selector])
+                items = listing.get("items") or []
+                last = items[0] if items else None
+                if last is not None and settled(last, replicas)[1]:
+                    return last
+                rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            query = [
+                selector,
+                ("watch", "true"),
+                ("allowWatchBookmarks", "true"),
+                ("timeoutSeconds", str(math.ceil(remaining) + 1)),
+            ] + ([("resourceVersion", rv)] if rv else [])
+            # The socket waits a little past the deadline, so a silent stream ends in a
+            # read timeout just after it; the server-side timeout is a second bound.
+            resp = self._send(
+                "GET",
+                collection,
+                params,
+                query=query,
+                timeout=(self.connect_timeout, remaining + 0.25),
+            )
+            try:
+                done, last, rv = self._follow(resp, last, rv, replicas)
+            except urllib3.exceptions.ReadTimeoutError as exc:
+                if time.monotonic() < deadline:
+                    raise translate(self.target, exc) from exc
+                break  # the stream stayed quiet until the deadline: nothing changed
+            if done:
+                assert last is not None
+                return last
+        ready = settled(last, replicas)[0] if last is not None else 0
+        raise NotReadyInTime(self.target, f"{kind} {namespace}/{name}", ready, replicas, last)
+
+    def _follow(
+        self, resp: RESTResponse, last: dict[str, Any] | None, rv: str | None, replicas: int
+    ) -> tuple[bool, dict[str, Any] | None, str | None]:
+        """Read one watch stream: (settled?, last object seen, resourceVersion to resume at).
+
+        A None resourceVersion asks the caller to re-list (the watch expired).
+        """
+        try:
+            for line in _lines(resp):
+                event = json.loads(line)
+                kind, obj = event.get("type"), event.get("object") or {}
+                if kind == "ERROR":
+                    if obj.get("code") == 410:
+                        return False, last, None
+                    error = ApiException(status=obj.get("code"), reason=obj.get("message"))
+                    raise translate(self.target, error)
+                rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                if kind == "BOOKMARK":
+                    continue
+                last = None if kind == "DELETED" else obj
+                if last is not None and settled(last, replicas)[1]:
+                    return True, last, rv
+        except urllib3.exceptions.ReadTimeoutError:
+            raise  # wait_ready tells a quiet stream at the deadline from a hung server
+        except urllib3.exceptions.HTTPError as exc:
+            raise translate(self.target, exc) from exc
+        except ValueError:
+            raise PermanentError(self.target, "a watch event is not JSON") from None
+        finally:
+            # Close before releasing: a half-read stream must not go back into the pool.
+            resp.response.close()
+            resp.response.release_conn()
+        return False, last, rv
+
+    def close(self) -> None:
+        self._api.close()

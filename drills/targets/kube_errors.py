@@ -1,0 +1,93 @@
+"""Kubernetes client and urllib3 failures translated once, here, into drills errors.
+
+The official client raises ``ApiException`` for an HTTP error status (its body
+is the API server's ``Status``) and for a TLS failure (status 0), and lets
+urllib3's own exceptions through for connection trouble. Callers above the
+adapter see only :class:`~drills.errors.TargetError` subclasses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import urllib3.exceptions
+from kubernetes.client.exceptions import ApiException
+
+from drills.errors import PermanentError, TargetError, TemporaryError
+
+
+class NotReadyInTime(TargetError):  # noqa: N818 - reads as what happened
+    """A workload did not reach the wanted ready replicas before the deadline.
+
+    Neither temporary nor a step failure: the caller (a drill step) decides what
+    it means. ``ready``/``desired`` are the last counts observed; ``observed`` is
+    the last object seen (a plain dict), or None when none was seen.
+    """
+
+    def __init__(
+        self, target: str, what: str, ready: int, desired: int, observed: dict[str, Any] | None
+    ) -> None:
+        self.ready = ready
+        self.desired = desired
+        self.observed = observed
+        super().__init__(target, f"{what}: {ready}/{desired} replicas ready at the deadline")
+
+
+def status_message(exc: ApiException) -> str:
+    """The API server's own words (a ``Status`` message), or the HTTP reason."""
+    try:
+        body = json.loads(exc.body or "")
+    except (TypeError, ValueError):
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
+        return str(body["message"])
+    return str(exc.reason or "no reason given")
+
+
+def _tls_cause(exc: ApiException) -> str:
+    # The client folds urllib3's SSLError into status 0 with "SSLError\n<detail>".
+    lines = [line for line in str(exc.reason or "").splitlines() if line.strip()]
+    return "TLS failure: " + (lines[-1] if lines else "unknown")
+
+
+def translate(target: str, exc: Exception) -> TargetError:
+    """One client exception as a drills error that says what failed and whether to retry."""
+    if isinstance(exc, ApiException):
+        status = int(exc.status or 0)
+        if status == 0:
+            cause = _tls_cause(exc)
+            if "CERTIFICATE_VERIFY_FAILED" in cause or "hostname" in cause.lower():
+                return PermanentError(target, cause)
+            return TemporaryError(target, cause)
+        cause = f"HTTP {status}: {status_message(exc)}"
+        if status == 429 or status >= 500:
+            retry_after = str((exc.headers or {}).get("Retry-After", ""))
+            delay = float(retry_after) if retry_after.isdigit() else 1.0
+            return TemporaryError(target, cause, delay=delay)
+        # 401/403/404/409/422 and the rest: the credentials, object or request is wrong.
+        return PermanentError(target, cause)
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return TemporaryError(target, "connection refused or unreachable")
+    if isinstance(exc, urllib3.exceptions.TimeoutError):
+        return TemporaryError(target, f"timed out ({type(exc).__name__})")
+    if isinstance(exc, urllib3.exceptions.MaxRetryError):
+        reason = exc.reason
+        if reason is not None and isinstance(reason, Exception):
+            return translate(target, reason)
+        return TemporaryError(target, "connection failed")
+    if isinstance(exc, urllib3.exceptions.ProtocolError):
+        return TemporaryError(target, f"connection broken ({type(exc).__name__})")
+    if isinstance(exc, urllib3.exceptions.HTTPError):
+        return TemporaryError(target, f"{type(exc).__name__}")
+    return PermanentError(target, f"{type(exc).__name__}: {exc}")
+
+
+@contextmanager
+def translated(target: str) -> Iterator[None]:
+    try:
+        yield
+    except (ApiException, urllib3.exceptions.HTTPError) as exc:
+        raise translate(target, exc) from exc

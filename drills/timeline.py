@@ -1,0 +1,128 @@
+"""The phase and step timeline of a drill: what ran, when, for how long, with what result."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+StepStatus = Literal["running", "ok", "failed", "skipped", "planned"]
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass
+class StepRecord:
+    name: str
+    started_at: dt.datetime
+    ended_at: dt.datetime | None = None
+    status: StepStatus = "running"
+    result: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        end = self.ended_at or _now()
+        return (end - self.started_at).total_seconds()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "started_at": self.started_at.isoformat(),
+            "ended_at": self.ended_at.isoformat() if self.ended_at else None,
+            "seconds": round(self.seconds, 3),
+            "status": self.status,
+            "result": self.result,
+            "evidence": self.evidence,
+        }
+
+
+@dataclass
+class PhaseRecord:
+    name: str
+    started_at: dt.datetime
+    ended_at: dt.datetime | None = None
+    status: StepStatus = "running"
+    steps: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        end = self.ended_at or _now()
+        return (end - self.started_at).total_seconds()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "started_at": self.started_at.isoformat(),
+            "ended_at": self.ended_at.isoformat() if self.ended_at else None,
+            "seconds": round(self.seconds, 3),
+            "status": self.status,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+Listener = Callable[[str, PhaseRecord, StepRecord | None], None]
+
+
+class Timeline:
+    """Records phases and steps; a listener sees each start and end (live progress, logs)."""
+
+    def __init__(self, listener: Listener | None = None) -> None:
+        self.phases: list[PhaseRecord] = []
+        self._listener = listener
+
+    def _emit(self, event: str, phase: PhaseRecord, step: StepRecord | None = None) -> None:
+        if self._listener is not None:
+            self._listener(event, phase, step)
+
+    @property
+    def current(self) -> PhaseRecord:
+        return self.phases[-1]
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[PhaseRecord]:
+        record = PhaseRecord(name, _now())
+        self.phases.append(record)
+        self._emit("phase-start", record)
+        try:
+            yield record
+        except BaseException:
+            record.status = "failed"
+            raise
+        else:
+            if record.status == "running":
+                record.status = "ok"
+        finally:
+            record.ended_at = _now()
+            self._emit("phase-end", record)
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[StepRecord]:
+        phase = self.current
+        record = StepRecord(name, _now())
+        phase.steps.append(record)
+        self._emit("step-start", phase, record)
+        started = time.perf_counter()
+        try:
+            yield record
+        except BaseException as exc:
+            record.status = "failed"
+            record.result = record.result or f"{type(exc).__name__}: {exc}"
+            raise
+        else:
+            if record.status == "running":
+                record.status = "ok"
+        finally:
+            # Wall-clock ends can go backwards on a clock step; keep the measured length.
+            record.ended_at = record.started_at + dt.timedelta(
+                seconds=time.perf_counter() - started
+            )
+            self._emit("step-end", phase, record)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [p.to_json() for p in self.phases]

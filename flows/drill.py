@@ -1,0 +1,180 @@
+"""The `minimum-takeover-drill` flow: the takeover drill (or a real incident) under Prefect.
+
+Thin by design: the phases, journal, rollback and measurements live in
+drills/drill.py. This file only maps each phase onto a Prefect task, the
+approval gate onto a pause that waits for typed input, and the stored run onto
+a Markdown report and a table of phases.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import FlowPauseTimeout
+from prefect.flow_runs import pause_flow_run
+from prefect.input import RunInput
+from prefect.runtime import flow_run as current_flow_run
+
+from drills.drill import Approval, Drill, DrillAborted, DrillHooks, DrillRequest, DrillResult, Mode
+from drills.durations import format_duration
+from drills.errors import DrillError
+from drills.history import HistoryStore
+from drills.plan import load_plan
+from drills.report import render_markdown, report_data
+from drills.timeline import Listener, PhaseRecord, StepRecord
+from flows.artifacts import artifact_key
+
+# A declared_at this far ahead of our clock is a typo or a wrong zone, not clock skew.
+FUTURE_TOLERANCE = dt.timedelta(minutes=5)
+SUCCESSFUL = ("succeeded", "dry-run")
+
+
+class ApprovalInput(RunInput):
+    """The form the Prefect UI shows on a paused drill: who approves, and why."""
+
+    approved: bool
+    approver: str
+    comment: str = ""
+
+
+def parse_declared_at(value: str | None) -> dt.datetime | None:
+    """An incident's T0 as an aware datetime; a time without a zone is taken as UTC."""
+    if not value:
+        return None
+    declared = dt.datetime.fromisoformat(value)
+    if declared.tzinfo is None:
+        declared = declared.replace(tzinfo=dt.UTC)
+    if declared - dt.datetime.now(dt.UTC) > FUTURE_TOLERANCE:
+        raise ValueError(f"declared_at {value} is in the future: T0 is when it was declared")
+    return declared
+
+
+def run_phase_as_task(name: str, body: Callable[[], Any]) -> Any:
+    """Each phase shows as its own task run; a failed phase fails its task, then rolls back."""
+    return task(name=name, task_run_name=name, cache_policy=NO_CACHE, retries=0)(body)()
+
+
+def _poll_interval(timeout: int) -> int:
+    # Prefect checks for a resume every poll_interval seconds. Its default of 10 s would
+    # overrun a short approval window several times, and keep an approver waiting.
+    return max(1, min(2, timeout // 10))
+
+
+def wait_for_approval(request: DrillRequest) -> Approval:
+    """Pause the flow run until a person answers the form, or abort after the plan's timeout."""
+    timeout = max(1, int(request.plan.approval.timeout))
+    form = ApprovalInput.with_initial_data(
+        description=(
+            f"**Approve the {request.mode} of `{request.plan.name}`?** Approving fences the "
+            f"primary site and brings DR up.\n\nOperator: {request.operator}. "
+            f"Reason: {request.reason or '—'}."
+        )
+    )
+    try:
+        answer = pause_flow_run(
+            wait_for_input=form, timeout=timeout, poll_interval=_poll_interval(timeout)
+        )
+    except FlowPauseTimeout:
+        raise DrillAborted(
+            f"approval timed out after {format_duration(timeout)}: nobody answered"
+        ) from None
+    return Approval(answer.approved, answer.approver, answer.comment)
+
+
+def _phase_logger(logger: logging.LoggerAdapter[Any] | logging.Logger) -> Listener:
+    """Phase ends in the flow run's log, so the Prefect UI reads like the timeline."""
+
+    def on_event(event: str, phase: PhaseRecord, step: StepRecord | None) -> None:
+        if event == "phase-end":
+            logger.info("phase %s: %s in %.2fs", phase.name, phase.status, phase.seconds)
+        elif event == "step-end" and step is not None and step.status == "failed":
+            logger.warning("step %s failed: %s", step.name, step.result)
+
+    return on_event
+
+
+def publish(history: HistoryStore, result: DrillResult, plan_name: str) -> None:
+    """The stored run as a Markdown report and a table of phases, both keyed per plan."""
+    stored = history.get_run(result.run_id)
+    if stored is None:
+        raise DrillError(f"run {result.run_id} is missing from the history store")
+    data = report_data(stored, history)
+    summary = f"{data['run']['status']}, verdict {data['run']['verdict'] or '—'}"
+    create_markdown_artifact(
+        render_markdown(data),
+        key=artifact_key("drill-report", plan_name),
+        description=f"Drill report of {plan_name} (run {result.run_id}): {summary}",
+    )
+    create_table_artifact(
+        [
+            {"phase": p["name"], "status": p["status"], "seconds": round(p["seconds"], 2)}
+            for p in data["phases"] or []
+        ],
+        key=artifact_key("drill-phases", plan_name),
+        description=f"Phases of run {result.run_id} of {plan_name}: {summary}",
+    )
+
+
+def summarize(result: DrillResult, plan_name: str, flow_run_id: str | None) -> dict[str, Any]:
+    m = result.measurement
+    return {
+        "run_id": result.run_id,
+        "flow_run_id": flow_run_id,
+        "plan": plan_name,
+        "status": result.status,
+        "verdict": result.verdict,
+        "rto_seconds": m.rto_seconds if m else None,
+        "client_rto_seconds": m.client_rto_seconds if m else None,
+        "rpo_seconds": m.rpo_seconds if m else {},
+        "error": result.error,
+    }
+
+
+@flow(name="minimum-takeover-drill", log_prints=False)
+def minimum_takeover_drill(
+    plan: str,
+    mode: Mode = "drill",
+    dry_run: bool = False,
+    operator: str = "prefect",
+    reason: str = "",
+    declared_at: str | None = None,
+    force_unfenced: bool = False,
+    tier_deadline_s: float = 600,
+) -> dict[str, Any]:
+    """Fence the primary, bring DR up, switch DNS, smoke-test, time RTO/RPO, and (drill
+    mode) fail back and verify. In incident mode, `declared_at` (ISO 8601) is T0."""
+    logger = get_run_logger()
+    drill_plan = load_plan(plan)
+    flow_run_id = current_flow_run.id
+    request = DrillRequest(
+        drill_plan,
+        mode=mode,
+        dry_run=dry_run,
+        operator=operator,
+        reason=reason,
+        declared_at=parse_declared_at(declared_at),
+        force_unfenced=force_unfenced,
+        tier_deadline_s=tier_deadline_s,
+        flow_run_id=flow_run_id,
+    )
+    hooks = DrillHooks(
+        approve=wait_for_approval,
+        run_phase=run_phase_as_task,
+        listener=_phase_logger(logger),
+    )
+    history = HistoryStore()
+    result = Drill(request, history, hooks).run()
+    publish(history, result, drill_plan.name)
+    summary = summarize(result, drill_plan.name, flow_run_id)
+    logger.info("run %s of %s: %s", result.run_id, drill_plan.name, summary["status"])
+    if result.status not in SUCCESSFUL:
+        # Only now, with the history written, the rollback done and the report
+        # published: Prefect must show the run as failed.
+        raise DrillError(f"run {result.run_id} ended {result.status}: {result.error or '—'}")
+    return summary

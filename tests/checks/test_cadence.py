@@ -1,0 +1,167 @@
+"""drill.cadence against a real SQLite history store of each test's own."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import drills.checks.cadence  # noqa: F401 - registers the check
+from drills.checks.base import REGISTRY, CheckResult, Status
+from drills.checks.runner import run_one
+from drills.history import HistoryStore
+from drills.history_models import DrillRun
+from drills.lab.planfile import LabEndpoints, lab_plan
+from drills.plan import DrillPlan, plan_from_text
+
+NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="module")
+def plan() -> DrillPlan:
+    endpoints = LabEndpoints(
+        kube={"primary": "https://127.0.0.2:6443", "dr": "https://127.0.0.3:6443"},
+        site_endpoints={"primary": "http://127.0.0.2:8080", "dr": "http://127.0.0.3:8080"},
+        service_port=8080,
+        registries={"primary": "http://127.0.0.2:5000", "dr": "http://127.0.0.3:5000"},
+        moto="http://127.0.0.1:5999",
+        named="127.0.0.1:5353",
+        tsig_name="drills-key",
+        route53_zone_id=None,
+        account="123456789012",
+    )
+    return plan_from_text(yaml.safe_dump(lab_plan(endpoints, drift=False)))
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Iterator[HistoryStore]:
+    history = HistoryStore(f"sqlite:///{tmp_path}/h.db")
+    yield history
+    history.close()
+
+
+def add_run(
+    store: HistoryStore,
+    *,
+    days_ago: float,
+    status: str = "succeeded",
+    plan: str = "lab",
+    mode: str = "drill",
+    dry_run: bool = False,
+) -> str:
+    started = NOW - dt.timedelta(days=days_ago)
+    run_id = f"run-{uuid.uuid4().hex[:12]}"
+    with store.session() as session:
+        session.add(
+            DrillRun(
+                id=run_id,
+                plan=plan,
+                plan_digest="sha256:" + "0" * 64,
+                mode=mode,
+                dry_run=dry_run,
+                operator="sre@example.com",
+                reason="quarterly drill",
+                status=status,
+                started_at=started,
+                t0=started,
+                restored_at=started + dt.timedelta(minutes=4),
+                finished_at=started + dt.timedelta(minutes=30),
+                rto_seconds=240.0,
+                client_rto_seconds=270.0,
+                rpo_seconds={"checkpoints": 300.0},
+                verdict="met" if status == "succeeded" else "missed",
+                timeline=[],
+                readiness={},
+                details={},
+                flow_run_id=None,
+                error=None if status == "succeeded" else "smoke probe failed",
+            )
+        )
+    return run_id
+
+
+def run_check(plan: DrillPlan, history: HistoryStore | None) -> CheckResult:
+    context = {
+        "plan": plan,
+        "targets": None,  # the cadence check touches no external system
+        "history": history,
+        "now": NOW,
+        "fingerprint_key": os.urandom(32),
+    }
+    return run_one(REGISTRY.get("drill.cadence"), context)
+
+
+def test_never_drilled_fails_without_blocking(plan: DrillPlan, store: HistoryStore) -> None:
+    result = run_check(plan, store)
+    assert result.status is Status.FAIL and not result.blocking
+    assert result.summary == "plan lab has never been drilled successfully"
+    assert result.evidence["last_run_id"] is None
+    assert result.remediation
+
+
+def test_drill_ten_days_ago_passes(plan: DrillPlan, store: HistoryStore) -> None:
+    run_id = add_run(store, days_ago=10)
+    result = run_check(plan, store)
+    assert result.status is Status.PASS, result.summary
+    assert result.evidence["last_run_id"] == run_id
+    assert result.evidence["age_days"] == pytest.approx(10, abs=0.1)
+    assert result.evidence["last_drill_at"].startswith("2025-05-22")
+    assert run_id in result.summary
+
+
+def test_drill_a_hundred_days_ago_fails(plan: DrillPlan, store: HistoryStore) -> None:
+    run_id = add_run(store, days_ago=100)
+    result = run_check(plan, store)
+    assert result.status is Status.FAIL and not result.blocking
+    assert "over 92 days" in result.summary
+    assert result.evidence["last_run_id"] == run_id
+    assert result.evidence["age_days"] == pytest.approx(100, abs=0.1)
+
+
+@pytest.mark.parametrize(
+    "recent",
+    [
+        {"status": "failed"},
+        {"dry_run": True},
+        {"mode": "incident"},
+        {"plan": "another-plan"},
+    ],
+    ids=["failed", "dry-run", "incident", "other-plan"],
+)
+def test_only_a_succeeded_real_drill_of_this_plan_counts(
+    plan: DrillPlan, store: HistoryStore, recent: dict[str, Any]
+) -> None:
+    old = add_run(store, days_ago=100)
+    add_run(store, days_ago=1, **recent)
+    result = run_check(plan, store)
+    assert result.status is Status.FAIL
+    assert result.evidence["last_run_id"] == old
+
+
+def test_the_newest_success_counts(plan: DrillPlan, store: HistoryStore) -> None:
+    add_run(store, days_ago=200)
+    newest = add_run(store, days_ago=30)
+    add_run(store, days_ago=100)
+    result = run_check(plan, store)
+    assert result.status is Status.PASS
+    assert result.evidence["last_run_id"] == newest
+
+
+def test_without_a_history_store_it_warns(plan: DrillPlan) -> None:
+    result = run_check(plan, None)
+    assert result.status is Status.WARN and not result.blocking
+    assert "no history store" in result.summary
+
+
+def test_a_broken_store_is_an_error(plan: DrillPlan, store: HistoryStore) -> None:
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE drill_runs")
+    result = run_check(plan, store)
+    assert result.status is Status.ERROR and result.blocking
+    assert result.summary == f"history store {store.url}: OperationalError"

@@ -1,0 +1,76 @@
+"""What drill tests share: plan variants on a lab, a split-brain monitor, a state snapshot."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from drills.lab.runtime import LabInfo
+from drills.plan import DrillPlan, load_plan
+from drills.snapshot import Snapshot, take
+from drills.targets.sites import Targets
+
+
+def lab_plan(info: LabInfo, change: Callable[[dict[str, Any]], None] | None = None) -> DrillPlan:
+    """The lab's plan, optionally changed, written beside it so relative references resolve."""
+    source = Path(info.state_dir) / "plan.yaml"
+    if change is None:
+        return load_plan(source)
+    data = yaml.safe_load(source.read_text())
+    change(data)
+    variant = Path(info.state_dir) / f"variant-{time.monotonic_ns()}.yaml"
+    variant.write_text(yaml.safe_dump(data, sort_keys=False))
+    return load_plan(variant)
+
+
+def snapshot(plan: DrillPlan) -> Snapshot:
+    with Targets(plan) as targets:
+        return take(plan, targets)
+
+
+@dataclass
+class SplitBrainMonitor:
+    """Polls both site endpoints every 50 ms; records any moment both answer 200."""
+
+    primary: str
+    dr: str
+    interval: float = 0.05
+    both: list[float] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=lambda: {"primary": 0, "dr": 0})
+    polls: int = 0
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _ok(self, client: httpx.Client, url: str) -> bool:
+        try:
+            return client.get(url).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=1.0) as client:
+            while not self._stop.is_set():
+                p, d = self._ok(client, self.primary), self._ok(client, self.dr)
+                self.polls += 1
+                self.seen["primary"] += p
+                self.seen["dr"] += d
+                if p and d:
+                    self.both.append(time.time())
+                self._stop.wait(self.interval)
+
+    def __enter__(self) -> SplitBrainMonitor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(2)
