@@ -9,7 +9,7 @@ DRILLS := $(BIN)/drills
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export STREAMLIT_BROWSER_GATHER_USAGE_STATS := false
 
-.PHONY: help venv sysdeps lint typecheck test demo serve down lab-up lab-down lock bench clean
+.PHONY: help venv sysdeps lint typecheck test demo serve down lab-up lab-down lock bench screenshots clean
 
 help:
 	@echo "make demo   start the lab and a local Prefect server, run a whole drill as a flow run"
@@ -62,11 +62,21 @@ down: venv
 	-$(DRILLS) serve stop --force
 	$(DRILLS) lab down
 
+# The dashboard. With the lab running it starts in lab mode (no sign-in; a banner says so),
+# and `drills ui` finds the Prefect server of `make serve`/`make demo` by itself.
+.PHONY: ui
+ui: venv
+	$(DRILLS) ui $(if $(wildcard .lab/lab.json),--lab,)
+
 lab-up: venv
 	$(DRILLS) lab up
 
 lab-down: venv
 	$(DRILLS) lab down
+
+# Re-take the README's screenshots of the dashboard with the browser test.
+screenshots: sysdeps venv
+	DRILLS_UPDATE_SCREENSHOTS=1 $(BIN)/pytest tests/ui/test_browser.py
 
 bench: venv sysdeps
 	$(BIN)/python -m bench

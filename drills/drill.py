@@ -11,7 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -20,6 +21,7 @@ from drills.errors import DrillError
 from drills.history import HistoryStore
 from drills.history_models import DrillRun
 from drills.journal import Journal
+from drills.lease import LEASE_S, PlanLease, UnfinishedRunError
 from drills.measure import Measurement, measure
 from drills.plan import DrillPlan, plan_digest
 from drills.readiness import run_readiness
@@ -69,6 +71,8 @@ class DrillRequest:
     dns_deadline_s: float = 120.0
     run_id: str | None = None
     flow_run_id: str | None = None
+    plan_path: str | None = None  # kept in the run record, so `drills recover` can reload it
+    lease_s: float = LEASE_S
 
 
 @dataclass
@@ -115,7 +119,26 @@ class Drill:
 
     # -- the run ---------------------------------------------------------------
     def run(self) -> DrillResult:
+        """Run it, holding the plan's lease; raises LeaseHeldError or UnfinishedRunError
+        (before anything is recorded or changed) when another run has the plan."""
+        with self._exclusive():
+            return self._run()
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        if self.request.dry_run:  # changes nothing: needs no lease, blocks nobody
+            yield
+            return
+        with PlanLease(self.history, self.plan.name, self.run_id, lease_s=self.request.lease_s):
+            unfinished = [r for r in self.history.unfinished_runs(self.plan.name) if not r.dry_run]
+            if unfinished:
+                raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
+            yield
+
+    def _run(self) -> DrillResult:
         req = self.request
+        if req.plan_path:
+            self.details["plan_path"] = req.plan_path
         self.history.create_run(
             DrillRun(
                 id=self.run_id,
@@ -128,6 +151,7 @@ class Drill:
                 status="running",
                 started_at=_now(),
                 flow_run_id=req.flow_run_id,
+                details=dict(self.details),
             )
         )
         with Targets(self.plan) as targets:
@@ -156,6 +180,9 @@ class Drill:
             self._preflight()
             if drill_mode:
                 before = take(self.plan, ctx.targets)
+                # Durable before the first change: `drills recover` verifies against it.
+                self.details["snapshot_before"] = before
+                self.history.update_run(self.run_id, details=dict(self.details))
             self._declare()
             self._approve()
             if self.request.dry_run:
@@ -178,7 +205,22 @@ class Drill:
             return self._result(status, measurement, drift=drift)
         except DrillAborted as exc:
             return self._result("aborted", None, error=str(exc))
-        except (DrillError, KeyboardInterrupt, Exception) as exc:
+        except KeyboardInterrupt as exc:
+            # A cancel (Ctrl-C, SIGTERM from a scheduler) is not a failure: stop cleanly.
+            error = f"cancelled: {exc or 'interrupted'}"
+            log.warning("run %s %s", self.run_id, error)
+            if not drill_mode:
+                return self._result(
+                    "cancelled",
+                    None,
+                    error=f"{error}; the takeover stopped part-way, see the journal. "
+                    f"`drills recover {self.run_id} --complete` finishes it, `--hold` keeps DR.",
+                )
+            result = self._rollback(ctx, before, error)
+            if result.status == "rolled-back":
+                result.status, result.verdict = "cancelled", "cancelled"
+            return result
+        except (DrillError, Exception) as exc:
             # Whatever went wrong, even a bug of ours, must not leave production half
             # failed over: roll back first, report the cause with the result.
             error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, DrillError) else str(exc)
@@ -244,9 +286,10 @@ class Drill:
             return
         preview = ChangeExecutor(ctx.targets, self.journal, dry_run=True)
         dry = PhaseContext(self.plan, ctx.targets, preview, Timeline())
-        fence_primary(dry)
-        bring_up(dry)
-        switch_dns(dry)
+        with dry.timeline.phase("preview"):  # a timeline of its own, not the run's
+            fence_primary(dry)
+            bring_up(dry)
+            switch_dns(dry)
         if not self.hooks.confirm(preview.planned):
             raise DrillAborted("the operator did not confirm the changes")
 
@@ -332,6 +375,8 @@ class Drill:
             self.history.update_run(self.run_id, timeline=self.timeline.to_json())
         if self.hooks.listener is not None:
             self.hooks.listener(event, phase, step)
+        if event in ("phase-start", "phase-end") and self.hooks.point is not None:
+            self.hooks.point(f"phase:{phase.name}:{event.removeprefix('phase-')}")
 
 
 def _none(_: str) -> None:

@@ -29,7 +29,10 @@ def parse_duration(value: str | int | float) -> float:
     if isinstance(value, bool):
         raise ValueError(f"a duration cannot be true/false; {_HINT}")
     if isinstance(value, int | float):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int with hundreds of digits
+            raise ValueError("duration is too long (at most 100 years)") from None
     elif isinstance(value, str):
         text = value.strip().lower().replace(" ", "")
         if len(text) > 40:

@@ -49,7 +49,10 @@ class ReadinessSnapshot(Base):
 
 class DrillRun(Base):
     __tablename__ = "drill_runs"
-    __table_args__ = (Index("ix_run_plan_started", "plan", "started_at"),)
+    __table_args__ = (
+        Index("ix_run_plan_started", "plan", "started_at"),
+        Index("ix_run_started", "started_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     plan: Mapped[str] = mapped_column(String(128))

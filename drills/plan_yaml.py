@@ -99,6 +99,14 @@ def parse_yaml(text: str, source: str) -> YamlDocument:
         doc.problems.append(doc.problem(None, (), "the plan is too large to be a plan"))
         return doc
     try:
+        # libyaml encodes the text to UTF-8 first; a lone surrogate (only possible in
+        # text that did not come from a file) would escape as a UnicodeEncodeError.
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        at = _position_of_index(text, exc.start)
+        doc.problems.append(doc.problem(at, (), "the plan contains a character that is not valid"))
+        return doc
+    try:
         root = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         doc.problems.append(_syntax_problem(doc, exc))
@@ -184,8 +192,17 @@ class _Builder:
     def _scalar(self, node: Node, loc: Loc) -> Any:
         try:
             return self.constructor.construct_object(node, deep=True)
-        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
-            # e.g. an explicit !!python/object tag, or an integer too long to convert
+        except (
+            yaml.YAMLError,
+            ValueError,
+            TypeError,
+            OverflowError,
+            LookupError,
+            AttributeError,
+        ) as exc:
+            # An explicit tag on text its constructor cannot take: !!python/object, an
+            # integer too long to convert, an empty `!!int` (IndexError inside PyYAML),
+            # a `!!timestamp` that is no date (AttributeError inside PyYAML).
             reason = "unsupported YAML tag" if isinstance(exc, yaml.YAMLError) else "unreadable"
             self.add(node, loc, f"this value cannot be read ({reason} {node.tag!r})")
             return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import os
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ import httpx
 
 from drills.durations import format_duration
 from drills.errors import PermanentError, TemporaryError
+from drills.targets.retry import retry_call
 
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CRASHED", "CANCELLED"})
 
@@ -88,6 +90,11 @@ class PrefectRest:
         self._client.close()
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        # A busy server (SQLite locked) answers 503 for a moment; every call here is a read
+        # or carries an idempotency key, so retrying cannot do anything twice.
+        return retry_call(lambda: self._call_once(method, path, body))
+
+    def _call_once(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
         where = f"prefect api {self.api_url}"
         try:
             response = self._client.request(method, path, json=body)
@@ -156,7 +163,11 @@ class PrefectRest:
         )
 
     def create_flow_run(self, deployment_id: str, parameters: dict[str, Any]) -> FlowRunState:
-        body = {"parameters": parameters, "state": {"type": "SCHEDULED"}}
+        body = {
+            "parameters": parameters,
+            "state": {"type": "SCHEDULED"},
+            "idempotency_key": uuid.uuid4().hex,  # a retried POST returns the same run
+        }
         return self._state(self._call("POST", f"deployments/{deployment_id}/create_flow_run", body))
 
     def active_flow_runs(self) -> list[FlowRunState]:

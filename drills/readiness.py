@@ -23,15 +23,20 @@ def select_checks(only: Iterable[str] = (), categories: Iterable[str] = ()) -> l
 
 
 def check_context(
-    plan: DrillPlan, targets: Targets, history: HistoryStore | None
+    plan: DrillPlan,
+    targets: Targets,
+    history: HistoryStore | None,
+    *,
+    now: dt.datetime | None = None,
+    fingerprint_key: bytes | None = None,
 ) -> dict[str, object]:
     return {
         "plan": plan,
         "targets": targets,
         "history": history,
-        "now": dt.datetime.now(dt.UTC),
+        "now": now or dt.datetime.now(dt.UTC),
         # A fresh key per run: fingerprints can be compared within a run, never across.
-        "fingerprint_key": os.urandom(32),
+        "fingerprint_key": fingerprint_key or os.urandom(32),
     }
 
 

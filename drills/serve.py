@@ -31,6 +31,7 @@ from drills.errors import LabError
 from drills.history import HistoryStore, database_url
 from drills.history_models import DrillRun
 from drills.prefect_rest import PrefectRest, WorkerStatus
+from drills.processes import descendants, pid_alive
 
 log = logging.getLogger("drills.serve")
 
@@ -83,17 +84,6 @@ def read_info(state_dir: Path) -> ServeInfo | None:
 
 
 # -- processes -----------------------------------------------------------------------
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie still answers kill(0); it is gone for our purposes.
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    return True
 
 
 def _is_prefect(pid: int) -> bool:
@@ -104,27 +94,9 @@ def _is_prefect(pid: int) -> bool:
         return False
 
 
-def descendants(root: int) -> list[int]:
-    """Every process below root, even those that left its session (flow-run processes do)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(entry.name))
-    found: list[int] = []
-    stack = [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
 def _stop_tree(pid: int, timeout: float) -> None:
     """SIGTERM the process, its group and its descendants; SIGKILL what outlives timeout."""
-    if not process_alive(pid) or not _is_prefect(pid):
+    if not pid_alive(pid) or not _is_prefect(pid):
         return
     tree = [pid, *descendants(pid)]
 
@@ -137,13 +109,13 @@ def _stop_tree(pid: int, timeout: float) -> None:
 
     signal_all(signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while any(process_alive(p) for p in tree) and time.monotonic() < deadline:
+    while any(pid_alive(p) for p in tree) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if any(process_alive(p) for p in tree):
+    if any(pid_alive(p) for p in tree):
         log.warning("pid %d did not stop within %.0fs; killing it", pid, timeout)
         signal_all(signal.SIGKILL)
         deadline = time.monotonic() + 5
-        while any(process_alive(p) for p in tree) and time.monotonic() < deadline:
+        while any(pid_alive(p) for p in tree) and time.monotonic() < deadline:
             time.sleep(0.05)
 
 
@@ -235,7 +207,7 @@ def worker_env(info: ServeInfo) -> dict[str, str]:
 # -- lifecycle -----------------------------------------------------------------------
 def running(state_dir: Path = DEFAULT_STATE_DIR) -> ServeInfo | None:
     info = read_info(state_dir.resolve())
-    if info is None or not process_alive(info.server_pid):
+    if info is None or not pid_alive(info.server_pid):
         return None
     return info
 
@@ -244,7 +216,7 @@ def _wait(what: str, ready: Callable[[], bool], pid: int, log_path: Path, deadli
     while time.monotonic() < deadline:
         if ready():
             return
-        if not process_alive(pid):
+        if not pid_alive(pid):
             raise LabError(f"the {what} exited while starting:\n{_log_tail(log_path)}")
         time.sleep(0.25)
     raise LabError(f"the {what} did not become ready in time:\n{_log_tail(log_path)}")
@@ -312,7 +284,7 @@ def up(
 
     existing = running(state_dir)
     if existing is not None:
-        if existing.worker_pid is not None and process_alive(existing.worker_pid):
+        if existing.worker_pid is not None and pid_alive(existing.worker_pid):
             return existing, True
         log.info("the server runs without its worker; starting one")
         return _start_worker(existing, deadline), False
@@ -361,7 +333,7 @@ def down(state_dir: Path = DEFAULT_STATE_DIR, timeout: float = 15.0) -> bool:
     if info is None:
         return False
     pids = [pid for pid in (info.server_pid, info.worker_pid) if pid]
-    was_running = any(process_alive(pid) for pid in pids)
+    was_running = any(pid_alive(pid) for pid in pids)
     # The worker first: without its server it retries for a long while before it exits.
     if info.worker_pid:
         _stop_tree(info.worker_pid, timeout)

@@ -17,53 +17,44 @@ def _now() -> dt.datetime:
 
 
 @dataclass
-class StepRecord:
+class _Span:
+    """What a phase and a step have in common: a name, a time span and a status."""
+
     name: str
     started_at: dt.datetime
     ended_at: dt.datetime | None = None
     status: StepStatus = "running"
-    result: str = ""
-    evidence: dict[str, Any] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
         end = self.ended_at or _now()
         return (end - self.started_at).total_seconds()
 
-    def to_json(self) -> dict[str, Any]:
+    def _span_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "started_at": self.started_at.isoformat(),
             "ended_at": self.ended_at.isoformat() if self.ended_at else None,
             "seconds": round(self.seconds, 3),
             "status": self.status,
-            "result": self.result,
-            "evidence": self.evidence,
         }
 
 
 @dataclass
-class PhaseRecord:
-    name: str
-    started_at: dt.datetime
-    ended_at: dt.datetime | None = None
-    status: StepStatus = "running"
-    steps: list[StepRecord] = field(default_factory=list)
-
-    @property
-    def seconds(self) -> float:
-        end = self.ended_at or _now()
-        return (end - self.started_at).total_seconds()
+class StepRecord(_Span):
+    result: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "started_at": self.started_at.isoformat(),
-            "ended_at": self.ended_at.isoformat() if self.ended_at else None,
-            "seconds": round(self.seconds, 3),
-            "status": self.status,
-            "steps": [s.to_json() for s in self.steps],
-        }
+        return self._span_json() | {"result": self.result, "evidence": self.evidence}
+
+
+@dataclass
+class PhaseRecord(_Span):
+    steps: list[StepRecord] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return self._span_json() | {"steps": [s.to_json() for s in self.steps]}
 
 
 Listener = Callable[[str, PhaseRecord, StepRecord | None], None]

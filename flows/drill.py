@@ -6,12 +6,11 @@ approval gate onto a pause that waits for typed input, and the stored run onto
 a Markdown report and a table of phases.
 """
 
-from __future__ import annotations
-
 import datetime as dt
 import logging
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -21,7 +20,8 @@ from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from prefect.runtime import flow_run as current_flow_run
 
-from drills.drill import Approval, Drill, DrillAborted, DrillHooks, DrillRequest, DrillResult, Mode
+from drills.cancellation import cancel_on_signals
+from drills.drill import Approval, Drill, DrillAborted, DrillHooks, DrillRequest, DrillResult
 from drills.durations import format_duration
 from drills.errors import DrillError
 from drills.history import HistoryStore
@@ -139,7 +139,7 @@ def summarize(result: DrillResult, plan_name: str, flow_run_id: str | None) -> d
 @flow(name="minimum-takeover-drill", log_prints=False)
 def minimum_takeover_drill(
     plan: str,
-    mode: Mode = "drill",
+    mode: Literal["drill", "incident"] = "drill",
     dry_run: bool = False,
     operator: str = "prefect",
     reason: str = "",
@@ -162,6 +162,7 @@ def minimum_takeover_drill(
         force_unfenced=force_unfenced,
         tier_deadline_s=tier_deadline_s,
         flow_run_id=flow_run_id,
+        plan_path=str(Path(plan).resolve()),
     )
     hooks = DrillHooks(
         approve=wait_for_approval,
@@ -169,7 +170,10 @@ def minimum_takeover_drill(
         listener=_phase_logger(logger),
     )
     history = HistoryStore()
-    result = Drill(request, history, hooks).run()
+    # Cancelling the flow run stops its process with SIGTERM: a drill then rolls back and
+    # an incident stops and reports, both recorded, instead of dying part-way.
+    with cancel_on_signals():
+        result = Drill(request, history, hooks).run()
     publish(history, result, drill_plan.name)
     summary = summarize(result, drill_plan.name, flow_run_id)
     logger.info("run %s of %s: %s", result.run_id, drill_plan.name, summary["status"])

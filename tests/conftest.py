@@ -14,7 +14,8 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 import logging
 import time
 from collections.abc import Iterator
-from pathlib import Path
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -112,34 +113,39 @@ def aws_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         yield values
 
 
-def _start_lab(state_dir: Path, *, drift: bool) -> LabInfo:
-    # Under CI the lab must run on the real BIND and registries, never on the fallbacks.
-    require_system_binary("named", "bind9")
-    require_system_binary("docker-registry", "docker-registry")
-    info, _ = control.up(state_dir, drift=drift, ready_delay=0.2)
-    return info
+@contextmanager
+def own_lab(
+    tmp_path_factory: pytest.TempPathFactory, name: str, **options: Any
+) -> Iterator[LabInfo]:
+    """A whole lab (both sites, moto, BIND, two registries) as `drills lab up` runs it.
+
+    It is a separate process: moto keeps one backend per process, so two labs, or a
+    lab and the bare moto fixture, must not share one. Stopped however the test ends.
+    """
+    if options.get("system_services", True):
+        # Under CI the lab must run on the real BIND and registries, never on the fallbacks.
+        require_system_binary("named", "bind9")
+        require_system_binary("docker-registry", "docker-registry")
+    state_dir = tmp_path_factory.mktemp(name)
+    info, _ = control.up(state_dir, **options)
+    try:
+        yield info
+    finally:
+        control.down(state_dir)
 
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
-    """A whole lab (both sites, moto, BIND, two registries) as `drills lab up` runs it.
-
-    It is a separate process: moto keeps one backend per process, so two labs, or a
-    lab and the bare moto fixture, must not share one.
-    """
-    state_dir = tmp_path_factory.mktemp("lab")
-    info = _start_lab(state_dir, drift=False)
-    yield info
-    control.down(state_dir)
+    """The clean lab, shared read-only by every test that only looks at it."""
+    with own_lab(tmp_path_factory, "lab", ready_delay=0.2) as info:
+        yield info
 
 
 @pytest.fixture(scope="session")
 def drift_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     """A lab seeded with `--drift`: the faults the readiness checks must find."""
-    state_dir = tmp_path_factory.mktemp("drift-lab")
-    info = _start_lab(state_dir, drift=True)
-    yield info
-    control.down(state_dir)
+    with own_lab(tmp_path_factory, "drift-lab", drift=True, ready_delay=0.2) as info:
+        yield info
 
 
 @pytest.fixture(scope="session")

@@ -17,10 +17,10 @@ from kubernetes import config as k8s_config
 
 from drills.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult
 from drills.history import HistoryStore
-from drills.lab import control, topology
+from drills.lab import topology
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan
-from tests.conftest import require_system_binary
+from tests.conftest import own_lab
 from tests.drill_support import SplitBrainMonitor, lab_plan, snapshot
 
 SUCCEEDED_PHASES = [
@@ -32,12 +32,8 @@ SUCCEEDED_PHASES = [
 @pytest.fixture(scope="module")
 def drill_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     """A lab of its own: drills change it (and must put it back)."""
-    require_system_binary("named", "bind9")
-    require_system_binary("docker-registry", "docker-registry")
-    state = tmp_path_factory.mktemp("drill-lab")
-    info, _ = control.up(state, ready_delay=0.3)
-    yield info
-    control.down(state)
+    with own_lab(tmp_path_factory, "drill-lab", ready_delay=0.3) as info:
+        yield info
 
 
 @pytest.fixture()
@@ -213,9 +209,7 @@ def test_preflight_blocks_a_drill_on_the_drifted_lab(
 def test_incident_mode_leaves_dr_active_and_primary_fenced(
     tmp_path_factory: pytest.TempPathFactory, history: HistoryStore
 ) -> None:
-    state = tmp_path_factory.mktemp("incident-lab")
-    info, _ = control.up(state, ready_delay=0.2)
-    try:
+    with own_lab(tmp_path_factory, "incident-lab", ready_delay=0.2) as info:
         plan = lab_plan(info)
         result = drill(plan, history, mode="incident")
         assert result.status == "succeeded", result.error
@@ -227,8 +221,6 @@ def test_incident_mode_leaves_dr_active_and_primary_fenced(
         assert after["api.drills.test./A"]["values"] == [topology.DR_ADDR]
         writer = "primary/StatefulSet/serving/session-store"
         assert after[writer] == {"replicas": 0}
-    finally:
-        control.down(state)
 
 
 def test_cli_run_history_and_report(drill_lab: LabInfo, tmp_path: Path) -> None:
@@ -264,9 +256,7 @@ def test_full_drill_with_dns_on_route53_and_images_on_ecr(
     tmp_path_factory: pytest.TempPathFactory, history: HistoryStore
 ) -> None:
     """The same drill on a lab without BIND and the registries: Route 53 and ECR on moto."""
-    state = tmp_path_factory.mktemp("route53-lab")
-    info, _ = control.up(state, ready_delay=0.2, system_services=False)
-    try:
+    with own_lab(tmp_path_factory, "route53-lab", ready_delay=0.2, system_services=False) as info:
         plan = lab_plan(info)
         assert plan.dns.provider == "route53"
         before = snapshot(plan)
@@ -278,5 +268,3 @@ def test_full_drill_with_dns_on_route53_and_images_on_ecr(
         assert failed <= {"drill.cadence"}, failed
         assert snapshot(plan) == before
         assert monitor.both == [] and monitor.seen["dr"] > 0
-    finally:
-        control.down(state)

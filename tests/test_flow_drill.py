@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from drills.history import HistoryStore
-from drills.lab import control, topology
+from drills.lab import topology
 from drills.lab.runtime import LabInfo
 from drills.plan import load_plan
-from tests.conftest import require_system_binary
+from tests.conftest import own_lab
 from tests.drill_support import lab_plan, snapshot
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -31,12 +31,8 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 @pytest.fixture(scope="module")
 def flow_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     """A lab of its own: the drills here change it (and must put it back)."""
-    require_system_binary("named", "bind9")
-    require_system_binary("docker-registry", "docker-registry")
-    state = tmp_path_factory.mktemp("flow-lab")
-    info, _ = control.up(state, ready_delay=0.2)
-    yield info
-    control.down(state)
+    with own_lab(tmp_path_factory, "flow-lab", ready_delay=0.2) as info:
+        yield info
 
 
 def plan_file(info: LabInfo, change: Callable[[dict[str, Any]], None]) -> Path:
@@ -181,9 +177,7 @@ def test_an_incident_counts_rto_from_the_declaration(
     """An incident is left failed over, so it gets a lab of its own."""
     from flows.drill import minimum_takeover_drill
 
-    state = tmp_path_factory.mktemp("incident-flow-lab")
-    info, _ = control.up(state, ready_delay=0.2)
-    try:
+    with own_lab(tmp_path_factory, "incident-flow-lab", ready_delay=0.2) as info:
         declared = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=40)
         summary = minimum_takeover_drill(
             plan=str(Path(info.state_dir) / "plan.yaml"),
@@ -202,5 +196,3 @@ def test_an_incident_counts_rto_from_the_declaration(
         assert httpx.get(info.endpoints["dr"]).text == "dr\n"
         assert httpx.get(info.endpoints["primary"]).status_code == 503
         assert snapshot(lab_plan(info))["api.drills.test./A"]["values"] == [topology.DR_ADDR]
-    finally:
-        control.down(state)

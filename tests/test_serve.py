@@ -22,6 +22,7 @@ from drills.history import HistoryStore
 from drills.lab.procs import free_port
 from drills.lab.runtime import LabInfo
 from drills.prefect_rest import PrefectRest
+from drills.processes import pid_alive
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 
@@ -120,7 +121,16 @@ def test_serve_deploys_runs_a_deployment_on_its_worker_and_stops_cleanly(
     finally:
         stopped = drills("serve", "stop", "--force", "--state-dir", str(state), timeout=90)
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
-    assert [pid for pid in tree if serve.process_alive(pid)] == []
+    assert [pid for pid in tree if pid_alive(pid)] == []
+    # The forced stop killed the drill that waited for approval: its run is unfinished,
+    # and the plan refuses new drills until an operator recovers it, as one would.
+    paused = [
+        r for r in HistoryStore(_history_db).unfinished_runs("lab") if r.reason.endswith("approval")
+    ]
+    assert len(paused) == 1
+    recovered = drills("recover", paused[0].id, "--db", _history_db)
+    assert recovered.returncode == 0, recovered.stdout + recovered.stderr
+    assert HistoryStore(_history_db).unfinished_runs("lab") == []
     assert serve.running(state) is None
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{info.api_url}/health", timeout=2)

@@ -58,8 +58,12 @@ def dataset_diff(targets: Targets, ds: Dataset) -> DatasetDiff:
         if future is None:
             future = per_run[ds.name] = Future()
     if owner:
+        pending_after = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=ds.rpo_target)
         try:
-            future.set_result(compare_objects(*_locations(targets, ds), examples=EXAMPLES))
+            diff = compare_objects(
+                *_locations(targets, ds), examples=EXAMPLES, pending_after=pending_after
+            )
+            future.set_result(diff)
         except BaseException as exc:  # noqa: BLE001 - re-raised below, in every waiting check
             future.set_exception(exc)
     return future.result()
@@ -93,6 +97,15 @@ def _object(info: ObjectInfo | None, now: dt.datetime) -> dict[str, Any] | None:
     }
 
 
+def _span(seconds: float) -> str:
+    """A duration for a summary line, to the second: "5h35m12s"."""
+    return format_duration(float(round(seconds)))
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _names(items: Iterable[str]) -> str:
     return ", ".join(items)
 
@@ -110,9 +123,11 @@ def data_replicated(*, plan: DrillPlan, targets: Targets) -> Outcome:
     two key-ordered streams, so any bucket size fits in bounded memory. Missing and
     different objects are counted with the first examples of each. A missing or
     different object is data the DR site would not serve after a takeover, so it
-    fails and blocks the drill. Objects only at DR (extra) are reported and allowed:
-    DR is add-only. Pairs whose multipart ETags differ and that carry no common
-    checksum cannot be proven equal: they warn.
+    fails and blocks the drill. A primary object written within the dataset's
+    `rpo_target` that DR lacks is counted as pending, not missing: replication takes
+    time, and `data.rpo` judges the lag. Objects only at DR (extra) are reported and
+    allowed: DR is add-only. Pairs whose multipart ETags differ and that carry no
+    common checksum cannot be proven equal: they warn.
     """
     if not plan.datasets:
         return Outcome(Status.PASS, "No datasets in the plan: nothing to replicate.")
@@ -120,8 +135,8 @@ def data_replicated(*, plan: DrillPlan, targets: Targets) -> Outcome:
     rows = [{"name": ds.name, "primary": d.primary, "dr": d.dr, **d.counts()} for ds, d in diffs]
     for row, (_, diff) in zip(rows, diffs, strict=True):
         row["examples"] = diff.problem_examples()
-    broken = [(ds, d) for ds, d in diffs if d.unreplicated]
-    unproven = [(ds, d) for ds, d in diffs if d.unverified.count and not d.unreplicated]
+    broken = [(ds, d) for ds, d in diffs if d.incomplete]
+    unproven = [(ds, d) for ds, d in diffs if d.unverified.count and not d.incomplete]
     evidence = {
         "datasets": rows,
         "compared": len(diffs),
@@ -130,6 +145,7 @@ def data_replicated(*, plan: DrillPlan, targets: Targets) -> Outcome:
         "mismatched": sum(d.mismatched.count for _, d in diffs),
         "extra": sum(d.extra.count for _, d in diffs),
         "unverified": sum(d.unverified.count for _, d in diffs),
+        "pending": sum(d.pending.count for _, d in diffs),
     }
     if broken:
         parts = [
@@ -152,11 +168,11 @@ def data_replicated(*, plan: DrillPlan, targets: Targets) -> Outcome:
             remediation="Upload with a full-object checksum (e.g. --checksum-algorithm "
             "CRC64NVME) so copies made with other part sizes can be compared.",
         )
-    extra = f"; {evidence['extra']} extra at DR" if evidence["extra"] else ""
+    matched = sum(d.matched for _, d in diffs)
+    notes = "".join(f"; {evidence[k]} {k}" for k in ("pending", "extra") if evidence[k])
     return Outcome(
         Status.PASS,
-        f"{len(diffs)} datasets at DR: all {evidence['objects_primary']} primary objects match"
-        + extra,
+        f"{_n(len(diffs), 'dataset')} at DR: {matched} primary objects match{notes}",
         evidence,
     )
 
@@ -213,10 +229,7 @@ def data_rpo(*, plan: DrillPlan, targets: Targets, now: dt.datetime) -> Outcome:
         )
     evidence = {"datasets": rows, "now": _when(now)}
     if late:
-        parts = [
-            f"{ds.name} {format_duration(lag)} > {format_duration(ds.rpo_target)}"
-            for ds, lag in late
-        ]
+        parts = [f"{ds.name} {_span(lag)} > {_span(ds.rpo_target)}" for ds, lag in late]
         return Outcome(
             Status.FAIL,
             f"Replication lag over RPO target: {_names(parts)}",
@@ -229,8 +242,8 @@ def data_rpo(*, plan: DrillPlan, targets: Targets, now: dt.datetime) -> Outcome:
     worst = max(rows, key=lambda r: r["lag_s"])
     return Outcome(
         Status.PASS,
-        f"{len(rows)} datasets within RPO; largest lag {format_duration(worst['lag_s'])} "
-        f"({worst['name']})",
+        f"{_n(len(rows), 'dataset')} within RPO; "
+        f"largest lag {_span(worst['lag_s'])} ({worst['name']})",
         evidence,
     )
 
@@ -270,7 +283,7 @@ def data_checkpoint_fresh(*, plan: DrillPlan, targets: Targets, now: dt.datetime
     evidence = {"datasets": rows, "now": _when(now)}
     if stale:
         parts = [
-            f"{ds.name} " + ("has none" if age is None else f"is {format_duration(age)} old")
+            f"{ds.name} " + ("has none" if age is None else f"is {_span(age)} old")
             for ds, age in stale
         ]
         return Outcome(
@@ -282,7 +295,7 @@ def data_checkpoint_fresh(*, plan: DrillPlan, targets: Targets, now: dt.datetime
             "and copy the latest checkpoint now.",
             blocking=True,
         )
-    return Outcome(Status.PASS, f"{len(rows)} checkpoint datasets fresh at DR", evidence)
+    return Outcome(Status.PASS, f"{_n(len(rows), 'checkpoint dataset')} fresh at DR", evidence)
 
 
 # -- data.delete_protection ---------------------------------------------------------------
@@ -395,7 +408,7 @@ def data_delete_protection(*, plan: DrillPlan, targets: Targets) -> Outcome:
     if not found:
         return Outcome(
             Status.PASS,
-            f"{len(rows)} DR buckets versioned, retained and untouched by deletes",
+            f"{_n(len(rows), 'DR bucket')} versioned, retained and untouched by deletes",
             evidence,
         )
     where = [r["name"] for r in rows if any(r["violations"].values())]

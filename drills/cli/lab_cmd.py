@@ -53,6 +53,15 @@ def up(
             "Route 53 and images are ECR, both on moto.",
         ),
     ] = True,
+    checkpoint_every: Annotated[
+        float,
+        typer.Option(
+            "--checkpoint-every",
+            min=0.1,
+            help="Seconds between the checkpoints the lab's trainer writes while the primary "
+            "trainer runs (replicated to DR unless --drift).",
+        ),
+    ] = 60.0,
     timeout: Annotated[
         float, typer.Option("--timeout", min=1.0, help="Seconds to wait for the lab to start.")
     ] = 30.0,
@@ -64,6 +73,7 @@ def up(
             drift=drift,
             ready_delay=ready_delay,
             system_services=system_services,
+            checkpoint_every=checkpoint_every,
             timeout=timeout,
         )
     except LabError as exc:

@@ -16,9 +16,12 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from drills import crashpoints
+from drills.cancellation import cancel_on_signals
 from drills.cli.common import DbUrl, load_plan_or_exit, open_history
 from drills.drill import Approval, Drill, DrillHooks, DrillRequest
 from drills.history_models import DrillRun
+from drills.lease import LeaseHeldError, UnfinishedRunError
 from drills.report import render_markdown, report_data
 from drills.steps.executor import PlannedChange
 from drills.timeline import PhaseRecord, StepRecord
@@ -27,6 +30,7 @@ console = Console()
 err = Console(stderr=True)
 
 EXIT_FAILED = 1
+EXIT_REFUSED = 3
 STATUS_STYLE = {
     "ok": "green",
     "failed": "red",
@@ -154,16 +158,27 @@ def run(
         declared_at=dt.datetime.now(dt.UTC) if mode == "incident" else None,
         force_unfenced=force_unfenced,
         tier_deadline_s=tier_deadline,
+        plan_path=str(plan_path.resolve()),
     )
     hooks = DrillHooks(
         approve=_approve,
         confirm=None if (yes or dry_run) else _confirm,
         listener=view.on_event,
+        # Only the crash tests set DRILLS_CRASH_AT; otherwise no hook at all.
+        point=crashpoints.point if crashpoints.wanted() else None,
     )
     drill = Drill(request, history, hooks)
     live = not as_json and err.is_terminal
-    with Live(view, console=err, refresh_per_second=8) if live else contextlib.nullcontext():
-        result = drill.run()
+    try:
+        # Ctrl-C or SIGTERM: the drill rolls back (incident: stops and reports), then exits.
+        with (
+            cancel_on_signals(),
+            Live(view, console=err, refresh_per_second=8) if live else contextlib.nullcontext(),
+        ):
+            result = drill.run()
+    except (LeaseHeldError, UnfinishedRunError) as exc:
+        err.print(Text(f"refused: {exc}", style="bold red"))
+        raise typer.Exit(EXIT_REFUSED) from None
     stored = history.get_run(result.run_id)
     assert stored is not None
     data = report_data(stored, history)

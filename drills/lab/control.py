@@ -14,31 +14,17 @@ from pathlib import Path
 import httpx
 
 from drills.errors import LabError
-from drills.lab.daemon import ERROR_FILE
-from drills.lab.runtime import LabInfo, read_info
+from drills.lab.state import ERROR_FILE, LabInfo, read_info
+from drills.processes import pid_alive
 
 __all__ = ["LabInfo", "down", "probe", "running", "up"]
 
 DEFAULT_STATE_DIR = Path(os.environ.get("DRILLS_LAB_DIR", ".lab"))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie still answers kill(0); it is gone for our purposes.
-    with contextlib.suppress(OSError):
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        return state != "Z"
-    return True
-
-
 def running(state_dir: Path) -> LabInfo | None:
     info = read_info(state_dir)
-    if info is None or not _alive(info.pid):
+    if info is None or not pid_alive(info.pid):
         return None
     return info
 
@@ -55,6 +41,7 @@ def up(
     drift: bool = False,
     ready_delay: float = 1.0,
     system_services: bool = True,
+    checkpoint_every: float = 60.0,
     timeout: float = 30.0,
 ) -> tuple[LabInfo, bool]:
     """Start the lab; returns its info and whether it was already running."""
@@ -71,7 +58,7 @@ def up(
         (state_dir / stale).unlink(missing_ok=True)
     log_path = state_dir / "lab.log"
     argv = [sys.executable, "-m", "drills.lab.daemon", "--state-dir", str(state_dir)]
-    argv += ["--ready-delay", str(ready_delay)]
+    argv += ["--ready-delay", str(ready_delay), "--checkpoint-every", str(checkpoint_every)]
     argv += ["--drift"] if drift else []
     argv += [] if system_services else ["--no-system-services"]
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
@@ -102,14 +89,14 @@ def down(state_dir: Path = DEFAULT_STATE_DIR, timeout: float = 10.0) -> bool:
     if info is None:
         return False
     pid = info.pid
-    if _alive(pid):
+    if pid_alive(pid):
         # The daemon leads its own session; signal the group so no child is missed.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _alive(pid):
+        if pid_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
     (state_dir / "lab.json").unlink(missing_ok=True)

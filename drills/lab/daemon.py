@@ -15,8 +15,7 @@ from pathlib import Path
 
 from drills.errors import LabError
 from drills.lab.runtime import Lab
-
-ERROR_FILE = "lab.error"
+from drills.lab.state import ERROR_FILE, STATE_FILE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drift", action="store_true")
     parser.add_argument("--ready-delay", type=float, default=1.0)
     parser.add_argument("--no-system-services", action="store_true")
+    parser.add_argument("--checkpoint-every", type=float, default=60.0)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         drift=args.drift,
         ready_delay=args.ready_delay,
         use_system_services=not args.no_system_services,
+        checkpoint_every_s=args.checkpoint_every,
     )
     try:
         lab.start()
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     stop.wait()
     lab.stop()
-    (args.state_dir / "lab.json").unlink(missing_ok=True)
+    (args.state_dir / STATE_FILE).unlink(missing_ok=True)
     logging.getLogger("drills.lab").info("lab stopped")
     return 0
 

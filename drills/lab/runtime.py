@@ -17,7 +17,7 @@ import secrets
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ from drills.lab.seed_aws import (
     seed_datasets,
 )
 from drills.lab.seed_cluster import seed_site
+from drills.lab.state import STATE_FILE, LabInfo
+from drills.lab.trainer import CheckpointWriter
 
 log = logging.getLogger("drills.lab")
 
@@ -47,24 +49,6 @@ SITE_ADDR = {"primary": topology.PRIMARY_ADDR, "dr": topology.DR_ADDR}
 SITE_REGION = {"primary": topology.PRIMARY_REGION, "dr": topology.DR_REGION}
 SECRET_PREFIX = "drills-lab-secret-"
 AWS_KEY_ID = "AKLABDRILLSLOCAL0000"
-
-
-@dataclass
-class LabInfo:
-    """What `lab.json` records: enough for `lab status`, `lab down` and tests."""
-
-    state_dir: str
-    pid: int
-    drift: bool
-    started_at: float
-    dns_provider: str
-    registry_kind: str
-    kube: dict[str, str] = field(default_factory=dict)
-    endpoints: dict[str, str] = field(default_factory=dict)
-    registries: dict[str, str] = field(default_factory=dict)
-    moto: str = ""
-    dns_server: str = ""
-    startup_seconds: float = 0.0
 
 
 def _port_free_on_both(hosts: tuple[str, ...]) -> int:
@@ -91,11 +75,13 @@ class Lab:
         drift: bool = False,
         ready_delay: float = 1.0,
         use_system_services: bool = True,
+        checkpoint_every_s: float = 60.0,
     ) -> None:
         self.state_dir = state_dir.resolve()
         self.drift = drift
         self.ready_delay = ready_delay
         self.use_system_services = use_system_services
+        self.checkpoint_every_s = checkpoint_every_s
         self._secret_base = secrets.token_bytes(16)
         self._stoppables: list[Any] = []
         self.kube: dict[str, KubeApiServer] = {}
@@ -122,6 +108,12 @@ class Lab:
         try:
             self._start_services()
             self._seed()
+            trainer = CheckpointWriter(
+                self.kube["primary"].store,
+                interval_s=self.checkpoint_every_s,
+                replicate=not self.drift,
+            )
+            self._own(trainer).start()
             self.info = self._write_state(time.monotonic() - begun)
         except BaseException:
             self.stop()
@@ -291,20 +283,10 @@ class Lab:
             dns_server=endpoints.named or "route53 (moto)",
             startup_seconds=round(startup, 3),
         )
-        (self.state_dir / "lab.json").write_text(json.dumps(asdict(info), indent=2) + "\n")
+        (self.state_dir / STATE_FILE).write_text(json.dumps(asdict(info), indent=2) + "\n")
         return info
 
 
 def _write_private(path: Path, value: str) -> None:
     path.write_text(value + "\n")
     path.chmod(0o600)
-
-
-def read_info(state_dir: Path) -> LabInfo | None:
-    path = state_dir / "lab.json"
-    if not path.exists():
-        return None
-    try:
-        return LabInfo(**json.loads(path.read_text()))
-    except (ValueError, TypeError) as exc:
-        raise LabError(f"{path} is unreadable ({exc}); remove it and run `drills lab up`") from exc

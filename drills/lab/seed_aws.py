@@ -19,7 +19,7 @@ ACCOUNT = "123456789012"
 CHECKPOINT_EVERY = dt.timedelta(minutes=30)
 
 
-def _body(dataset: Dataset, key: str, size: int = 512) -> bytes:
+def body_of(dataset: Dataset, key: str, size: int = 512) -> bytes:
     seed = hashlib.sha256(f"{dataset.name}/{key}".encode()).digest()
     return (seed * (size // len(seed) + 1))[:size]
 
@@ -73,7 +73,7 @@ def _prepare_bucket(s3: Any, bucket: str, region: str, *, dr: bool) -> None:
         )
 
 
-def _write(bucket: str, key: str, body: bytes, when: dt.datetime) -> None:
+def write_versions(bucket: str, key: str, body: bytes, when: dt.datetime) -> None:
     """Write two versions straight into moto's in-process backend, dated ``when``.
 
     Over HTTP the same seeding costs seconds; the buckets themselves are still
@@ -99,11 +99,11 @@ def seed_datasets(primary_s3: Any, dr_s3: Any, *, drift: bool) -> None:
         stale = drift and ds.name == topology.DRIFT_STALE_DATASET
         for index, key in enumerate(dataset_keys(ds)):
             written = now - _age(ds, index)
-            _write(ds.primary_bucket, key, _body(ds, key), written)
+            write_versions(ds.primary_bucket, key, body_of(ds, key), written)
             if stale and now - written < dt.timedelta(seconds=topology.DRIFT_STALE_AGE_S):
                 continue  # replication stopped six hours ago
             # Replication lands a little after the primary write.
-            _write(ds.dr_bucket, key, _body(ds, key), written + dt.timedelta(seconds=20))
+            write_versions(ds.dr_bucket, key, body_of(ds, key), written + dt.timedelta(seconds=20))
 
 
 def seed_aws_secrets(primary_sm: Any, value: str) -> None:

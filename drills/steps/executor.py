@@ -99,6 +99,7 @@ class ChangeExecutor:
                 # Already back (a second recover, or a change that never took): no write.
                 if kind.read(self.targets, change.target) != change.original:
                     kind.write(self.targets, change.target, change.original)
+                    self._point(f"undo {change.step} {change.target} written")
             except DrillError as exc:
                 failures.append(UndoFailure(change.seq, change.step, change.target, str(exc)))
                 continue

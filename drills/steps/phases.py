@@ -179,7 +179,9 @@ def switch_dns(ctx: PhaseContext) -> None:
     with ctx.timeline.step(f"switch {name} {rtype} → {dns.dr_value}") as step:
         answers = ctx.targets.dns.read(name, rtype)
         ttl = max(a.ttl or 0 for a in answers)
-        serials = [a.serial for a in answers if a.serial is not None]
+        # Already at DR (a resumed takeover): no change, so no serial will move.
+        already = all(list(a.values) == [dns.dr_value] for a in answers)
+        serials = [a.serial for a in answers if a.serial is not None and not already]
         ctx.facts["old_ttl"] = ttl
         ctx.executor.apply(
             "dns.record", record_address(name, rtype), {"values": [dns.dr_value], "ttl": ttl}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,8 +20,10 @@ from botocore.exceptions import (
     NoCredentialsError,
     ReadTimeoutError,
 )
+from botocore.parsers import ResponseParserError
 
 from drills.errors import PermanentError, TargetError, TemporaryError
+from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, TimedOut, retry_call
 
 if TYPE_CHECKING:
     from drills.plan import AwsCredentials, DrillPlan
@@ -86,6 +90,14 @@ def resolve_endpoint(
     )
 
 
+_SESSION_LOCK = threading.Lock()
+
+
+@functools.cache
+def _session() -> boto3.session.Session:
+    return boto3.session.Session()
+
+
 def client(
     service: str,
     where: AwsEndpoint,
@@ -93,22 +105,30 @@ def client(
     read_timeout: float = READ_TIMEOUT_S,
     max_pool: int = 10,
 ) -> Any:
-    """A boto3 client whose every call is bounded by connect and read timeouts."""
+    """A boto3 client whose every call is bounded by connect and read timeouts.
+
+    botocore's own retries are off: they would also repeat a read timeout (tripling a
+    hung endpoint's wait) and writes alike. Adapters retry what is safe to repeat
+    with :func:`call` (or :func:`drills.targets.retry.retry_call`).
+    """
     config = Config(
         connect_timeout=CONNECT_TIMEOUT_S,
         read_timeout=read_timeout,
-        retries={"mode": "standard", "max_attempts": 3},
+        retries={"mode": "standard", "total_max_attempts": 1},
         max_pool_connections=max_pool,
     )
-    return boto3.session.Session().client(
-        service,
-        region_name=where.region,
-        endpoint_url=where.endpoint_url,
-        aws_access_key_id=where.access_key_id,
-        aws_secret_access_key=where.secret_access_key,
-        aws_session_token=where.session_token,
-        config=config,
-    )
+    # Sessions are not thread-safe but their clients are; one session parses each
+    # service model once instead of once per client (about 0.25 s each).
+    with _SESSION_LOCK:
+        return _session().client(
+            service,
+            region_name=where.region,
+            endpoint_url=where.endpoint_url,
+            aws_access_key_id=where.access_key_id,
+            aws_secret_access_key=where.secret_access_key,
+            aws_session_token=where.session_token,
+            config=config,
+        )
 
 
 def error_code(exc: ClientError) -> str:
@@ -122,17 +142,25 @@ def translate(target: str, exc: Exception) -> TargetError:
         status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
         message = exc.response.get("Error", {}).get("Message", "") or code
         cause = f"{code or status}: {message}"
+        if code.isdigit() and status >= 500:
+            # botocore names the error by its status when the body held no AWS error; S3's
+            # unparsable 200 answers are turned into such 500s too.
+            cause += " (no AWS error in the body: a truncated or malformed answer, or a proxy's)"
         if code in _RETRYABLE_CODES or status >= 500:
-            return TemporaryError(target, cause, delay=1.0)
+            return TemporaryError(target, cause, delay=0.0)
         return PermanentError(target, cause)
     if isinstance(exc, NoCredentialsError):
         return PermanentError(target, "no AWS credentials found for this site")
     if isinstance(exc, ConnectTimeoutError | ReadTimeoutError):
-        return TemporaryError(target, f"timed out ({type(exc).__name__})")
-    if isinstance(exc, EndpointConnectionError | ConnectionClosedError):
-        return TemporaryError(target, "cannot connect to the endpoint")
+        return TimedOut(target, f"timed out ({type(exc).__name__})", delay=0.0)
+    if isinstance(exc, EndpointConnectionError):
+        return TemporaryError(target, "cannot connect to the endpoint", delay=0.0)
+    if isinstance(exc, ConnectionClosedError):
+        return TemporaryError(target, "the connection was closed or reset", delay=0.0)
+    if isinstance(exc, ResponseParserError):
+        return PermanentError(target, f"malformed answer ({type(exc).__name__})")
     if isinstance(exc, BotoCoreError):
-        return TemporaryError(target, f"{type(exc).__name__}: {exc}")
+        return TemporaryError(target, f"{type(exc).__name__}: {exc}", delay=0.0)
     return PermanentError(target, f"{type(exc).__name__}: {exc}")
 
 
@@ -140,10 +168,21 @@ def translate(target: str, exc: Exception) -> TargetError:
 def translated(target: str) -> Iterator[None]:
     try:
         yield
-    except (ClientError, BotoCoreError) as exc:
+    except (ClientError, BotoCoreError, ResponseParserError) as exc:
         raise translate(target, exc) from exc
 
 
-def call(target: str, fn: Callable[..., T], /, **kwargs: Any) -> T:
-    with translated(target):
-        return fn(**kwargs)
+def call(
+    target: str, fn: Callable[..., T], /, *, retry: RetryPolicy = DEFAULT_POLICY, **kwargs: Any
+) -> T:
+    """``fn(**kwargs)`` with errors translated, retried on temporary failures.
+
+    Only for reads and idempotent writes (a Route 53 UPSERT): anything else must go
+    through :func:`translated` alone.
+    """
+
+    def once() -> T:
+        with translated(target):
+            return fn(**kwargs)
+
+    return retry_call(once, policy=retry)

@@ -37,6 +37,7 @@ from drills.targets.dns import (
     serial_newer,
     stale_reason,
 )
+from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, TimedOut, retry_call
 
 log = logging.getLogger("drills.targets.dns")
 
@@ -63,6 +64,10 @@ _RCODE_CAUSES: dict[int, str] = {
 }
 _RETRYABLE_RCODES = frozenset({dns.rcode.SERVFAIL})
 _PREREQUISITE_RCODES = frozenset({dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.YXDOMAIN})
+# A UDP query is sent up to this many times within its one timeout: a lost datagram
+# is retransmitted, as a stub resolver does, while a hung server still costs no more
+# than ``timeout_s``.
+UDP_TRIES = 3
 
 
 def parse_server(server: str) -> tuple[str, int]:
@@ -80,9 +85,15 @@ class Rfc2136Target(DnsTarget):
     """A zone served by ``servers`` (the first is the primary master), changed with TSIG."""
 
     def __init__(
-        self, config: Rfc2136Dns, tsig_secret: str, *, timeout_s: float = DEFAULT_TIMEOUT_S
+        self,
+        config: Rfc2136Dns,
+        tsig_secret: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        retry: RetryPolicy = DEFAULT_POLICY,
     ) -> None:
         self.config = config
+        self.retry = retry
         self.servers: tuple[str, ...] = tuple(config.servers)
         self.zone = dns.name.from_text(config.zone)
         self.timeout_s = timeout_s
@@ -137,19 +148,39 @@ class Rfc2136Target(DnsTarget):
     def _query(
         self, server: str, qname: dns.name.Name, rdtype: dns.rdatatype.RdataType
     ) -> dns.message.Message:
+        """One authoritative answer; lost datagrams and SERVFAILs are asked again."""
+        per_try = self.timeout_s / UDP_TRIES
+        policy = self.retry.with_(
+            attempts=UDP_TRIES, retry_timeouts=True, deadline_s=self.timeout_s - per_try / 2
+        )
+        try:
+            return retry_call(
+                lambda: self._query_once(server, qname, rdtype, per_try), policy=policy
+            )
+        except TimedOut as exc:
+            cause = f"timed out: no answer within {self.timeout_s:g}s ({UDP_TRIES} tries)"
+            raise TimedOut(exc.target, cause, delay=0.0) from None
+
+    def _query_once(
+        self,
+        server: str,
+        qname: dns.name.Name,
+        rdtype: dns.rdatatype.RdataType,
+        timeout_s: float,
+    ) -> dns.message.Message:
         target = self.server_target(server)
         host, port = parse_server(server)
         query = dns.message.make_query(qname, rdtype)
         address = _address(target, host)
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        with translated(target, self.timeout_s), socket.socket(family, socket.SOCK_DGRAM) as udp:
+        with translated(target, timeout_s), socket.socket(family, socket.SOCK_DGRAM) as udp:
             # Connected, the socket hears an ICMP "port unreachable" at once, so a
             # server that is down fails now instead of at the timeout.
             udp.connect((address, port))
             udp.setblocking(False)
             # udp_with_fallback re-asks over TCP when the UDP answer is truncated (TC).
             reply, _ = dns.query.udp_with_fallback(
-                query, address, timeout=self.timeout_s, port=port, udp_sock=udp
+                query, address, timeout=timeout_s, port=port, udp_sock=udp
             )
         if reply.flags & dns.flags.TC:
             raise PermanentError(target, "the answer is truncated even over TCP")
@@ -188,17 +219,22 @@ class Rfc2136Target(DnsTarget):
 
     # -- changes ------------------------------------------------------------------
     def update(self, name: str, rtype: str, value: str, ttl: int) -> ChangeResult:
-        message = self._update_message()
         try:
             rdata = dns.rdata.from_text(dns.rdataclass.IN, rtype, value)
         except (dns.exception.DNSException, ValueError) as exc:
             raise PermanentError(
                 self.target, f"{value!r} is not a valid {rtype} value: {exc}"
             ) from None
-        message.replace(name, ttl, rdata)
-        rcode = self._send_update(message)
-        if rcode != dns.rcode.NOERROR:
-            raise rcode_error(self.server_target(self.primary), rcode)
+
+        def once() -> None:
+            # A replace sets the record set whole: sending it twice changes nothing more.
+            message = self._update_message()
+            message.replace(name, ttl, rdata)
+            rcode = self._send_update(message)
+            if rcode != dns.rcode.NOERROR:
+                raise rcode_error(self.server_target(self.primary), rcode)
+
+        retry_call(once, policy=self.retry)
         log.info("%s: %s %s set to %s (TTL %d)", self.target, name, rtype, value, ttl)
         return ChangeResult(self.target, name, rtype, value, ttl, sent_to=self.primary)
 
@@ -214,6 +250,9 @@ class Rfc2136Target(DnsTarget):
         the grant only for records being changed, so there a prerequisite-only update
         proves the key and the zone, not the grant for this name.
         """
+        retry_call(lambda: self._check_control_once(name, rtype), policy=self.retry)
+
+    def _check_control_once(self, name: str, rtype: str) -> None:
         current = self.read_server(self.primary, name, rtype)
         message = self._update_message()
         if current.exists:
@@ -251,7 +290,7 @@ def rcode_error(target: str, rcode: int) -> TargetError:
         rcode, f"{dns.rcode.to_text(dns.rcode.Rcode.make(rcode))}: the server refused"
     )
     if rcode in _RETRYABLE_RCODES:
-        return TemporaryError(target, cause)
+        return TemporaryError(target, cause, delay=0.0)
     return PermanentError(target, cause)
 
 
@@ -275,7 +314,7 @@ def translated(target: str, timeout_s: float, *, key_name: str = "") -> Iterator
     try:
         yield
     except dns.exception.Timeout:
-        raise TemporaryError(target, f"no answer within {timeout_s:g}s") from None
+        raise TimedOut(target, f"timed out: no answer within {timeout_s:g}s", delay=0.0) from None
     except dns.tsig.PeerBadSignature:
         raise PermanentError(
             target, f"TSIG key rejected (BADSIG): the server holds another secret{key}"
@@ -301,14 +340,14 @@ def translated(target: str, timeout_s: float, *, key_name: str = "") -> Iterator
     except (dns.exception.FormError, dns.query.BadResponse) as exc:
         raise PermanentError(target, f"malformed answer ({type(exc).__name__})") from None
     except EOFError:
-        raise TemporaryError(target, "the server closed the connection") from None
+        raise TemporaryError(target, "the server closed the connection", delay=0.0) from None
     except TimeoutError:
-        raise TemporaryError(target, f"no answer within {timeout_s:g}s") from None
+        raise TimedOut(target, f"timed out: no answer within {timeout_s:g}s", delay=0.0) from None
     except ConnectionRefusedError:
-        raise TemporaryError(target, "connection refused") from None
+        raise TemporaryError(target, "connection refused", delay=0.0) from None
     except OSError as exc:
         raise TemporaryError(
-            target, f"network error: {exc.strerror or type(exc).__name__}"
+            target, f"network error: {exc.strerror or type(exc).__name__}", delay=0.0
         ) from None
     except dns.exception.DNSException as exc:
         raise PermanentError(target, f"DNS error ({type(exc).__name__})") from None

@@ -28,9 +28,10 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.client.rest import RESTResponse
 from kubernetes.config.config_exception import ConfigException
 
-from drills.errors import PermanentError
+from drills.errors import PermanentError, TemporaryError
 from drills.plan import DrillPlan, KubernetesAccess, Site
-from drills.targets.kube_errors import NotReadyInTime, translate, translated
+from drills.targets.kube_errors import NotReadyInTime, json_object, translate, translated
+from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, TimedOut, retry_call
 
 log = logging.getLogger("drills.targets.kube")
 
@@ -44,6 +45,9 @@ _COLLECTIONS = {
     "StatefulSet": "/apis/apps/v1/namespaces/{namespace}/statefulsets",
 }
 Query = Sequence[tuple[str, str]]
+# GETs are reads, and every PATCH drills sends is a merge patch to a value (replicas,
+# an ingress class): sending it twice leaves what sending it once does.
+_RETRIED_METHODS = frozenset({"GET", "PATCH"})
 
 
 def _configuration(role: str, access: KubernetesAccess, plan: DrillPlan) -> client.Configuration:
@@ -119,11 +123,13 @@ class KubeTarget:
         *,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         read_timeout: float = READ_TIMEOUT_S,
+        retry: RetryPolicy = DEFAULT_POLICY,
     ) -> None:
         self._api = api
         self.target = target
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self.retry = retry
 
     @classmethod
     def for_site(
@@ -134,6 +140,7 @@ class KubeTarget:
         *,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         read_timeout: float = READ_TIMEOUT_S,
+        retry: RetryPolicy = DEFAULT_POLICY,
     ) -> KubeTarget:
         cfg = _configuration(role, site.kubernetes, plan)
         return cls(
@@ -141,6 +148,7 @@ class KubeTarget:
             f"kubernetes {role} ({cfg.host})",
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
+            retry=retry,
         )
 
     @property
@@ -196,14 +204,18 @@ class KubeTarget:
         *,
         query: Query = (),
         body: Any = None,
-    ) -> Any:
-        resp = self._send(method, path, params, query=query, body=body)
-        with translated(self.target):
-            data = resp.read()
-        try:
-            return json.loads(data)
-        except ValueError:
-            raise PermanentError(self.target, f"{method} {path}: the reply is not JSON") from None
+    ) -> dict[str, Any]:
+        """One JSON object from the API, retried when the method is safe to repeat."""
+
+        def once() -> dict[str, Any]:
+            resp = self._send(method, path, params, query=query, body=body)
+            with translated(self.target):
+                data = resp.read()
+            return json_object(self.target, f"{method} {path}", data)
+
+        if method in _RETRIED_METHODS:
+            return retry_call(once, policy=self.retry)
+        return once()
 
     def _get_or_none(self, path: str, params: dict[str, str]) -> dict[str, Any] | None:
         try:
@@ -307,19 +319,36 @@ class KubeTarget:
             ] + ([("resourceVersion", rv)] if rv else [])
             # The socket waits a little past the deadline, so a silent stream ends in a
             # read timeout just after it; the server-side timeout is a second bound.
-            resp = self._send(
-                "GET",
-                collection,
-                params,
-                query=query,
-                timeout=(self.connect_timeout, remaining + 0.25),
-            )
             try:
+                resp = self._send(
+                    "GET",
+                    collection,
+                    params,
+                    query=query,
+                    timeout=(self.connect_timeout, remaining + 0.25),
+                )
                 done, last, rv = self._follow(resp, last, rv, replicas)
             except urllib3.exceptions.ReadTimeoutError as exc:
                 if time.monotonic() < deadline:
                     raise translate(self.target, exc) from exc
                 break  # the stream stayed quiet until the deadline: nothing changed
+            except TimedOut:
+                if time.monotonic() < deadline:
+                    raise
+                break  # no headers before the deadline: as quiet as an idle stream
+            except TemporaryError as exc:
+                # A dropped watch (reset, 5xx) loses nothing: re-list and watch again,
+                # within the same deadline.
+                log.info(
+                    "%s: watch of %s/%s broke (%s); re-listing",
+                    self.target,
+                    namespace,
+                    name,
+                    exc.cause,
+                )
+                time.sleep(min(self.retry.base_delay_s, max(0.0, deadline - time.monotonic())))
+                rv = None
+                continue
             if done:
                 assert last is not None
                 return last

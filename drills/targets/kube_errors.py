@@ -17,6 +17,7 @@ import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
 from drills.errors import PermanentError, TargetError, TemporaryError
+from drills.targets.retry import TimedOut
 
 
 class NotReadyInTime(TargetError):  # noqa: N818 - reads as what happened
@@ -61,28 +62,62 @@ def translate(target: str, exc: Exception) -> TargetError:
             cause = _tls_cause(exc)
             if "CERTIFICATE_VERIFY_FAILED" in cause or "hostname" in cause.lower():
                 return PermanentError(target, cause)
-            return TemporaryError(target, cause)
+            return TemporaryError(target, cause, delay=0.0)
         cause = f"HTTP {status}: {status_message(exc)}"
         if status == 429 or status >= 500:
             retry_after = str((exc.headers or {}).get("Retry-After", ""))
-            delay = float(retry_after) if retry_after.isdigit() else 1.0
+            delay = float(retry_after) if retry_after.isdigit() else 0.0
             return TemporaryError(target, cause, delay=delay)
         # 401/403/404/409/422 and the rest: the credentials, object or request is wrong.
         return PermanentError(target, cause)
+    # delay=0 below: no hint from the server, so a retry goes at the policy's own pace.
     if isinstance(exc, urllib3.exceptions.NewConnectionError):
-        return TemporaryError(target, "connection refused or unreachable")
+        return TemporaryError(target, "connection refused or unreachable", delay=0.0)
     if isinstance(exc, urllib3.exceptions.TimeoutError):
-        return TemporaryError(target, f"timed out ({type(exc).__name__})")
+        return TimedOut(target, f"timed out ({type(exc).__name__})", delay=0.0)
     if isinstance(exc, urllib3.exceptions.MaxRetryError):
         reason = exc.reason
         if reason is not None and isinstance(reason, Exception):
             return translate(target, reason)
-        return TemporaryError(target, "connection failed")
+        return TemporaryError(target, "connection failed", delay=0.0)
     if isinstance(exc, urllib3.exceptions.ProtocolError):
-        return TemporaryError(target, f"connection broken ({type(exc).__name__})")
+        return TemporaryError(target, f"connection broken ({type(exc).__name__})", delay=0.0)
     if isinstance(exc, urllib3.exceptions.HTTPError):
-        return TemporaryError(target, f"{type(exc).__name__}")
+        return TemporaryError(target, f"{type(exc).__name__}", delay=0.0)
     return PermanentError(target, f"{type(exc).__name__}: {exc}")
+
+
+def _preview(data: bytes) -> str:
+    """What answered instead of JSON: the start of an error page, or only its size.
+
+    A body that starts like JSON is an object cut short, maybe a Secret's: none of
+    it is shown.
+    """
+    if not data:
+        return "empty body"
+    if data.lstrip()[:1] in (b"{", b"["):
+        return f"{len(data)} bytes of truncated or invalid JSON"
+    text = data[:60].decode("utf-8", errors="replace")
+    shown = "".join(c if c.isprintable() else "?" for c in text)
+    return f"{len(data)} bytes: {shown!r}"
+
+
+def json_object(target: str, request: str, data: bytes) -> dict[str, Any]:
+    """The API's reply as a JSON object, or a PermanentError saying what came instead.
+
+    A proxy's error page or a body of the wrong shape is not something a retry fixes.
+    """
+    try:
+        found = json.loads(data)
+    except ValueError:
+        raise PermanentError(
+            target, f"{request}: the reply is not JSON ({_preview(data)})"
+        ) from None
+    if not isinstance(found, dict):
+        raise PermanentError(
+            target, f"{request}: the reply is JSON {type(found).__name__}, not an object"
+        )
+    return found
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
-from botocore.parsers import DEFAULT_TIMESTAMP_PARSER
+from botocore.parsers import DEFAULT_TIMESTAMP_PARSER, ResponseParserError
 
 from drills.errors import PermanentError
 from drills.plan import DrillPlan, Site
@@ -28,6 +28,7 @@ from drills.targets.objects_listing import (
     OrderedListing,
     Page,
 )
+from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, retry_call
 
 log = logging.getLogger("drills.targets.objects")
 
@@ -144,12 +145,7 @@ def endpoint_for(role: str, site: Site, plan: DrillPlan) -> AwsEndpoint:
     """
     storage = site.objects
     creds = storage.credentials or (site.aws.credentials if site.aws else None)
-    return AwsEndpoint(
-        region=site.objects_region,
-        endpoint_url=storage.endpoint_url,
-        access_key_id=plan.resolve_secret(creds.access_key_id) if creds else None,
-        secret_access_key=plan.resolve_secret(creds.secret_access_key) if creds else None,
-    )
+    return aws.resolve_endpoint(plan, site.objects_region, storage.endpoint_url, creds)
 
 
 class ObjectStore:
@@ -162,8 +158,10 @@ class ObjectStore:
         *,
         read_timeout: float = aws.READ_TIMEOUT_S,
         limits: ListingLimits | None = None,
+        retry: RetryPolicy = DEFAULT_POLICY,
     ) -> None:
         self.role = role or "?"
+        self.retry = retry
         self.target = where.describe(f"s3 {role}".strip())
         self.limits = limits or ListingLimits()
         # Several listings of one run share this client, each with its shard workers.
@@ -208,7 +206,12 @@ class ObjectStore:
             return self._objects_page(bucket, at, delimited, token)
 
         listing = OrderedListing(
-            fetch, prefix, limits=self.limits, gauge=gauge, name=f"s3-{self.role}"
+            fetch,
+            prefix,
+            limits=self.limits,
+            gauge=gauge,
+            name=f"s3-{self.role}",
+            target=f"{self.target} bucket {bucket}",
         )
         return listing.start()
 
@@ -228,7 +231,13 @@ class ObjectStore:
 
         # Flat: delimiter pagination of versions is where S3 look-alikes differ most.
         listing = OrderedListing(
-            fetch, prefix, limits=self.limits, shard=False, name=f"s3v-{self.role}"
+            fetch,
+            prefix,
+            limits=self.limits,
+            shard=False,
+            name=f"s3v-{self.role}",
+            unique_keys=False,
+            target=f"{self.target} bucket {bucket}",
         )
         return listing.start()
 
@@ -262,13 +271,17 @@ class ObjectStore:
     def lifecycle_rules(self, bucket: str) -> tuple[LifecycleRule, ...]:
         """The bucket's lifecycle rules; none when it has no lifecycle configuration."""
         try:
-            reply = self._client.get_bucket_lifecycle_configuration(Bucket=bucket)
-        except ClientError as exc:
-            if aws.error_code(exc) == "NoSuchLifecycleConfiguration":
+            reply = self._call(
+                bucket, self._client.get_bucket_lifecycle_configuration, Bucket=bucket
+            )
+        except PermanentError as exc:
+            cause = exc.__cause__
+            if (
+                isinstance(cause, ClientError)
+                and aws.error_code(cause) == "NoSuchLifecycleConfiguration"
+            ):
                 return ()
-            raise self._translate(bucket, exc) from exc
-        except BotoCoreError as exc:
-            raise self._translate(bucket, exc) from exc
+            raise
         return tuple(LifecycleRule.from_api(rule) for rule in reply.get("Rules", ()))
 
     def checksums(self, bucket: str, key: str) -> dict[str, str]:
@@ -339,10 +352,15 @@ class ObjectStore:
         return Page(entries, (), next_token)
 
     def _call(self, bucket: str, fn: Callable[..., Any], /, **kwargs: Any) -> Any:
-        try:
-            return fn(**kwargs)
-        except (ClientError, BotoCoreError) as exc:
-            raise self._translate(bucket, exc) from exc
+        """One read request, translated, and retried when the failure is temporary."""
+
+        def once() -> Any:
+            try:
+                return fn(**kwargs)
+            except (ClientError, BotoCoreError, ResponseParserError) as exc:
+                raise self._translate(bucket, exc) from exc
+
+        return retry_call(once, policy=self.retry)
 
     def _translate(self, bucket: str, exc: Exception) -> Exception:
         if isinstance(exc, ClientError) and aws.error_code(exc) == "NoSuchBucket":

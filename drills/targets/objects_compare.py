@@ -57,6 +57,9 @@ class DatasetDiff:
     primary: str  # s3://bucket/prefix
     dr: str
     examples: int
+    # Primary objects written after this, not (yet) the same at DR, are pending, not
+    # missing: replication takes time, and a live bucket always has some in flight.
+    pending_after: dt.datetime | None = None
     primary_objects: int = 0
     dr_objects: int = 0
     matched: int = 0
@@ -64,6 +67,7 @@ class DatasetDiff:
     mismatched: Tally = field(init=False)
     extra: Tally = field(init=False)
     unverified: Tally = field(init=False)
+    pending: Tally = field(init=False)
     oldest_unreplicated: ObjectInfo | None = None  # primary object missing or different at DR
     newest_primary: ObjectInfo | None = None
     newest_dr: ObjectInfo | None = None
@@ -72,12 +76,18 @@ class DatasetDiff:
     dr_gauge: BufferGauge = field(default_factory=BufferGauge)
 
     def __post_init__(self) -> None:
-        for name in ("missing", "mismatched", "extra", "unverified"):
+        for name in ("missing", "mismatched", "extra", "unverified", "pending"):
             setattr(self, name, Tally(self.examples))
 
     @property
     def unreplicated(self) -> int:
-        return self.missing.count + self.mismatched.count
+        """Primary objects DR does not (yet) hold: missing, different or pending."""
+        return self.missing.count + self.mismatched.count + self.pending.count
+
+    @property
+    def incomplete(self) -> bool:
+        """DR lacks primary objects older than the pending window."""
+        return bool(self.missing.count or self.mismatched.count)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -88,6 +98,7 @@ class DatasetDiff:
             "mismatched": self.mismatched.count,
             "extra": self.extra.count,
             "unverified": self.unverified.count,
+            "pending": self.pending.count,
         }
 
     def problem_examples(self) -> dict[str, list[dict[str, Any]]]:
@@ -96,6 +107,7 @@ class DatasetDiff:
             "mismatched": self.mismatched,
             "extra": self.extra,
             "unverified": self.unverified,
+            "pending": self.pending,
         }
         return {name: tally.examples for name, tally in tallies.items() if tally.examples}
 
@@ -138,14 +150,24 @@ def _pair(p: ObjectInfo, d: ObjectInfo) -> dict[str, Any]:
     }
 
 
-def compare_objects(primary: Location, dr: Location, *, examples: int) -> DatasetDiff:
+def compare_objects(
+    primary: Location,
+    dr: Location,
+    *,
+    examples: int,
+    pending_after: dt.datetime | None = None,
+) -> DatasetDiff:
     """Stream both listings and compare them key by key.
 
     An object matches when the sizes are equal and the ETags are, or, when an
     ETag is multipart-style (``-N``) and they differ, when a full-object checksum
-    both copies carry is equal; without one it is ``unverified``.
+    both copies carry is equal; without one it is ``unverified``. A primary object
+    modified after ``pending_after`` that DR lacks or holds differently is
+    ``pending`` rather than missing or mismatched.
     """
-    diff = DatasetDiff(primary=str(primary), dr=str(dr), examples=examples)
+    diff = DatasetDiff(
+        primary=str(primary), dr=str(dr), examples=examples, pending_after=pending_after
+    )
     listings = (
         primary.store.objects(primary.bucket, primary.prefix, gauge=diff.primary_gauge),
         dr.store.objects(dr.bucket, dr.prefix, gauge=diff.dr_gauge),
@@ -177,9 +199,11 @@ def _merge(
     while p is not None or d is not None:
         if d is None or (p is not None and p.key < d.key):
             assert p is not None
-            diff.missing.add(
-                {"key": p.key, "size": p.size, "last_modified": _when(p.last_modified)}
-            )
+            example = {"key": p.key, "size": p.size, "last_modified": _when(p.last_modified)}
+            if _in_flight(diff, p):
+                diff.pending.add({**example, "reason": "missing"})
+            else:
+                diff.missing.add(example)
             _primary_seen(diff, p, replicated=False)
             p = next(p_iter, None)
         elif p is None or d.key < p.key:
@@ -200,6 +224,10 @@ def _primary_seen(diff: DatasetDiff, p: ObjectInfo, *, replicated: bool) -> None
     oldest = diff.oldest_unreplicated
     if not replicated and (oldest is None or p.last_modified < oldest.last_modified):
         diff.oldest_unreplicated = p
+
+
+def _in_flight(diff: DatasetDiff, p: ObjectInfo) -> bool:
+    return diff.pending_after is not None and p.last_modified > diff.pending_after
 
 
 def _dr_seen(diff: DatasetDiff, d: ObjectInfo) -> None:
@@ -226,6 +254,8 @@ def _judge(
         diff.matched += 1
     elif verdict == "unverified":
         diff.unverified.add({**_pair(p, d), "reason": "multipart ETags differ, no common checksum"})
+    elif _in_flight(diff, p):
+        diff.pending.add({**_pair(p, d), "reason": reason})
     else:
         diff.mismatched.add({**_pair(p, d), "reason": reason})
     return verdict != "mismatch"

@@ -23,9 +23,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from drills.errors import PermanentError
+
 log = logging.getLogger("drills.targets.objects")
 
 _POLL_S = 0.1  # how often a blocked producer looks whether the consumer went away
+_MAX_DESCENT = 16  # lone wrapper directories followed down before sharding anyway
 
 
 class Keyed(Protocol):
@@ -54,7 +57,10 @@ class ListingLimits:
     """How much one listing may fetch ahead of its consumer."""
 
     page_size: int = 1000  # S3's own maximum per request
-    shards_ahead: int = 8  # shard workers per listing: the concurrency
+    # Requests in flight per listing (a comparison runs two). More does not list a
+    # CPU-bound server (moto, a one-node MinIO) any faster; it only pushes answers
+    # past the read timeout, and the retries add load.
+    shards_ahead: int = 4
     pages_per_shard: int = 2  # pages a worker may queue before it waits
 
     @property
@@ -100,6 +106,44 @@ class _End:
 
 
 _END = _End()
+
+
+class _PageChain:
+    """Guards one paginated listing against a store whose pages never end.
+
+    A buggy or hostile S3 look-alike may answer the same page with the same
+    continuation token forever, or hand out fresh tokens for pages that go back in
+    key order. Either would spin a comparison until someone noticed; both are a
+    broken store, so the listing fails at once instead, saying where.
+    """
+
+    def __init__(self, target: str, prefix: str, *, unique_keys: bool) -> None:
+        self._target = target
+        self._prefix = prefix
+        # A version listing may split one key's versions over two pages; objects never.
+        self._unique_keys = unique_keys
+        self._tokens: set[object] = set()
+        self._last_key: str | None = None
+
+    def check(self, asked_with: object, page: Page[E]) -> None:
+        where = f"the listing of {self._prefix!r}"
+        if page.token is not None:
+            if page.token == asked_with or page.token in self._tokens:
+                raise PermanentError(
+                    self._target,
+                    f"{where} repeats: a page handed back a continuation token already "
+                    f"used, so the pages would never end ({len(self._tokens) + 1} pages read)",
+                )
+            self._tokens.add(page.token)
+        if page.entries:
+            first, last = page.entries[0].key, self._last_key
+            if last is not None and (first < last or (self._unique_keys and first == last)):
+                raise PermanentError(
+                    self._target,
+                    f"{where} does not move forward: a page starts at {first!r}, "
+                    f"not after {last!r} where the page before it ended",
+                )
+            self._last_key = page.entries[-1].key
 
 
 def _put(channel: queue.Queue[object], item: object, stop: threading.Event) -> bool:
@@ -184,6 +228,8 @@ class OrderedListing(Generic[E]):
         shard: bool = True,
         gauge: BufferGauge | None = None,
         name: str = "listing",
+        target: str = "",
+        unique_keys: bool = True,
     ) -> None:
         self._fetch = fetch
         self._prefix = prefix
@@ -191,6 +237,8 @@ class OrderedListing(Generic[E]):
         self._shard = shard
         self.gauge = gauge or BufferGauge()
         self._name = name
+        self._target = target or name
+        self._unique_keys = unique_keys
 
     def __iter__(self) -> Listing[E]:
         return self.start()
@@ -251,19 +299,27 @@ class OrderedListing(Generic[E]):
             if probe.token is None:
                 yield probe
                 return
-        while True:
+        for _ in range(_MAX_DESCENT):
             page = self._fetch(prefix, self._shard, None)
             lone = (
-                self._shard and not page.entries and len(page.prefixes) == 1 and page.token is None
+                self._shard
+                and not page.entries
+                and len(page.prefixes) == 1
+                and page.token is None
+                and len(page.prefixes[0]) > len(prefix)  # a store looping on itself stops here
             )
             if not lone:
                 break
             prefix = page.prefixes[0]
+        chain = _PageChain(self._target, prefix, unique_keys=self._unique_keys)
+        chain.check(None, page)
         while True:
             yield page
             if page.token is None or stop.is_set():
                 return
-            page = self._fetch(prefix, self._shard, page.token)
+            token = page.token
+            page = self._fetch(prefix, self._shard, token)
+            chain.check(token, page)
 
     def _walk(
         self, segments: queue.Queue[object], workers: ThreadPoolExecutor, stop: threading.Event
@@ -285,8 +341,10 @@ class OrderedListing(Generic[E]):
     def _list_shard(self, prefix: str, pages: queue.Queue[object], stop: threading.Event) -> None:
         try:
             token: object = None
+            chain = _PageChain(self._target, prefix, unique_keys=self._unique_keys)
             while not stop.is_set():
                 page = self._fetch(prefix, False, token)
+                chain.check(token, page)
                 self.gauge.fetched(len(page.entries))
                 if not _put(pages, page, stop):
                     return

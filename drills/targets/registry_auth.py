@@ -21,6 +21,7 @@ import httpx
 
 from drills.errors import PermanentError
 from drills.targets.http import status_error, translated
+from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, retry_call
 
 log = logging.getLogger("drills.targets.registry")
 
@@ -77,8 +78,10 @@ class Authenticator:
         username: str | None = None,
         password: str | None = None,
         token: str | None = None,
+        retry: RetryPolicy = DEFAULT_POLICY,
     ) -> None:
         self._target = target
+        self._retry = retry
         self._http = http
         self._base_url = base_url
         self._basic = (username, password) if username is not None and password else None
@@ -146,7 +149,8 @@ class Authenticator:
                 cached = self._tokens.get(scope)
             if cached and cached[1] > time.monotonic():
                 return cached[0]
-            token, lifetime = self._fetch_token(scope)
+            # A token request is a read: a flapping token service is retried.
+            token, lifetime = retry_call(lambda: self._fetch_token(scope), policy=self._retry)
             with self._lock:
                 expires = time.monotonic() + max(lifetime - _EXPIRY_MARGIN_S, 1.0)
                 self._tokens[scope] = (token, expires)

@@ -27,6 +27,7 @@ from drills.targets.aws import (
 )
 from drills.targets.registry import Ref, is_digest
 from drills.targets.registry_oci import MANIFEST_TYPES
+from drills.targets.retry import retry_call
 
 log = logging.getLogger("drills.targets.registry")
 
@@ -130,7 +131,10 @@ class EcrImages:
         return results
 
     def _batch_get(self, repository: str, references: list[str]) -> dict[str, Any] | None:
-        """``BatchGetImage``'s answer; None when the repository does not exist."""
+        """``BatchGetImage``'s answer; None when the repository does not exist. A read: retried."""
+        return retry_call(lambda: self._batch_get_once(repository, references))
+
+    def _batch_get_once(self, repository: str, references: list[str]) -> dict[str, Any] | None:
         try:
             answer: dict[str, Any] = self._ecr.batch_get_image(
                 registryId=self.registry_id,

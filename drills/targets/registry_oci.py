@@ -21,6 +21,7 @@ from drills.errors import PermanentError, TargetError
 from drills.targets.http import READ_TIMEOUT_S, new_client, status_error, translated
 from drills.targets.registry import Ref, is_digest
 from drills.targets.registry_auth import Authenticator, auth_failed, repository_scope
+from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, retry_call
 
 log = logging.getLogger("drills.targets.registry")
 
@@ -47,8 +48,10 @@ class OciDistribution:
         token: str | None = None,
         read_timeout: float = READ_TIMEOUT_S,
         max_connections: int = 32,
+        retry: RetryPolicy = DEFAULT_POLICY,
     ) -> None:
         self.url = url.rstrip("/")
+        self.retry = retry
         self.host = urlsplit(self.url).netloc
         self.plain_http = self.url.startswith("http://")
         self.target = f"{name} ({self.url})"
@@ -58,20 +61,31 @@ class OciDistribution:
             headers={"Accept": _ACCEPT},
         )
         self._auth = Authenticator(
-            self.target, self._http, self.url, username=username, password=password, token=token
+            self.target,
+            self._http,
+            self.url,
+            username=username,
+            password=password,
+            token=token,
+            retry=retry,
         )
         self._checked = False
         self._check_lock = threading.Lock()
 
     # -- one image -----------------------------------------------------------
     def digest(self, repository: str, reference: str) -> str | None:
+        """The manifest digest of one image, None when absent; a read, so retried."""
         self._check_api()
+        return retry_call(lambda: self._digest_once(repository, reference), policy=self.retry)
+
+    def _digest_once(self, repository: str, reference: str) -> str | None:
         path = f"/v2/{repository}/manifests/{reference}"
         response = self._request("HEAD", path, repository_scope(repository))
         if response.status_code == 404:
             return None
         if response.status_code != 200:
             raise self._unexpected(response)
+        self._check_media_type(response, repository, reference)
         found = response.headers.get("Docker-Content-Digest")
         if not found:
             # The header is optional in the OCI spec: hash the manifest itself.
@@ -114,7 +128,7 @@ class OciDistribution:
         with self._check_lock:
             if self._checked:
                 return
-            response = self._request("GET", "/v2/", "")
+            response = retry_call(self._api_root, policy=self.retry)
             if response.status_code == 404:
                 raise PermanentError(
                     self.target, "GET /v2/ answered 404: not an OCI Distribution v2 registry"
@@ -122,6 +136,24 @@ class OciDistribution:
             if response.status_code != 200:
                 raise self._unexpected(response)
             self._checked = True
+
+    def _api_root(self) -> httpx.Response:
+        response = self._request("GET", "/v2/", "")
+        if response.status_code >= 500 or response.status_code == 429:
+            raise self._unexpected(response)  # temporary: retried by the caller
+        return response
+
+    def _check_media_type(self, response: httpx.Response, repository: str, ref: str) -> None:
+        """Refuse a manifest whose type drills cannot read: its digest would mean nothing."""
+        media_type = response.headers.get("Content-Type", "").split(";")[0].strip()
+        # Optional in the spec; a registry that omits it is judged by the digest alone.
+        if media_type and media_type not in MANIFEST_TYPES:
+            shown = media_type[:80].encode("ascii", errors="replace").decode("ascii")
+            raise PermanentError(
+                self.target,
+                f"{repository}:{ref}: the manifest has an unknown media type {shown!r}; "
+                f"expected one of {', '.join(MANIFEST_TYPES)}",
+            )
 
     def _request(self, method: str, path: str, scope: str) -> httpx.Response:
         response = self._send(method, path, scope)

@@ -19,6 +19,7 @@ from drills.errors import PermanentError
 from drills.plan import DrillPlan, Site
 from drills.targets import aws
 from drills.targets.aws import AwsEndpoint
+from drills.targets.retry import retry_call
 
 log = logging.getLogger("drills.targets.secrets")
 
@@ -93,14 +94,21 @@ class AwsSecrets:
         (aware datetimes), RotationEnabled, PrimaryRegion (set only on a replica)
         and ReplicationStatus (a list of {Region, Status, ...}, on a primary).
         """
-        try:
-            found = self._client.describe_secret(SecretId=secret_id)
-        except ClientError as exc:
-            if self._missing(exc):
-                return None
-            raise aws.translate(self.target, exc) from exc
-        except BotoCoreError as exc:
-            raise aws.translate(self.target, exc) from exc
+
+        def once() -> dict[str, Any] | None:
+            try:
+                found: dict[str, Any] = self._client.describe_secret(SecretId=secret_id)
+            except ClientError as exc:
+                if self._missing(exc):
+                    return None
+                raise aws.translate(self.target, exc) from exc
+            except BotoCoreError as exc:
+                raise aws.translate(self.target, exc) from exc
+            return found
+
+        found = retry_call(once)
+        if found is None:
+            return None
         return {key: found[key] for key in _DESCRIBED if key in found}
 
     def value(self, secret_id: str) -> bytes | None:
@@ -108,14 +116,21 @@ class AwsSecrets:
 
         Only for fingerprinting: never log it, return it further or put it in an error.
         """
-        try:
-            found = self._client.get_secret_value(SecretId=secret_id)
-        except ClientError as exc:
-            if self._missing(exc):
-                return None
-            raise aws.translate(self.target, exc) from None  # the chain is not needed
-        except BotoCoreError as exc:
-            raise aws.translate(self.target, exc) from exc
+
+        def once() -> dict[str, Any] | None:
+            try:
+                found: dict[str, Any] = self._client.get_secret_value(SecretId=secret_id)
+            except ClientError as exc:
+                if self._missing(exc):
+                    return None
+                raise aws.translate(self.target, exc) from None  # the chain is not needed
+            except BotoCoreError as exc:
+                raise aws.translate(self.target, exc) from exc
+            return found
+
+        found = retry_call(once)
+        if found is None:
+            return None
         if found.get("SecretString") is not None:
             return str(found["SecretString"]).encode("utf-8")
         binary = found.get("SecretBinary")

@@ -29,19 +29,26 @@ T = TypeVar("T")
 
 @dataclass
 class _Lazy:
-    """A per-key cache safe under concurrent checks: each adapter is built once."""
+    """A per-key cache safe under concurrent checks: each adapter is built once.
+
+    One lock per key: checks needing different adapters must not queue behind
+    each other's (slow) client construction.
+    """
 
     _values: dict[str, Any] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _locks: dict[str, threading.Lock] = field(default_factory=dict)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
 
     def get(self, key: str, build: Callable[[], T]) -> T:
-        with self._lock:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
             if key not in self._values:
                 self._values[key] = build()
             return self._values[key]
 
     def values(self) -> list[Any]:
-        with self._lock:
+        with self._guard:
             return list(self._values.values())
 
 

@@ -7,7 +7,6 @@ own servers, so the shared lab fixtures stay untouched.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import secrets
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -17,13 +16,11 @@ from typing import Any
 
 import yaml
 
-from drills.checks.base import REGISTRY, CheckResult
-from drills.checks.runner import run_one
 from drills.lab.kubeapi import KubeApiServer, write_kubeconfig
 from drills.lab.seed_cluster import node, secret, workload
 from drills.lab.topology import NodePool, SiteShape, Workload
 from drills.plan import DrillPlan, plan_from_text
-from drills.targets.sites import Targets
+from tests.checks.support import run_check
 
 TOKEN = "kube-sites-" + secrets.token_hex(8)
 DRIVER, CUDA = "550.54.15", "12.4"
@@ -182,19 +179,4 @@ def plan_for(
     return plan_from_text(yaml.safe_dump(data), "kube-sites.yaml")
 
 
-def run(
-    plan: DrillPlan,
-    check_id: str,
-    *,
-    now: dt.datetime | None = None,
-    key: bytes | None = None,
-) -> CheckResult:
-    with Targets(plan) as targets:
-        context = {
-            "plan": plan,
-            "targets": targets,
-            "history": None,
-            "now": now or dt.datetime.now(dt.UTC),
-            "fingerprint_key": key or os.urandom(32),
-        }
-        return run_one(REGISTRY.get(check_id), context)
+run = run_check  # the name the cluster and secrets tests use

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,12 +12,12 @@ import pytest
 import yaml
 
 import drills.checks.cadence  # noqa: F401 - registers the check
-from drills.checks.base import REGISTRY, CheckResult, Status
-from drills.checks.runner import run_one
+from drills.checks.base import Status
 from drills.history import HistoryStore
 from drills.history_models import DrillRun
 from drills.lab.planfile import LabEndpoints, lab_plan
 from drills.plan import DrillPlan, plan_from_text
+from tests.checks.support import run_check
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -86,19 +85,8 @@ def add_run(
     return run_id
 
 
-def run_check(plan: DrillPlan, history: HistoryStore | None) -> CheckResult:
-    context = {
-        "plan": plan,
-        "targets": None,  # the cadence check touches no external system
-        "history": history,
-        "now": NOW,
-        "fingerprint_key": os.urandom(32),
-    }
-    return run_one(REGISTRY.get("drill.cadence"), context)
-
-
 def test_never_drilled_fails_without_blocking(plan: DrillPlan, store: HistoryStore) -> None:
-    result = run_check(plan, store)
+    result = run_check(plan, "drill.cadence", history=store, now=NOW)
     assert result.status is Status.FAIL and not result.blocking
     assert result.summary == "plan lab has never been drilled successfully"
     assert result.evidence["last_run_id"] is None
@@ -107,7 +95,7 @@ def test_never_drilled_fails_without_blocking(plan: DrillPlan, store: HistorySto
 
 def test_drill_ten_days_ago_passes(plan: DrillPlan, store: HistoryStore) -> None:
     run_id = add_run(store, days_ago=10)
-    result = run_check(plan, store)
+    result = run_check(plan, "drill.cadence", history=store, now=NOW)
     assert result.status is Status.PASS, result.summary
     assert result.evidence["last_run_id"] == run_id
     assert result.evidence["age_days"] == pytest.approx(10, abs=0.1)
@@ -117,7 +105,7 @@ def test_drill_ten_days_ago_passes(plan: DrillPlan, store: HistoryStore) -> None
 
 def test_drill_a_hundred_days_ago_fails(plan: DrillPlan, store: HistoryStore) -> None:
     run_id = add_run(store, days_ago=100)
-    result = run_check(plan, store)
+    result = run_check(plan, "drill.cadence", history=store, now=NOW)
     assert result.status is Status.FAIL and not result.blocking
     assert "over 92 days" in result.summary
     assert result.evidence["last_run_id"] == run_id
@@ -139,7 +127,7 @@ def test_only_a_succeeded_real_drill_of_this_plan_counts(
 ) -> None:
     old = add_run(store, days_ago=100)
     add_run(store, days_ago=1, **recent)
-    result = run_check(plan, store)
+    result = run_check(plan, "drill.cadence", history=store, now=NOW)
     assert result.status is Status.FAIL
     assert result.evidence["last_run_id"] == old
 
@@ -148,13 +136,13 @@ def test_the_newest_success_counts(plan: DrillPlan, store: HistoryStore) -> None
     add_run(store, days_ago=200)
     newest = add_run(store, days_ago=30)
     add_run(store, days_ago=100)
-    result = run_check(plan, store)
+    result = run_check(plan, "drill.cadence", history=store, now=NOW)
     assert result.status is Status.PASS
     assert result.evidence["last_run_id"] == newest
 
 
 def test_without_a_history_store_it_warns(plan: DrillPlan) -> None:
-    result = run_check(plan, None)
+    result = run_check(plan, "drill.cadence", history=None, now=NOW)
     assert result.status is Status.WARN and not result.blocking
     assert "no history store" in result.summary
 
@@ -162,6 +150,6 @@ def test_without_a_history_store_it_warns(plan: DrillPlan) -> None:
 def test_a_broken_store_is_an_error(plan: DrillPlan, store: HistoryStore) -> None:
     with store.engine.begin() as conn:
         conn.exec_driver_sql("DROP TABLE drill_runs")
-    result = run_check(plan, store)
+    result = run_check(plan, "drill.cadence", history=store, now=NOW)
     assert result.status is Status.ERROR and result.blocking
     assert result.summary == f"history store {store.url}: OperationalError"

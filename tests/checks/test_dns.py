@@ -7,9 +7,7 @@ a copy of the plan at this module's own servers, or at a wrong secret file.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import json
-import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,30 +18,17 @@ import pytest
 import yaml
 
 import drills.checks.dns  # noqa: F401 - registers the checks
-from drills.checks.base import REGISTRY, CheckResult, Status
-from drills.checks.runner import run_one
+from drills.checks.base import Status
 from drills.lab.moto_server import MotoServer
 from drills.lab.named import DnsRecord, NamedServer
 from drills.lab.planfile import LabEndpoints, lab_plan
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
-from drills.targets.sites import Targets
+from tests.checks.support import run_check
 from tests.conftest import require_system_binary
 
 ZONE = "drills.test."
 KEY = "drills-key"
-
-
-def run_check(check_id: str, plan: DrillPlan) -> CheckResult:
-    with Targets(plan) as targets:
-        context = {
-            "plan": plan,
-            "targets": targets,
-            "history": None,
-            "now": dt.datetime.now(dt.UTC),
-            "fingerprint_key": os.urandom(32),
-        }
-        return run_one(REGISTRY.get(check_id), context)
 
 
 def write_plan(tmp_path: Path, data: dict[str, Any]) -> DrillPlan:
@@ -119,8 +104,8 @@ def addr(server: NamedServer) -> str:
 def test_clean_lab_passes_both(lab: LabInfo) -> None:
     plan = load_plan(Path(lab.state_dir) / "plan.yaml")
 
-    ttl = run_check("dns.ttl", plan)
-    control = run_check("dns.control", plan)
+    ttl = run_check(plan, "dns.ttl")
+    control = run_check(plan, "dns.control")
 
     assert ttl.status is Status.PASS, ttl.summary
     assert ttl.evidence["longest_ttl_s"] == 30 and ttl.evidence["points_at"] == ["primary"]
@@ -132,8 +117,8 @@ def test_clean_lab_passes_both(lab: LabInfo) -> None:
 def test_drifted_ttl_fails_and_blocks_control_still_passes(drift_lab: LabInfo) -> None:
     plan = load_plan(Path(drift_lab.state_dir) / "plan.yaml")
 
-    ttl = run_check("dns.ttl", plan)
-    control = run_check("dns.control", plan)
+    ttl = run_check(plan, "dns.ttl")
+    control = run_check(plan, "dns.control")
 
     assert ttl.status is Status.FAIL and ttl.blocking
     assert "TTL 3600s alone breaks the RTO of 300s" in ttl.summary
@@ -146,19 +131,19 @@ def test_wrong_tsig_secret_fails_control_without_echo(lab: LabInfo, tmp_path: Pa
     wrong = base64.b64encode(secrets.token_bytes(32)).decode()
     plan = lab_variant(lab, tmp_path, tsig_secret=wrong)
 
-    control = run_check("dns.control", plan)
+    control = run_check(plan, "dns.control")
 
     assert control.status is Status.FAIL and control.blocking
     assert "TSIG key rejected (BADSIG)" in control.summary
     assert "drills-key" in control.remediation and "file:variant.secret" in control.remediation
     assert wrong not in json.dumps(control.to_json())
-    assert run_check("dns.ttl", plan).status is Status.PASS  # reading needs no key
+    assert run_check(plan, "dns.ttl").status is Status.PASS  # reading needs no key
 
 
 def test_unreachable_server_is_an_error(tmp_path: Path, closed_port: str) -> None:
     plan = plan_on(tmp_path, [closed_port], base64.b64encode(b"k" * 32).decode())
     for check_id in ("dns.ttl", "dns.control"):
-        result = run_check(check_id, plan)
+        result = run_check(plan, check_id)
         assert result.status is Status.ERROR and result.blocking
         assert f"dns rfc2136 {closed_port} zone {ZONE}: connection refused" in result.summary
 
@@ -170,7 +155,7 @@ def test_ttl_over_max_but_under_rto_fails_without_blocking(
     named_pair: tuple[NamedServer, NamedServer], tmp_path: Path
 ) -> None:
     one, _ = named_pair
-    result = run_check("dns.ttl", plan_on(tmp_path, [addr(one)], one.tsig_secret, record="slow"))
+    result = run_check(plan_on(tmp_path, [addr(one)], one.tsig_secret, record="slow"), "dns.ttl")
     assert result.status is Status.FAIL and not result.blocking
     assert "TTL 120s is over the plan's maximum of 60s" in result.summary
 
@@ -179,7 +164,7 @@ def test_record_at_the_dr_value_warns(
     named_pair: tuple[NamedServer, NamedServer], tmp_path: Path
 ) -> None:
     one, _ = named_pair
-    result = run_check("dns.ttl", plan_on(tmp_path, [addr(one)], one.tsig_secret, record="atdr"))
+    result = run_check(plan_on(tmp_path, [addr(one)], one.tsig_secret, record="atdr"), "dns.ttl")
     assert result.status is Status.WARN and not result.blocking
     assert "already points at the DR value 127.0.0.3" in result.summary
     assert result.evidence["points_at"] == ["dr"]
@@ -190,7 +175,7 @@ def test_record_at_neither_site_warns(
 ) -> None:
     one, _ = named_pair
     plan = plan_on(tmp_path, [addr(one)], one.tsig_secret, record="elsewhere")
-    result = run_check("dns.ttl", plan)
+    result = run_check(plan, "dns.ttl")
     assert result.status is Status.WARN
     assert "points at neither 127.0.0.2 nor 127.0.0.3" in result.summary
 
@@ -200,11 +185,11 @@ def test_missing_record_fails_and_blocks(
 ) -> None:
     one, _ = named_pair
     plan = plan_on(tmp_path, [addr(one)], one.tsig_secret, record="absent")
-    result = run_check("dns.ttl", plan)
+    result = run_check(plan, "dns.ttl")
     assert result.status is Status.FAIL and result.blocking
     assert f"no A record absent.{ZONE} on {addr(one)}" in result.summary
     # Control still passes: the key may create the record ("does not exist" holds).
-    assert run_check("dns.control", plan).status is Status.PASS
+    assert run_check(plan, "dns.control").status is Status.PASS
 
 
 def test_servers_that_disagree_warn(
@@ -212,7 +197,7 @@ def test_servers_that_disagree_warn(
 ) -> None:
     one, two = named_pair
     plan = plan_on(tmp_path, [addr(one), addr(two)], one.tsig_secret, record="split")
-    result = run_check("dns.ttl", plan)
+    result = run_check(plan, "dns.ttl")
     assert result.status is Status.WARN
     assert "servers disagree" in result.summary
     assert [s["values"] for s in result.evidence["servers"]] == [["127.0.0.2"], ["127.0.0.3"]]
@@ -220,7 +205,7 @@ def test_servers_that_disagree_warn(
 
 def test_every_server_is_asked(named_pair: tuple[NamedServer, NamedServer], tmp_path: Path) -> None:
     one, two = named_pair
-    result = run_check("dns.ttl", plan_on(tmp_path, [addr(one), addr(two)], one.tsig_secret))
+    result = run_check(plan_on(tmp_path, [addr(one), addr(two)], one.tsig_secret), "dns.ttl")
     assert result.status is Status.PASS
     assert [s["server"] for s in result.evidence["servers"]] == [addr(one), addr(two)]
 
@@ -267,8 +252,8 @@ def test_route53_plan_passes_both_on_moto(
     data["dns"]["record"]["name"] = f"api.{zone_name}"
     plan = write_plan(tmp_path, data)
 
-    ttl = run_check("dns.ttl", plan)
-    control = run_check("dns.control", plan)
+    ttl = run_check(plan, "dns.ttl")
+    control = run_check(plan, "dns.control")
 
     assert ttl.status is Status.FAIL and ttl.blocking  # 600s ≥ the RTO of 300s
     assert ttl.evidence["servers"] == [

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,30 +13,17 @@ import pytest
 import yaml
 
 import drills.checks.images  # noqa: F401 - registers the check
-from drills.checks.base import REGISTRY, CheckResult, Status
-from drills.checks.runner import run_one
+from drills.checks.base import CheckResult, Status
 from drills.lab import topology
 from drills.lab.images import build_image, push_ecr, push_oci
 from drills.lab.moto_server import MotoServer
 from drills.lab.registry import RegistryPair
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan, plan_from_text
-from drills.targets.sites import Targets
+from tests.checks.support import run_check
 
 LAB_IMAGES = {w.image for w in topology.WORKLOADS}
 PROBLEMS = ("missing_at_dr", "digest_mismatch", "missing_at_primary", "workloads_unresolved")
-
-
-def run_check(plan: DrillPlan) -> CheckResult:
-    with Targets(plan) as targets:
-        context = {
-            "plan": plan,
-            "targets": targets,
-            "history": None,
-            "now": dt.datetime.now(dt.UTC),
-            "fingerprint_key": os.urandom(32),
-        }
-        return run_one(REGISTRY.get("images.synced"), context)
 
 
 def counts(result: CheckResult) -> dict[str, int]:
@@ -99,7 +84,7 @@ def plan_over(
 
 
 def test_lab_passes(lab: LabInfo) -> None:
-    result = run_check(load_plan(Path(lab.state_dir) / "plan.yaml"))
+    result = run_check(load_plan(Path(lab.state_dir) / "plan.yaml"), "images.synced")
     assert result.status is Status.PASS, result.summary
     assert not result.blocking
     assert result.evidence["images_compared"] == len(LAB_IMAGES)
@@ -107,7 +92,7 @@ def test_lab_passes(lab: LabInfo) -> None:
 
 
 def test_drift_lab_finds_exactly_the_image_never_synced(drift_lab: LabInfo) -> None:
-    result = run_check(load_plan(Path(drift_lab.state_dir) / "plan.yaml"))
+    result = run_check(load_plan(Path(drift_lab.state_dir) / "plan.yaml"), "images.synced")
     assert (result.status, result.blocking) == (Status.FAIL, True)
     assert counts(result) == {**dict.fromkeys(PROBLEMS, 0), "missing_at_dr": 1}
     [missing] = result.evidence["examples"]["missing_at_dr"]
@@ -130,7 +115,7 @@ def test_workload_absent_from_the_primary_cluster(lab: LabInfo, tmp_path: Path) 
     doc["workloads"].append({**ghost, "dr_replicas": 1})
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(doc))
 
-    result = run_check(load_plan(tmp_path / "plan.yaml"))
+    result = run_check(load_plan(tmp_path / "plan.yaml"), "images.synced")
     assert (result.status, result.blocking) == (Status.WARN, False)
     assert counts(result) == {**dict.fromkeys(PROBLEMS, 0), "workloads_unresolved": 1}
     [example] = result.evidence["examples"]["workloads_unresolved"]
@@ -174,7 +159,7 @@ def test_different_digest_at_dr_fails(
         workload("gateway", "critical", f"{registries.primary.url[7:]}/{same}"),
         workload("model", "critical", f"{registries.primary.url[7:]}/{drifted}", same),
     ]
-    result = run_check(plan_over(primary, dr, workloads))
+    result = run_check(plan_over(primary, dr, workloads), "images.synced")
 
     assert (result.status, result.blocking) == (Status.FAIL, True)
     assert result.evidence["images_compared"] == 2  # the shared image once
@@ -206,7 +191,7 @@ def test_problem_in_normal_tier_only_warns(
         workload("api", "critical", synced),
         workload("trainer", "normal", unsynced, f"{prefix}/sidecar@{digest}"),  # at neither site
     ]
-    result = run_check(plan_over(primary, dr, workloads))
+    result = run_check(plan_over(primary, dr, workloads), "images.synced")
 
     assert (result.status, result.blocking) == (Status.WARN, False)
     assert counts(result) == {**dict.fromkeys(PROBLEMS, 0), "missing_at_dr": 2}
@@ -222,7 +207,9 @@ def test_unreachable_dr_registry_is_an_error(
 ) -> None:
     primary, _, prefix = oci
     dr = {"kind": "oci", "url": f"http://{closed_port}"}
-    result = run_check(plan_over(primary, dr, [workload("api", "critical", f"{prefix}/a:1")]))
+    result = run_check(
+        plan_over(primary, dr, [workload("api", "critical", f"{prefix}/a:1")]), "images.synced"
+    )
     assert result.status is Status.ERROR and result.blocking
     assert f"registry dr (http://{closed_port})" in result.summary
     assert "connection refused" in result.summary
@@ -260,7 +247,7 @@ def test_ecr_sites(moto_server: MotoServer, aws_env: dict[str, str]) -> None:
     ]
     extra = {"primary": site("eu-west-1"), "dr": site("eu-central-1")}
     plan = plan_over(registry, registry, workloads, extra)
-    result = run_check(plan)
+    result = run_check(plan, "images.synced")
     assert (result.status, result.blocking) == (Status.FAIL, True), result.summary
     assert counts(result) == {**dict.fromkeys(PROBLEMS, 0), "missing_at_dr": 1}
     assert result.evidence["examples"]["missing_at_dr"][0]["image"] == unsynced.reference

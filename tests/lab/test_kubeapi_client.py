@@ -105,9 +105,19 @@ def test_crud(
     assert name in [i.metadata.name for i in listed.items]
     assert int(listed.metadata.resource_version) >= int(created.metadata.resource_version)
 
-    raw = kube_api.sanitize_for_serialization(fetched)
-    raw["metadata"].setdefault("labels", {})["edited"] = "yes"
-    replaced = getattr(api, f"replace_{scope}{kind}")(name, *ns, raw)
+    # The rollout controller may write status between our read and our replace (409), as
+    # on a real cluster: read-modify-write again, as every client must.
+    for _ in range(5):
+        raw = kube_api.sanitize_for_serialization(getattr(api, f"read_{scope}{kind}")(name, *ns))
+        raw["metadata"].setdefault("labels", {})["edited"] = "yes"
+        try:
+            replaced = getattr(api, f"replace_{scope}{kind}")(name, *ns, raw)
+            break
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
+    else:
+        pytest.fail("replace kept conflicting")
     assert replaced.metadata.labels["edited"] == "yes"
     assert int(replaced.metadata.resource_version) > int(created.metadata.resource_version)
 

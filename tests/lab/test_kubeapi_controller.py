@@ -180,10 +180,10 @@ def test_progress_deadline_is_exceeded_by_a_stuck_rollout(
     stuck = wait_for(
         lambda: (
             (d := apps.read_namespaced_deployment("stuck", kube_namespace))
-            and _conditions(d)["Progressing"][0] == "False"
+            and _conditions(d).get("Progressing", ("",))[0] == "False"
             and d
         ),
-        timeout=3,
+        timeout=15,
     )
     progressing = next(c for c in stuck.status.conditions if c.type == "Progressing")
     assert (

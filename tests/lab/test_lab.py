@@ -19,10 +19,11 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from drills.lab import topology
+from drills.lab import control, topology
 from drills.lab.images import OCI_INDEX, OCI_MANIFEST
 from drills.lab.runtime import LabInfo
 from drills.plan import load_plan
+from drills.processes import descendants, pid_alive
 from tests.conftest import require_system_binary
 
 ACCEPT = f"{OCI_MANIFEST}, {OCI_INDEX}, application/vnd.docker.distribution.manifest.v2+json"
@@ -45,31 +46,6 @@ def apis(info: LabInfo, site: str) -> tuple[k8s.AppsV1Api, k8s.CoreV1Api, k8s.Ne
     return k8s.AppsV1Api(api), k8s.CoreV1Api(api), k8s.NetworkingV1Api(api)
 
 
-def descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_lab_up_and_down_leave_no_process(tmp_path: Path) -> None:
     require_system_binary("named", "bind9")
     require_system_binary("docker-registry", "docker-registry")
@@ -79,8 +55,8 @@ def test_lab_up_and_down_leave_no_process(tmp_path: Path) -> None:
     took = time.monotonic() - started
     assert up.returncode == 0, up.stdout + up.stderr
     info = json.loads((state / "lab.json").read_text())
-    children = descendants(info["pid"])
-    names = {Path(f"/proc/{p}/exe").resolve().name for p in children if alive(p)}
+    children = set(descendants(info["pid"]))
+    names = {Path(f"/proc/{p}/exe").resolve().name for p in children if pid_alive(p)}
     assert {"named", "docker-registry"} <= names
     assert (state / "plan.yaml").exists() and (state / "primary.kubeconfig").exists()
     assert oct((state / "tsig.secret").stat().st_mode)[-3:] == "600"
@@ -100,9 +76,9 @@ def test_lab_up_and_down_leave_no_process(tmp_path: Path) -> None:
     down = drills_cli("lab", "down", "--state-dir", str(state))
     assert down.returncode == 0 and "stopped" in down.stdout
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(alive(p) for p in {info["pid"], *children}):
+    while time.monotonic() < deadline and any(pid_alive(p) for p in {info["pid"], *children}):
         time.sleep(0.05)
-    assert not [p for p in {info["pid"], *children} if alive(p)]
+    assert not [p for p in {info["pid"], *children} if pid_alive(p)]
     assert not (state / "lab.json").exists()
     assert drills_cli("lab", "status", "--state-dir", str(state)).returncode == 1
 
@@ -256,3 +232,32 @@ def test_nodes_carry_gpu_capacity_and_driver_labels(lab: LabInfo, site: str) -> 
     for n in nodes:
         assert n.status.allocatable["nvidia.com/gpu"] == "8"
         assert n.metadata.labels["nvidia.com/cuda.driver-version.full"] == shape.driver
+
+
+def test_the_lab_trainer_writes_checkpoints_until_it_is_fenced(tmp_path: Path) -> None:
+    state = tmp_path / "lab"
+    info, _ = control.up(state, ready_delay=0.1, checkpoint_every=0.3)
+    try:
+        primary_s3, dr_s3 = _s3(info, topology.PRIMARY_REGION), _s3(info, topology.DR_REGION)
+
+        def keys(s3: object, bucket: str) -> set[str]:
+            listing = s3.list_objects_v2(Bucket=bucket)  # type: ignore[attr-defined]
+            return {o["Key"] for o in listing["Contents"]}
+
+        seeded = keys(primary_s3, "ckpt-primary")
+        deadline = time.monotonic() + 10
+        while (
+            time.monotonic() < deadline and len(keys(primary_s3, "ckpt-primary")) < len(seeded) + 2
+        ):
+            time.sleep(0.1)
+        written = keys(primary_s3, "ckpt-primary") - seeded
+        assert len(written) >= 2
+        assert written <= keys(dr_s3, "ckpt-dr")  # replicated
+        apps, _, _ = apis(info, "primary")
+        apps.patch_namespaced_deployment_scale("trainer", "training", {"spec": {"replicas": 0}})
+        time.sleep(0.5)  # let a write already under way land
+        stopped = keys(primary_s3, "ckpt-primary")
+        time.sleep(1.0)
+        assert keys(primary_s3, "ckpt-primary") == stopped
+    finally:
+        control.down(state)

@@ -34,6 +34,7 @@ from drills.lab.moto_server import MotoServer
 from drills.lab.named import DnsRecord, NamedServer
 from drills.lab.procs import ManagedProcess, free_port, require_binary
 from drills.lab.registry import RegistryPair, RegistryServer
+from drills.processes import pid_alive
 
 log = logging.getLogger("drills.tests.lab")
 
@@ -46,22 +47,13 @@ MANIFEST_ACCEPT = ", ".join(
 )
 
 
-def _alive(pid: int) -> bool:
-    """True if ``pid`` runs; a zombie nobody has reaped yet counts as gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return fields[0] not in ("Z", "X")
-
-
 def _wait_gone(pid: int, within: float) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not pid_alive(pid):
             return True
         time.sleep(0.02)
-    return not _alive(pid)
+    return not pid_alive(pid)
 
 
 def _sleeper(tmp_path: Path, name: str = "sleeper") -> ManagedProcess:
@@ -75,9 +67,9 @@ def test_stopped_child_is_gone_and_stop_is_idempotent(tmp_path: Path) -> None:
     child = _sleeper(tmp_path)
     child.start(lambda: True)
     pid = child.pid
-    assert pid is not None and _alive(pid)
+    assert pid is not None and pid_alive(pid)
     child.stop()
-    assert not _alive(pid)
+    assert not pid_alive(pid)
     assert child.pid is None
     child.stop()
 
@@ -100,7 +92,7 @@ def test_child_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
     try:
         assert parent.stdout is not None
         child_pid = int(parent.stdout.readline())
-        assert _alive(child_pid)
+        assert pid_alive(child_pid)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=5)
         assert _wait_gone(child_pid, within=2.0), f"sleep {child_pid} outlived its parent"
@@ -117,7 +109,7 @@ def test_child_started_from_a_finished_thread_keeps_running(tmp_path: Path) -> N
     worker.join()
     try:
         time.sleep(0.2)
-        assert child.pid is not None and _alive(child.pid)
+        assert child.pid is not None and pid_alive(child.pid)
     finally:
         child.stop()
 
@@ -142,7 +134,7 @@ def test_child_never_ready_is_stopped_on_timeout(tmp_path: Path) -> None:
 
     with pytest.raises(LabError, match=r"not ready after 0\.3 s"):
         child.start(not_ready, timeout=0.3)
-    assert seen and not _alive(seen[0])
+    assert seen and not pid_alive(seen[0])
 
 
 def test_free_port_is_bindable_for_tcp_and_udp() -> None:

@@ -218,6 +218,7 @@ def test_comparison_streams_in_bounded_memory(s3: Any, moto_server: MotoServer) 
         "mismatched": 5,
         "extra": 0,
         "unverified": 0,
+        "pending": 0,
     }
     assert [e["key"] for e in diff.missing.examples] == [
         "part-07/obj-00007",

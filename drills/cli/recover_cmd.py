@@ -1,0 +1,129 @@
+"""`drills recover`: bring a run that died (or was cancelled part-way) to a known state."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from drills.cli.common import DbUrl, open_history
+from drills.errors import DrillError
+from drills.recover import (
+    NEEDS_DECISION,
+    RECOVERED,
+    Action,
+    RecoverReport,
+    pick_run,
+    plan_of,
+    recover,
+)
+
+console = Console()
+err = Console(stderr=True)
+
+EXIT_FAILED = 1
+EXIT_INVALID = 2
+EXIT_DECIDE = 3
+
+
+def _print(report: RecoverReport) -> None:
+    table = Table(title=f"journal of run {report.run_id} ({report.mode} of {report.plan})")
+    for column in ("seq", "change", "target", "original", "intended", "state"):
+        table.add_column(column)
+    for row in report.journal:
+        table.add_row(
+            str(row["seq"]), row["change"], row["target"], json.dumps(row["original"]),
+            json.dumps(row["intended"]), row["state"],
+        )  # fmt: skip
+    console.print(table)
+    state = Table(title="current state")
+    state.add_column("address")
+    state.add_column("state")
+    for address, value in report.state.items():
+        state.add_row(address, json.dumps(value))
+    console.print(state)
+    if report.undone:
+        console.print(Text(f"undone: {', '.join(report.undone)}"))
+    for address, diff in report.drift.items():
+        console.print(Text(f"differs from before: {address}: {diff}", style="red"))
+    style = "green" if report.status == RECOVERED else "bold red"
+    console.print(Text(f"{report.status} ({report.action or 'report only'})", style=style))
+    if report.error:
+        console.print(Text(report.error, style="red"))
+
+
+def recover_cmd(
+    run_id: Annotated[
+        str | None,
+        typer.Argument(metavar="[RUN_ID]", help="The run to recover (id or unique prefix)."),
+    ] = None,
+    plan: Annotated[
+        str | None,
+        typer.Option("--plan", help="Recover the newest unfinished run of this plan (its name)."),
+    ] = None,
+    plan_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan-file", help="The plan file, if not where the run found it when it started."
+        ),
+    ] = None,
+    complete: Annotated[
+        bool,
+        typer.Option("--complete", help="Incident: finish the takeover (idempotent)."),
+    ] = False,
+    hold: Annotated[
+        bool,
+        typer.Option("--hold", help="Incident: keep DR as it is, make sure the primary is fenced."),
+    ] = False,
+    force_unfenced: Annotated[
+        bool,
+        typer.Option("--force-unfenced", help="Incident: go on if the primary is unreachable."),
+    ] = False,
+    deadline: Annotated[
+        float, typer.Option("--deadline", min=1.0, help="Seconds each wait may take.")
+    ] = 120.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+    db: DbUrl = None,
+) -> None:
+    """Finish the job of a run that died: a drill is rolled back and verified against the
+    snapshot taken before it; an incident is reported, then completed (--complete) or held
+    (--hold) as the operator chooses. Safe to run again."""
+    if complete and hold:
+        err.print("[red]choose one of --complete and --hold[/]")
+        raise typer.Exit(EXIT_INVALID)
+    action: Action | None = "complete" if complete else "hold" if hold else None
+    history = open_history(db)
+    try:
+        run = pick_run(history, run_id, plan)
+        report = recover(
+            history,
+            plan_of(run, plan_file),
+            run,
+            action=action,
+            force_unfenced=force_unfenced,
+            deadline_s=deadline,
+        )
+    except DrillError as exc:
+        err.print(Text(f"recover: {exc}", style="bold red"))
+        raise typer.Exit(EXIT_FAILED) from None
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2, default=str))
+    else:
+        _print(report)
+    if report.status == NEEDS_DECISION:
+        err.print(
+            f"incident run {report.run_id} is part-way: `drills recover {report.run_id} "
+            "--complete` finishes the takeover, `--hold` keeps DR as it is with the primary fenced"
+        )
+        raise typer.Exit(EXIT_DECIDE)
+    if report.status != RECOVERED:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("recover")(recover_cmd)

@@ -1,0 +1,141 @@
+"""`drills ui`: start the dashboard; `drills ui hash-password`: make an operator password hash."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+import drills
+from drills import serve
+from drills.cli.common import DbUrl
+from drills.passwords import hash_password
+
+ui_app = typer.Typer(
+    name="ui",
+    help="The Streamlit dashboard: readiness, drill history, declare incident, plans.",
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `ui` group to ``app``; a second call does nothing."""
+    if any(group.typer_instance is ui_app for group in app.registered_groups):
+        return
+    app.add_typer(ui_app, name="ui")
+
+
+def app_script() -> Path:
+    """ui/streamlit_app.py of this checkout (beside the drills package), else of the cwd."""
+    for root in (Path(drills.__file__).resolve().parent.parent, Path.cwd()):
+        script = root / "ui" / "streamlit_app.py"
+        if script.is_file():
+            return script
+    raise FileNotFoundError("ui/streamlit_app.py not found; run `drills ui` from the project")
+
+
+def streamlit_argv(script: Path, host: str, port: int) -> list[str]:
+    return [
+        sys.executable, "-m", "streamlit", "run", str(script),
+        "--browser.gatherUsageStats", "false",
+        "--server.headless", "true",
+        "--client.toolbarMode", "viewer",  # no developer menu or Deploy button for operators
+        "--runner.magicEnabled", "false",  # the pages use no magic; skip rewriting their AST
+        "--server.address", host,
+        "--server.port", str(port),
+    ]  # fmt: skip
+
+
+def local_prefect(env: dict[str, str]) -> str | None:
+    """Point the dashboard at the Prefect server of `drills serve`, unless told otherwise.
+
+    Its worker writes the history store it was started with, so the dashboard reads that
+    one too (unless DRILLS_DB_URL says otherwise). Returns the API URL it chose.
+    """
+    if "PREFECT_API_URL" in env:
+        return None
+    info = serve.running()
+    if info is None:
+        return None
+    env["PREFECT_API_URL"] = info.api_url
+    env.setdefault("PREFECT_UI_URL", info.ui_url.rstrip("/"))
+    env.setdefault("DRILLS_DB_URL", info.db_url)
+    return info.api_url
+
+
+@ui_app.callback(invoke_without_command=True)
+def ui(
+    ctx: typer.Context,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port.")] = 8501,
+    lab: Annotated[
+        bool,
+        typer.Option(
+            "--lab",
+            help="Lab mode: no sign-in, anyone may declare an incident (a banner says so).",
+        ),
+    ] = False,
+    plans: Annotated[
+        str | None,
+        typer.Option(
+            "--plans",
+            envvar="DRILLS_PLANS",
+            help="Plan files or globs, separated by ',' (default: .lab/plan.yaml, plans/*.yaml).",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbUrl = None,
+) -> None:
+    """Start the dashboard (Streamlit, usage statistics off)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    try:
+        script = app_script()
+    except FileNotFoundError as exc:
+        Console(stderr=True).print(Text(f"✗ {exc}", style="red"))
+        raise typer.Exit(1) from None
+    env = dict(os.environ)
+    env["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] = "false"
+    env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if lab:
+        env["DRILLS_UI_LAB"] = "1"
+    if plans:
+        env["DRILLS_PLANS"] = plans
+    if db:
+        env["DRILLS_DB_URL"] = db
+    err = Console(stderr=True, highlight=False)
+    found = local_prefect(env)
+    if found:
+        err.print(Text(f"Prefect: the local server of `drills serve` at {found}"))
+    err.print(Text(f"drills dashboard on http://{host}:{port}", style="bold"))
+    # Become Streamlit: signals and the exit status are its own, with no wrapper between.
+    argv = streamlit_argv(script, host, port)
+    os.execve(argv[0], argv, env)
+
+
+@ui_app.command("hash-password")
+def hash_password_cmd(
+    from_stdin: Annotated[
+        bool, typer.Option("--stdin", help="Read the password from standard input (one line).")
+    ] = False,
+) -> None:
+    """Print a hash of the operator password for DRILLS_UI_OPERATOR_PASSWORD_HASH."""
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = typer.prompt(
+            "Operator password", hide_input=True, confirmation_prompt=True, err=True
+        )
+    if len(password) < 12:
+        Console(stderr=True).print(Text("✗ use at least 12 characters", style="red"))
+        raise typer.Exit(2)
+    typer.echo(hash_password(password))
+    Console(stderr=True).print(
+        Text("Set it as DRILLS_UI_OPERATOR_PASSWORD_HASH where the dashboard runs.", style="dim")
+    )

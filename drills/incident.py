@@ -1,0 +1,185 @@
+"""Declaring an incident: the checks before a real failover starts, and its audit trail.
+
+The dashboard's button comes here. Every declaration, accepted or refused, is written
+to the audit log with who, when, what and why. Starting the run itself is left to an
+``IncidentLauncher`` (the dashboard gives one over Prefect's ``run_deployment``), so
+this module stays free of Prefect and can be tested against any launcher.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from drills.errors import DrillError
+from drills.history import HistoryStore
+from drills.history_models import DrillRun
+
+log = logging.getLogger("drills.incident")
+
+ACTION = "declare-incident"
+
+# One dashboard process serves many sessions: two people clicking at once must not
+# both pass the "nothing running" check before either run exists.
+_DECLARING = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ActiveRun:
+    """A run that is still going somewhere: in the history store, or on the scheduler."""
+
+    id: str
+    source: str  # "history" or "prefect"
+    state: str
+
+
+class IncidentLauncher(Protocol):
+    """Starts the incident run and knows which ones are still going."""
+
+    def active_runs(self, plan_path: str, plan_name: str) -> list[ActiveRun]:
+        """Incident runs of this plan in a non-final state on the scheduler."""
+        ...
+
+    def is_finished(self, flow_run_id: str) -> bool | None:
+        """Whether that run reached a final state; None when it cannot be told."""
+        ...
+
+    def start(self, parameters: dict[str, Any], *, idempotency_key: str) -> str:
+        """Start the incident run and return its id at once (it does not wait)."""
+        ...
+
+
+@dataclass(frozen=True)
+class IncidentRequest:
+    plan_path: str
+    plan_name: str
+    operator: str
+    reason: str
+    confirmation: str
+    declared_at: dt.datetime  # T0: the moment the person declared it
+    force_unfenced: bool = False
+
+
+@dataclass(frozen=True)
+class Declaration:
+    accepted: bool
+    message: str
+    flow_run_id: str | None = None
+    blocking: tuple[ActiveRun, ...] = field(default_factory=tuple)
+
+
+def incident_parameters(request: IncidentRequest) -> dict[str, Any]:
+    """The parameters of the `declare-incident` deployment."""
+    return {
+        "plan": request.plan_path,
+        "mode": "incident",
+        "operator": request.operator,
+        "reason": request.reason,
+        "declared_at": request.declared_at.isoformat(),
+        "force_unfenced": request.force_unfenced,
+    }
+
+
+def _problem(request: IncidentRequest) -> str | None:
+    if request.declared_at.tzinfo is None:
+        return "the declaration time has no time zone"
+    if not request.operator.strip():
+        return "nobody is named as the operator"
+    if not request.reason.strip():
+        return "a reason is required"
+    if request.confirmation.strip() != request.plan_name:
+        return f"the confirmation does not match the plan name {request.plan_name!r}"
+    return None
+
+
+def _still_running(run: DrillRun, launcher: IncidentLauncher) -> bool:
+    # A crashed run never gets finished_at; when the scheduler knows it ended, it
+    # must not block the next incident forever.
+    if run.flow_run_id:
+        return launcher.is_finished(run.flow_run_id) is not True
+    return True
+
+
+def active_incidents(
+    request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
+) -> list[ActiveRun]:
+    """Incidents of the plan still going, from the history store and from the scheduler."""
+    unfinished = history.unfinished_runs(request.plan_name)
+    found = [
+        ActiveRun(run.id, "history", run.status)
+        for run in unfinished
+        if run.mode == "incident" and _still_running(run, launcher)
+    ]
+    known = {run.flow_run_id for run in unfinished if run.flow_run_id}
+    found += [
+        r for r in launcher.active_runs(request.plan_path, request.plan_name) if r.id not in known
+    ]
+    return found
+
+
+def _describe(runs: Sequence[ActiveRun]) -> str:
+    return ", ".join(f"{r.id} ({r.state})" for r in runs)
+
+
+def declare_incident(
+    request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
+) -> Declaration:
+    """Check the declaration, refuse or start the incident run, and audit either way."""
+    with _DECLARING:
+        declaration = _decide(request, history, launcher)
+    detail: dict[str, Any] = {
+        "declared_at": request.declared_at.isoformat(),
+        "force_unfenced": request.force_unfenced,
+        "plan_path": request.plan_path,
+        "outcome": declaration.message,
+    }
+    if declaration.flow_run_id:
+        detail["flow_run_id"] = declaration.flow_run_id
+    if declaration.blocking:
+        detail["blocking"] = [r.id for r in declaration.blocking]
+    history.audit(
+        who=request.operator or "(nobody)",
+        action=ACTION,
+        plan=request.plan_name,
+        accepted=declaration.accepted,
+        reason=request.reason,
+        detail=detail,
+    )
+    level = logging.WARNING if declaration.accepted else logging.INFO
+    log.log(
+        level,
+        "incident on %s declared by %s: %s",
+        request.plan_name,
+        request.operator,
+        declaration.message,
+    )
+    return declaration
+
+
+def _decide(
+    request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
+) -> Declaration:
+    problem = _problem(request)
+    if problem:
+        return Declaration(False, f"refused: {problem}")
+    try:
+        running = active_incidents(request, history, launcher)
+    except DrillError as exc:
+        # Unknown is not "none running": refuse rather than risk a second takeover.
+        return Declaration(False, f"refused: cannot tell whether an incident is running ({exc})")
+    if running:
+        return Declaration(
+            False,
+            f"refused: an incident on {request.plan_name} is already running: {_describe(running)}",
+            blocking=tuple(running),
+        )
+    key = f"{ACTION}:{request.plan_name}:{request.declared_at.isoformat()}"
+    try:
+        flow_run_id = launcher.start(incident_parameters(request), idempotency_key=key)
+    except DrillError as exc:
+        return Declaration(False, f"not started: {exc}")
+    return Declaration(True, f"started incident run {flow_run_id}", flow_run_id=flow_run_id)

@@ -1,0 +1,27 @@
+"""Running one check the way the readiness runner does, for the check tests."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from drills.checks.base import REGISTRY, CheckResult
+from drills.checks.catalog import load_checks
+from drills.checks.runner import run_one
+from drills.history import HistoryStore
+from drills.plan import DrillPlan
+from drills.readiness import check_context
+from drills.targets.sites import Targets
+
+
+def run_check(
+    plan: DrillPlan,
+    check_id: str,
+    *,
+    history: HistoryStore | None = None,
+    now: dt.datetime | None = None,
+    key: bytes | None = None,
+) -> CheckResult:
+    load_checks()
+    with Targets(plan) as targets:
+        context = check_context(plan, targets, history, now=now, fingerprint_key=key)
+        return run_one(REGISTRY.get(check_id), context)

@@ -1,0 +1,154 @@
+"""The dashboard in a real browser: system Chromium, through Playwright, against
+`drills ui` on loopback. It opens each page, declares an incident on a lab of its own,
+watches the real flow run to the end, and finds it in the history. Each page is saved
+as a screenshot, for the test's output and for the README (docs/screenshots/)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from drills.drill import Drill, DrillRequest
+from drills.history import HistoryStore
+from drills.lab.runtime import LabInfo
+from drills.plan import load_plan
+from drills.report import render_markdown, report_data
+from tests.conftest import own_lab, require_system_binary
+from tests.ui.browser_support import dashboard, serving_incident_flow
+from tests.ui.support import DECLARE_BUTTON, ROOT
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def incident_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+    """A lab of its own: an incident leaves it failed over to DR."""
+    with own_lab(tmp_path_factory, "browser-lab", ready_delay=0.2) as info:
+        yield info
+
+
+class Shots:
+    def __init__(self, page: object, out: Path) -> None:
+        self.page = page
+        self.out = out
+        self.taken: list[Path] = []
+
+    def take(self, name: str) -> None:
+        path = self.out / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
+        assert path.stat().st_size > 10_000
+        self.taken.append(path)
+
+    def publish(self) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        for path in self.taken:
+            shutil.copyfile(path, SCREENSHOTS / path.name)
+
+
+def test_dashboard_in_chromium(incident_lab: LabInfo, prefect_url: str, tmp_path: Path) -> None:
+    chromium = require_system_binary("chromium", "chromium")
+    from playwright.sync_api import expect, sync_playwright
+
+    db_url = f"sqlite:///{tmp_path / 'history.db'}"
+    plan_path = str(Path(incident_lab.state_dir) / "plan.yaml")
+    store = HistoryStore(db_url)
+    drill = Drill(
+        DrillRequest(load_plan(plan_path), operator="alice", reason="quarterly drill"), store
+    ).run()
+    assert drill.status == "succeeded", drill.error
+    # The dashboard runs beside the lab, which it names as an operator would: relatively.
+    where = Path(incident_lab.state_dir).parent
+    shown = str(Path(plan_path).relative_to(where))
+    with (
+        serving_incident_flow(
+            prefect_url,
+            "ui-browser-declare-incident",
+            {"DRILLS_DB_URL": db_url},
+            tmp_path / "runner.log",
+        ) as deployment,
+        dashboard(
+            {
+                "DRILLS_DB_URL": db_url,
+                "DRILLS_PLANS": shown,
+                "PREFECT_API_URL": prefect_url,
+                "DRILLS_INCIDENT_DEPLOYMENT": deployment,
+            },
+            tmp_path / "ui.log",
+            cwd=where,
+        ) as base,
+        sync_playwright() as pw,
+    ):
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1700})
+        page.set_default_timeout(30_000)
+        expect.set_options(timeout=30_000)  # the first render imports the whole app
+        shots = Shots(page, tmp_path)
+
+        # Readiness: the snapshot the drill's preflight took, by category.
+        page.goto(base)
+        expect(page.get_by_role("heading", name="Readiness", exact=True)).to_be_visible()
+        expect(page.get_by_text("Lab mode")).to_be_visible()
+        expect(page.get_by_role("tab", name=re.compile(r"lab — ready"))).to_be_visible()
+        for category in ("Images", "Data", "Secrets", "Cluster", "DNS", "Cadence"):
+            expect(page.get_by_role("heading", name=re.compile(f"^{category}"))).to_be_visible()
+        expect(page.get_by_text("Images synced to DR", exact=True)).to_be_visible()
+        expect(page.get_by_role("button", name="Re-run checks")).to_be_visible()
+        shots.take("readiness")
+
+        # Plans: valid, summarized, last drill met.
+        page.goto(f"{base}/plans")
+        expect(page.get_by_text(f"{shown} is valid")).to_be_visible()
+        expect(page.locator("p", has_text="Last drill:")).to_contain_text("met")
+        expect(page.get_by_role("tab", name="Tiers")).to_be_visible()
+        shots.take("plans")
+
+        # Declare an incident, and watch the real flow run take over to DR.
+        page.goto(f"{base}/declare")
+        page.get_by_label("Reason").fill("primary region lost power (browser test)")
+        page.get_by_label("Reason").press("Tab")
+        confirm = page.get_by_label(re.compile("Type the plan name"))
+        confirm.fill("lab")
+        confirm.press("Tab")
+        page.get_by_role("button", name=DECLARE_BUTTON).click()
+        expect(page.get_by_text(re.compile(r"^Incident run "))).to_be_visible()
+        link = page.get_by_role("link", name="Open this run in the Prefect UI")
+        expect(link).to_have_attribute("href", re.compile(r"/runs/flow-run/[0-9a-f-]{36}$"))
+        expect(page.get_by_text("The takeover finished")).to_be_visible(timeout=120_000)
+        expect(page.get_by_text("RTO clock (since T0)")).to_be_visible()
+        for phase in ("preflight", "declare", "fence", "bring-up", "dns", "smoke", "measure"):
+            expect(page.get_by_text(phase, exact=True).first).to_be_visible()
+        shots.take("declare-incident")
+
+        # The incident is in the history, with its timeline and the same report as the CLI.
+        page.get_by_role("link", name="See this run in the drill history").click()
+        expect(page.get_by_role("heading", name="Drill history")).to_be_visible()
+        expect(
+            page.get_by_role("heading", name=re.compile(r"Run .* — lab, incident"))
+        ).to_be_visible()
+        expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible()
+        expect(page.locator(".vega-embed").first).to_be_visible()  # the RTO trend
+        expect(page.locator(".vega-embed")).to_have_count(2)  # and the Gantt chart
+        incident = store.list_runs(mode="incident")[0]
+        assert incident.status == "succeeded" and incident.flow_run_id
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Download report (Markdown)").click()
+        saved = tmp_path / "report.md"
+        download.value.save_as(saved)
+        assert saved.read_text() == render_markdown(report_data(incident, store))
+        shots.take("history")
+        browser.close()
+    assert sorted(p.name for p in shots.taken) == sorted(
+        ["declare-incident.png", "history.png", "plans.png", "readiness.png"]
+    )
+    # The README's pictures change only when asked for (`make screenshots`), not on every run.
+    if os.environ.get("DRILLS_UPDATE_SCREENSHOTS") == "1":
+        shots.publish()

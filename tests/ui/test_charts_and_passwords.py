@@ -1,0 +1,106 @@
+"""What the pages rely on without a server: chart specs that Vega-Lite accepts (the app
+skips Altair's validation for speed), password hashes, and where plans come from."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from drills.cli import app as cli
+from drills.passwords import PasswordHashError, hash_password, verify_password
+from ui import charts
+from ui.queries import RtoPoint
+from ui.settings import plan_paths
+
+T0 = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
+
+
+def _points() -> list[RtoPoint]:
+    return [
+        RtoPoint("a", "lab", T0, "met", 42.0, 300.0),
+        RtoPoint("b", "lab", T0 + dt.timedelta(days=90), "missed", 420.0, 300.0),
+        RtoPoint("c", "lab", T0 + dt.timedelta(days=180), "failed", None, None),
+    ]
+
+
+def test_rto_trend_is_valid_vega_lite_and_marks_failures() -> None:
+    chart = charts.rto_trend(_points())
+    spec = chart.to_dict(validate=True)  # raises on a spec Vega-Lite would refuse
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "line", "point"]
+    frame = charts.rto_frame(_points()).set_index("run")
+    assert frame.loc["c", "failed"] and frame.loc["c", "rto_s"] == 0.0
+    assert not frame.loc["c", "measured"] and frame.loc["b", "outcome"] == "missed"
+
+
+def test_gantt_is_valid_vega_lite_and_keeps_phase_order() -> None:
+    phases: list[dict[str, Any]] = [
+        {"name": name, "started_at": (T0 + dt.timedelta(seconds=i)).isoformat(),
+         "ended_at": (T0 + dt.timedelta(seconds=i + 1)).isoformat(), "seconds": 1.0,
+         "status": "failed" if name == "dns" else "ok", "steps": []}
+        for i, name in enumerate(["preflight", "fence", "dns"])
+    ]  # fmt: skip
+    charts.gantt(phases).to_dict(validate=True)
+    frame = charts.gantt_frame(phases)
+    assert list(frame["phase"]) == ["preflight", "fence", "dns"]
+    assert list(frame["start_s"]) == [0.0, 1.0, 2.0] and list(frame["end_s"]) == [1.0, 2.0, 3.0]
+    assert charts.gantt_frame([]).empty
+
+
+def test_password_hashes_verify_and_never_repeat_the_secret() -> None:
+    encoded = hash_password("a long operator password")
+    assert encoded.startswith("scrypt$") and "a long operator password" not in encoded
+    assert verify_password("a long operator password", encoded)
+    assert not verify_password("a long operator passwore", encoded)
+    assert hash_password("same") != hash_password("same")  # a fresh salt each time
+
+
+def test_pbkdf2_hashes_are_accepted() -> None:
+    import base64
+    import hashlib
+
+    salt = b"0123456789abcdef"
+    digest = hashlib.pbkdf2_hmac("sha256", b"operator", salt, 200_000)
+    b64 = lambda raw: base64.urlsafe_b64encode(raw).decode().rstrip("=")  # noqa: E731
+    assert verify_password("operator", f"pbkdf2_sha256$200000${b64(salt)}${b64(digest)}")
+    with pytest.raises(PasswordHashError, match="at least"):
+        verify_password("operator", f"pbkdf2_sha256$1000${b64(salt)}${b64(digest)}")
+
+
+@pytest.mark.parametrize("bad", ["", "plain-text-password", "scrypt$only-one-part", "md5$a$b"])
+def test_malformed_hashes_are_refused_without_echoing_them(bad: str) -> None:
+    with pytest.raises(PasswordHashError) as caught:
+        verify_password("x", bad)
+    assert bad == "" or bad not in str(caught.value)
+
+
+def test_cli_hash_password_makes_a_usable_hash() -> None:
+    result = CliRunner().invoke(cli, ["ui", "hash-password", "--stdin"], input="s3cret-enough-pw\n")
+    assert result.exit_code == 0, result.output
+    encoded = result.stdout.strip().splitlines()[0]
+    assert verify_password("s3cret-enough-pw", encoded)
+    assert "s3cret-enough-pw" not in result.output
+    short = CliRunner().invoke(cli, ["ui", "hash-password", "--stdin"], input="short\n")
+    assert short.exit_code == 2
+
+
+def test_plan_paths_expand_globs_in_order_without_duplicates(tmp_path: Path) -> None:
+    for name in ("b.yaml", "a.yaml"):
+        (tmp_path / name).write_text("name: x\n")
+    spec = f"{tmp_path / 'b.yaml'},{tmp_path / '*.yaml'}:{tmp_path / 'missing.yaml'}"
+    assert plan_paths(spec) == (
+        str(tmp_path / "b.yaml"), str(tmp_path / "a.yaml"), str(tmp_path / "missing.yaml")
+    )  # fmt: skip
+
+
+def test_plan_paths_under_the_working_directory_stay_relative(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "a.yaml").write_text("name: x\n")
+    monkeypatch.chdir(tmp_path)
+    assert plan_paths("plans/*.yaml") == ("plans/a.yaml",)
+    assert plan_paths(str(tmp_path / "plans" / "a.yaml")) == ("plans/a.yaml",)

@@ -1,0 +1,213 @@
+"""Declare incident in AppTest, against the session's Prefect test server: who sees the
+button, what a wrong confirmation does, and the real flow run a right one creates."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from drills.history_models import AuditEvent
+from drills.incident import IncidentRequest, declare_incident
+from drills.passwords import hash_password
+from tests.ui.conftest import Drilled, UiEnv
+from tests.ui.support import (
+    APP,
+    DECLARE_BUTTON,
+    add_run,
+    button,
+    delete_flow_runs,
+    flow_runs,
+    open_page,
+    shown,
+)
+from ui.prefect_api import PrefectLauncher
+
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture()
+def declare_env(
+    populated: Drilled, ui_env: UiEnv, prefect_url: str, incident_deployment: str
+) -> Iterator[UiEnv]:
+    """The lab's plan, the Prefect test server, and its incident deployment, emptied after."""
+    ui_env.set("PREFECT_API_URL", prefect_url)
+    ui_env.set("DRILLS_INCIDENT_DEPLOYMENT", incident_deployment)
+    delete_flow_runs(prefect_url, incident_deployment)
+    yield ui_env
+    delete_flow_runs(prefect_url, incident_deployment)
+
+
+def _audit(env: UiEnv) -> list[AuditEvent]:
+    with env.store().session() as s:
+        return list(s.query(AuditEvent).order_by(AuditEvent.id).all())
+
+
+def _fill(at: AppTest, *, reason: str, confirmation: str, force: bool = False) -> AppTest:
+    at.text_area(key="declare.reason").input(reason)
+    at.text_input(key="declare.confirm").input(confirmation)
+    if force:
+        at.checkbox(key="declare.force").check()
+    return at
+
+
+def _declare(at: AppTest) -> AppTest:
+    found = button(at, DECLARE_BUTTON)
+    assert found is not None, shown(at)
+    return found.click().run()
+
+
+def test_wrong_confirmation_is_refused_and_audited(
+    declare_env: UiEnv, prefect_url: str, incident_deployment: str
+) -> None:
+    declare_env.set("DRILLS_UI_LAB", "1")
+    at = open_page("declare")
+    assert "Lab mode" in " ".join(w.value for w in at.warning)
+    at.text_input(key="declare.operator").input("carol")
+    _declare(_fill(at, reason="primary region down", confirmation="lab2"))
+    assert any("Incident **not** declared" in e.value for e in at.error)
+    assert "confirmation does not match the plan name 'lab'" in shown(at)
+    assert flow_runs(prefect_url, incident_deployment) == []
+    [event] = _audit(declare_env)
+    assert (event.who, event.plan, event.accepted) == ("carol", "lab", False)
+    assert event.reason == "primary region down" and event.action == "declare-incident"
+    assert "confirmation does not match" in event.detail["outcome"]
+
+
+def test_correct_confirmation_starts_a_real_flow_run_once(
+    declare_env: UiEnv, populated: Drilled, prefect_url: str, incident_deployment: str
+) -> None:
+    declare_env.set("DRILLS_UI_LAB", "1")
+    at = open_page("declare")
+    at.text_input(key="declare.operator").input("carol")
+    _fill(at, reason="primary region down", confirmation="lab", force=True)
+    at.run()
+    assert any("split brain" in w.value for w in at.warning)  # force-unfenced warns
+    before = dt.datetime.now(dt.UTC)
+    _declare(at)
+    after = dt.datetime.now(dt.UTC)
+    assert not at.exception
+    [run] = flow_runs(prefect_url, incident_deployment)
+    params = run.parameters
+    assert params["plan"] == populated.plan_path and params["mode"] == "incident"
+    assert (params["operator"], params["reason"]) == ("carol", "primary region down")
+    assert params["force_unfenced"] is True
+    assert before <= dt.datetime.fromisoformat(params["declared_at"]) <= after  # T0 = click
+    assert run.state is not None and run.state.type.value == "SCHEDULED"  # nobody serves it
+    # The page follows the run, links to Prefect, and keeps the link in the URL.
+    assert at.query_params["flow_run"] == str(run.id)
+    assert f"Incident run {run.name}" in shown(at)
+    [link] = at.get("link_button")
+    assert link.proto.url == f"{prefect_url.removesuffix('/api')}/runs/flow-run/{run.id}"
+    assert "waiting for a worker" in shown(at)
+    [accepted] = _audit(declare_env)
+    assert accepted.accepted and accepted.detail["flow_run_id"] == str(run.id)
+    assert accepted.detail["force_unfenced"] is True
+    # A second declaration on the same plan is refused while the first is going.
+    fresh = open_page("declare")
+    fresh.text_input(key="declare.operator").input("dave")
+    _declare(_fill(fresh, reason="again", confirmation="lab"))
+    assert "already running" in " ".join(e.value for e in fresh.error)
+    assert len(flow_runs(prefect_url, incident_deployment)) == 1
+    second = _audit(declare_env)[-1]
+    assert (second.who, second.accepted) == ("dave", False)
+    assert second.detail["blocking"] == [str(run.id)]
+
+
+def test_without_access_configured_nobody_gets_the_button(declare_env: UiEnv) -> None:
+    at = open_page("declare")
+    assert button(at, DECLARE_BUTTON) is None
+    assert "nobody may declare" in " ".join(w.value for w in at.warning)
+    assert not at.text_input and not at.text_area
+
+
+def test_operator_password_sign_in(declare_env: UiEnv) -> None:
+    declare_env.set("DRILLS_UI_OPERATOR_PASSWORD_HASH", hash_password(PASSWORD))
+    declare_env.set("DRILLS_UI_LAB", "1")  # a configured password wins over lab mode
+    at = open_page("declare")
+    assert button(at, DECLARE_BUTTON) is None
+    assert "Lab mode" not in shown(at)
+    at.text_input(key="declare.sign_in.name").input("erin")
+    at.text_input(key="declare.sign_in.secret").input("not the password")
+    at.form_submit_button[0].click().run()
+    assert "wrong password" in " ".join(e.value for e in at.error)
+    assert button(at, DECLARE_BUTTON) is None
+    at.text_input(key="declare.sign_in.secret").input(PASSWORD)
+    at.form_submit_button[0].click().run()
+    assert button(at, DECLARE_BUTTON) is not None
+    assert "Declaring as **erin**" in shown(at)
+    assert PASSWORD not in shown(at)
+
+
+def _oidc_app(email: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.secrets["auth"] = {
+        "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+        "cookie_secret": "test-cookie-secret",
+        "client_id": "drills",
+        "client_secret": "test-client-secret",
+        "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
+    }
+    at.user = {"is_logged_in": True, "email": email, "groups": ["sre"]}
+    return at
+
+
+def test_oidc_user_off_the_allow_list_sees_no_button(declare_env: UiEnv) -> None:
+    declare_env.set("DRILLS_UI_OPERATORS", "alice@example.com")
+    at = open_page("declare", at=_oidc_app("eve@example.com"))
+    assert button(at, DECLARE_BUTTON) is None
+    assert "eve@example.com is not on the operator allow-list" in shown(at)
+    allowed = open_page("declare", at=_oidc_app("Alice@example.com"))
+    assert button(allowed, DECLARE_BUTTON) is not None
+    assert "Declaring as **Alice@example.com**" in shown(allowed)
+
+
+def test_oidc_groups_allow_list(declare_env: UiEnv) -> None:
+    declare_env.set("DRILLS_UI_OPERATOR_GROUPS", "sre, oncall")
+    at = open_page("declare", at=_oidc_app("frank@example.com"))
+    assert button(at, DECLARE_BUTTON) is not None
+
+
+def test_closed_read_pages_need_a_sign_in(ui_env: UiEnv, tmp_path: Path) -> None:
+    ui_env.set("DRILLS_UI_PUBLIC_READ", "0")
+    ui_env.set("DRILLS_UI_OPERATOR_PASSWORD_HASH", hash_password(PASSWORD))
+    at = open_page()
+    assert "signed-in users only" in shown(at)
+    assert "Readiness" not in [t.value for t in at.title]
+    at.text_input(key="app.sign_in.name").input("gina")
+    at.text_input(key="app.sign_in.secret").input(PASSWORD)
+    at.form_submit_button[0].click().run()
+    assert [t.value for t in at.title] == ["Readiness"]
+    assert "Signed in as **gina**" in shown(at)
+
+
+def test_a_crashed_incident_does_not_block_the_next_one(
+    declare_env: UiEnv, populated: Drilled, prefect_url: str, incident_deployment: str
+) -> None:
+    """A run whose flow run crashed never writes finished_at; Prefect knows it is over."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.states import Crashed
+
+    with temporary_settings({PREFECT_API_URL: prefect_url}), get_client(sync_client=True) as c:
+        deployment = c.read_deployment_by_name(incident_deployment)
+        crashed = c.create_flow_run_from_deployment(deployment.id, parameters={"plan": "x"})
+        c.set_flow_run_state(crashed.id, Crashed(), force=True)
+    store = declare_env.store()
+    stale = add_run(store, mode="incident", status="running", finished=False,
+                    flow_run_id=str(crashed.id))  # fmt: skip
+    alive = add_run(store, mode="incident", status="running", finished=False)
+    launcher = PrefectLauncher(prefect_url, incident_deployment)
+    request = IncidentRequest(
+        plan_path=populated.plan_path, plan_name="lab", operator="carol", reason="r",
+        confirmation="lab", declared_at=dt.datetime.now(dt.UTC),
+    )  # fmt: skip
+    refused = declare_incident(request, store, launcher)
+    assert not refused.accepted and [r.id for r in refused.blocking] == [alive]
+    store.update_run(alive, finished_at=dt.datetime.now(dt.UTC), status="failed")
+    accepted = declare_incident(request, store, launcher)
+    assert accepted.accepted, accepted.message
+    assert stale not in accepted.message

@@ -1,0 +1,166 @@
+"""Drill history: every run, the RTO trend, and one run in detail."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import streamlit as st
+
+from ui import charts, components, data
+from ui.queries import RunRow
+from ui.settings import UISettings, load_settings
+
+KEY = "history"
+ALL = "All"
+MODES = (ALL, "drill", "incident")
+VERDICTS = (ALL, "met", "missed", "failed", "aborted")
+
+
+def _table(rows: list[RunRow]) -> list[dict[str, Any]]:
+    return [
+        {
+            "date": components.when(r.started_at),
+            "plan": r.plan,
+            "mode": r.mode + (" (dry run)" if r.dry_run else ""),
+            "operator": r.operator,
+            "verdict": components.verdict_label(r.verdict) if r.verdict else r.status,
+            "RTO / target": components.versus(r.rto_seconds, r.rto_target),
+            "client RTO": components.seconds(r.client_rto_seconds),
+            "RPO / target": components.versus(r.rpo_worst, r.rpo_target),
+            "duration": components.seconds(r.duration_seconds),
+            "run": r.id,
+        }
+        for r in rows
+    ]
+
+
+def _filters(settings: UISettings) -> tuple[str | None, str | None, str | None]:
+    known = {e.name for e in data.plans(settings) if e.valid}
+    names = sorted(known | set(data.plans_in_history(settings.db_url)))
+    left, middle, right = st.columns(3)
+    plan = left.selectbox("Plan", [ALL, *names], key=f"{KEY}.plan")
+    mode = middle.selectbox("Mode", MODES, key=f"{KEY}.mode")
+    verdict = right.selectbox("Verdict", VERDICTS, key=f"{KEY}.verdict")
+    chosen = tuple(None if v == ALL else v for v in (plan, mode, verdict))
+    # A new filter starts again from the first page.
+    if st.session_state.get(f"{KEY}.filters") != chosen:
+        st.session_state[f"{KEY}.filters"] = chosen
+        st.session_state[f"{KEY}.page"] = 0
+    return chosen[0], chosen[1], chosen[2]
+
+
+def _pager(page: int, more: bool) -> None:
+    prev_col, label_col, next_col = st.columns([1, 2, 1])
+    if prev_col.button("← Newer", key=f"{KEY}.newer", disabled=page == 0):
+        st.session_state[f"{KEY}.page"] = page - 1
+        st.rerun()
+    label_col.caption(f"Page {page + 1}, {data.PAGE_SIZE} runs a page, newest first")
+    if next_col.button("Older →", key=f"{KEY}.older", disabled=not more):
+        st.session_state[f"{KEY}.page"] = page + 1
+        st.rerun()
+
+
+def _detail(settings: UISettings, run_id: str) -> None:
+    report = data.run_report(settings.db_url, run_id)
+    if report is None:
+        st.warning(f"No run {run_id} in the history store.")
+        return
+    run = report["run"]
+    st.subheader(f"Run `{run['id']}` — {run['plan']}, {run['mode']}")
+    m = report.get("measurement") or {}
+    cols = st.columns(4)
+    cols[0].metric("Verdict", components.verdict_label(run["verdict"]), run["status"], "off")
+    cols[1].metric(
+        "RTO", components.seconds(report["rto_seconds"]),
+        f"target {components.seconds(m.get('rto_target_seconds'))}", "off",
+    )  # fmt: skip
+    cols[2].metric("Client-visible RTO", components.seconds(report["client_rto_seconds"]))
+    rpo = [v for v in (report["rpo_seconds"] or {}).values() if v is not None]
+    cols[3].metric(
+        "Worst RPO", components.seconds(max(rpo) if rpo else None),
+        f"target {components.seconds(m.get('rpo_target_seconds'))}", "off",
+    )  # fmt: skip
+    st.caption(
+        f"Operator **{run['operator']}** — reason: {run['reason'] or '—'} — started "
+        f"{components.when(run['started_at'])} — T0 {components.when(run['t0'])} — finished "
+        f"{components.when(run['finished_at'])}"
+    )
+    if run.get("error"):
+        st.error(run["error"])
+    if report.get("unfenced"):
+        st.error(
+            "The primary was unreachable and was NOT fenced (forced).", icon=":material/warning:"
+        )
+    left, right = st.columns(2)
+    left.download_button(
+        "Download report (Markdown)", data.report_markdown(report),
+        file_name=f"drill-{run['id']}.md", mime="text/markdown", key=f"{KEY}.md",
+    )  # fmt: skip
+    right.download_button(
+        "Download report (JSON)", json.dumps(report, indent=2, default=str),
+        file_name=f"drill-{run['id']}.json", mime="application/json", key=f"{KEY}.json",
+    )  # fmt: skip
+    timeline, steps, journal, readiness = st.tabs(
+        ["Phase timeline", "Steps and evidence", "Journal of changes", "Readiness at T0"]
+    )
+    with timeline:
+        if report["phases"]:
+            st.altair_chart(charts.gantt(report["phases"]), width="stretch")
+        else:
+            st.info("No phase was recorded.")
+    with steps:
+        for phase in report["phases"] or []:
+            st.markdown(f"**{phase['name']}** — {phase['status']}, {phase['seconds']:.2f} s")
+            for step in phase["steps"]:
+                label = f"{step['status']}: {step['name']} ({step['seconds']:.2f} s)"
+                with st.expander(label):
+                    st.write(step["result"] or "—")
+                    if step["evidence"]:
+                        st.json(step["evidence"], expanded=1)
+    with journal:
+        if report["journal"]:
+            st.dataframe(report["journal"], hide_index=True, width="stretch")
+        else:
+            st.info("No change was made.")
+    with readiness:
+        snapshot = data.readiness_snapshot(report)
+        if snapshot is None:
+            st.info("No readiness snapshot was taken for this run.")
+        else:
+            components.readiness_checklist(snapshot, at=snapshot.checked_at)
+
+
+def main() -> None:
+    settings = load_settings()
+    st.title("Drill history")
+    plan, mode, verdict = _filters(settings)
+    page = st.session_state.get(f"{KEY}.page", 0)
+    rows, more = data.runs_page(settings.db_url, plan, mode, verdict, page)
+    points = data.rto_points(settings.db_url, plan, mode)
+    if points:
+        st.altair_chart(charts.rto_trend(points), width="stretch")
+    if not rows:
+        filtered = any((plan, mode, verdict))
+        st.info(
+            "No run matches these filters."
+            if filtered
+            else "No drill has run yet. Run one with `drills run PLAN` or the Prefect deployment."
+        )
+        return
+    st.dataframe(_table(rows), hide_index=True, width="stretch")
+    _pager(page, more)
+    wanted = st.query_params.get("run")
+    ids = [r.id for r in rows]
+    if wanted and wanted not in ids:
+        ids.insert(0, wanted)
+    labels = {r.id: f"{components.when(r.started_at)} · {r.plan} · {r.mode} · {r.id}" for r in rows}
+    chosen = st.selectbox(
+        "Run detail", ids, index=ids.index(wanted) if wanted in ids else 0,
+        format_func=lambda i: labels.get(i, i), key=f"{KEY}.run",
+    )  # fmt: skip
+    if chosen:
+        _detail(settings, chosen)
+
+
+main()

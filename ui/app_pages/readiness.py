@@ -1,0 +1,112 @@
+"""Readiness: are we ready to take over? The latest checklist of each plan, and a re-run."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from drills.checks.base import CheckResult
+from drills.errors import TargetError
+from ui import components, data
+from ui.data import PlanEntry
+from ui.settings import UISettings, load_settings
+
+KEY = "readiness"
+
+
+def _flow_run_key(entry: PlanEntry) -> str:
+    return f"{KEY}.flow_run.{entry.name}"
+
+
+def _run_inline(settings: UISettings, entry: PlanEntry) -> None:
+    total = data.check_count()
+    bar = st.progress(0.0, text=f"Running {total} checks here…")
+    done: list[CheckResult] = []
+
+    def advance(result: CheckResult) -> None:
+        done.append(result)
+        bar.progress(len(done) / total, text=f"{len(done)}/{total}: {result.title} {result.status}")
+
+    report = data.run_readiness_inline(settings, entry, advance)
+    bar.progress(1.0, text=f"Done: {len(report.results)} checks")
+
+
+def _start(settings: UISettings, entry: PlanEntry) -> None:
+    state = data.prefect_state(settings)
+    if state.usable and data.deployment_exists(
+        settings.prefect_api_url or "", settings.readiness_deployment
+    ):
+        try:
+            st.session_state[_flow_run_key(entry)] = data.start_readiness_run(settings, entry)
+            return
+        except TargetError as exc:
+            st.warning(f"Prefect did not start the readiness run ({exc}); running here instead.")
+    elif settings.prefect_configured:
+        st.caption(
+            f"Running here: {state.problem or f'no {settings.readiness_deployment} deployment'}."
+        )
+    _run_inline(settings, entry)
+
+
+@st.fragment(run_every=2)
+def _watch(settings: UISettings, entry: PlanEntry, flow_run_id: str) -> None:
+    """Progress of a readiness run on Prefect; the page refreshes when it ends."""
+    info = data.flow_run(settings, flow_run_id)
+    total = data.check_count()
+    if info is None:
+        st.warning(f"Cannot read flow run {flow_run_id} from Prefect.")
+        return
+    link = settings.flow_run_url(flow_run_id)
+    where = f" — [open in Prefect]({link})" if link else ""
+    if info.state_type == "SCHEDULED":
+        st.info(f"Readiness run {info.name} is scheduled, waiting for a worker{where}.")
+    st.progress(
+        min(1.0, info.completed_tasks / max(total, 1)),
+        text=f"Prefect run {info.name}: {info.state_name}, {info.completed_tasks}/{total} checks"
+        f"{where}",
+    )
+    if info.final:
+        del st.session_state[_flow_run_key(entry)]
+        data.clear_caches()
+        st.rerun(scope="app")
+
+
+def _plan_tab(settings: UISettings, entry: PlanEntry) -> None:
+    left, right = st.columns([4, 1])
+    left.caption(f"Plan file `{entry.shown}`")
+    if right.button("Re-run checks", key=f"{KEY}.rerun.{entry.name}", type="secondary"):
+        _start(settings, entry)
+    flow_run_id = st.session_state.get(_flow_run_key(entry))
+    if flow_run_id:
+        _watch(settings, entry, flow_run_id)
+    report = data.latest_readiness(settings.db_url, entry.name)
+    if report is None:
+        st.info("Not checked yet. **Re-run checks** runs every readiness check now.")
+        return
+    components.readiness_checklist(report)
+
+
+def main() -> None:
+    settings = load_settings()
+    st.title("Readiness")
+    entries = data.plans(settings)
+    valid = [e for e in entries if e.valid]
+    if not valid:
+        st.info(
+            "No valid plan is configured. Set `DRILLS_PLANS` to your plan files, or run "
+            "`make demo` to start the lab and its plan."
+        )
+    else:
+        labels = []
+        for entry in valid:
+            icon, words = components.overall(data.latest_readiness(settings.db_url, entry.name))
+            labels.append(f"{icon} {entry.name} — {words}")
+        for entry, tab in zip(valid, st.tabs(labels), strict=True):
+            with tab:
+                _plan_tab(settings, entry)
+    invalid = [e for e in entries if not e.valid]
+    if invalid:
+        names = ", ".join(f"`{e.shown}`" for e in invalid)
+        st.warning(f"Not checked, the plan is invalid: {names}. See the Plans page.")
+
+
+main()

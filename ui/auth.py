@@ -1,0 +1,171 @@
+"""Who may look, and who may declare an incident.
+
+In order of precedence:
+
+1. **OIDC**, when Streamlit's secrets hold an ``[auth]`` section: people sign in with
+   ``st.login``; operators are those on the allow-list (``DRILLS_UI_OPERATORS``:
+   e-mails or names, ``DRILLS_UI_OPERATOR_GROUPS``: groups from the ``groups`` claim).
+   No allow-list means no operator: it fails closed.
+2. **Operator password**, when ``DRILLS_UI_OPERATOR_PASSWORD_HASH`` holds a hash made by
+   `drills ui hash-password`. Operators sign in with their name (for the audit log) and
+   the password.
+3. **Lab mode** (``DRILLS_UI_LAB=1``): no sign-in, anyone may declare; a banner says so.
+4. Otherwise nobody may declare.
+
+Read-only pages are open unless ``DRILLS_UI_PUBLIC_READ=0``; then they need a signed-in
+user too.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import streamlit as st
+
+from drills.passwords import PasswordHashError, verify_password
+from ui.settings import UISettings
+
+log = logging.getLogger("drills.ui.auth")
+
+Method = Literal["oidc", "password", "lab", "none"]
+USER_KEY = "auth.user"
+FAILURES_KEY = "auth.failures"
+MAX_FAILURES = 5
+LOCKOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Access:
+    method: Method
+    user: str | None  # who is signed in: the name written in the audit log
+    can_view: bool
+    can_declare: bool
+    why_not: str  # when not can_declare: what would allow it
+
+    @property
+    def signed_in(self) -> bool:
+        return self.user is not None
+
+
+def oidc_configured() -> bool:
+    try:
+        return "auth" in st.secrets
+    except FileNotFoundError:
+        return False
+
+
+def _claim(name: str) -> Any:
+    try:
+        return st.user.get(name)
+    except (AttributeError, KeyError):
+        return None
+
+
+def _oidc_access(settings: UISettings) -> Access:
+    logged_in = bool(_claim("is_logged_in"))
+    user = (
+        (_claim("email") or _claim("preferred_username") or _claim("name")) if logged_in else None
+    )
+    names = {str(v).lower() for v in (_claim("email"), _claim("preferred_username")) if v}
+    groups = {str(g).lower() for g in (_claim("groups") or []) if isinstance(g, str)}
+    allowed = logged_in and bool(names & settings.operators or groups & settings.operator_groups)
+    if not (settings.operators or settings.operator_groups):
+        why = "no operator allow-list is configured (DRILLS_UI_OPERATORS or _GROUPS)"
+    elif not logged_in:
+        why = "sign in to declare an incident"
+    else:
+        why = f"{user} is not on the operator allow-list"
+    return Access(
+        "oidc",
+        str(user) if user else None,
+        can_view=settings.public_read or logged_in,
+        can_declare=allowed,
+        why_not="" if allowed else why,
+    )
+
+
+def current_access(settings: UISettings) -> Access:
+    if oidc_configured():
+        return _oidc_access(settings)
+    if settings.operator_password_hash:
+        user = st.session_state.get(USER_KEY)
+        return Access(
+            "password",
+            user,
+            can_view=settings.public_read or user is not None,
+            can_declare=user is not None,
+            why_not="" if user else "sign in with the operator password to declare an incident",
+        )
+    if settings.lab_mode:
+        return Access("lab", None, can_view=True, can_declare=True, why_not="")
+    return Access(
+        "none",
+        None,
+        can_view=settings.public_read,
+        can_declare=False,
+        why_not="nobody may declare: configure OIDC or DRILLS_UI_OPERATOR_PASSWORD_HASH",
+    )
+
+
+def _locked_out() -> float:
+    failures: list[float] = st.session_state.get(FAILURES_KEY, [])
+    recent = [t for t in failures if time.monotonic() - t < LOCKOUT_S]
+    st.session_state[FAILURES_KEY] = recent
+    if len(recent) < MAX_FAILURES:
+        return 0.0
+    return LOCKOUT_S - (time.monotonic() - recent[0])
+
+
+def _check_password(settings: UISettings, name: str, password: str) -> str | None:
+    """None when signed in; otherwise what to tell the person."""
+    assert settings.operator_password_hash is not None
+    wait = _locked_out()
+    if wait > 0:
+        return f"too many failed attempts; try again in {wait:.0f} s"
+    if not name.strip():
+        return "give your name: it goes into the audit log"
+    try:
+        ok = verify_password(password, settings.operator_password_hash)
+    except PasswordHashError as exc:
+        log.error("DRILLS_UI_OPERATOR_PASSWORD_HASH is unusable: %s", exc)
+        return "the operator password hash is misconfigured; see the server log"
+    if not ok:
+        st.session_state.setdefault(FAILURES_KEY, []).append(time.monotonic())
+        log.warning("failed operator sign-in as %r", name.strip())
+        return "wrong password"
+    st.session_state[USER_KEY] = name.strip()
+    st.session_state.pop(FAILURES_KEY, None)
+    log.info("operator %r signed in", name.strip())
+    return None
+
+
+def sign_in(settings: UISettings, access: Access, key: str) -> None:
+    """The sign-in control for the configured method (nothing in lab mode)."""
+    if access.method == "oidc" and not access.signed_in:
+        if st.button("Sign in", key=f"{key}.oidc", type="primary"):
+            st.login()
+    elif access.method == "password" and not access.signed_in:
+        with st.form(f"{key}.password"):
+            name = st.text_input("Your name", key=f"{key}.name")
+            password = st.text_input("Operator password", type="password", key=f"{key}.secret")
+            if st.form_submit_button("Sign in"):
+                problem = _check_password(settings, name, password)
+                if problem:
+                    st.error(problem)
+                else:
+                    st.rerun()
+
+
+def sign_out_control(access: Access) -> None:
+    """Who is signed in, and a way out; shown in the sidebar."""
+    if not access.signed_in:
+        return
+    st.caption(f"Signed in as **{access.user}**")
+    if st.button("Sign out", key="auth.sign_out"):
+        if access.method == "oidc":
+            st.logout()
+        st.session_state.pop(USER_KEY, None)
+        st.rerun()

@@ -1,0 +1,142 @@
+"""Pieces more than one page draws: badges, durations, a readiness checklist."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import streamlit as st
+
+from drills.checks.base import CheckResult, Status, worst
+from drills.checks.runner import ReadinessReport
+from drills.durations import format_duration
+from drills.readiness_view import by_category, verdict
+
+# Material icons come with Streamlit's own font, so they render even where the system
+# has no emoji font (servers, CI's Chromium). Table cells and metrics cannot show
+# icons, and such fonts may lack even ✓: they say it in words.
+STATUS_BADGE = {
+    Status.PASS: ":green-badge[:material/check_circle: pass]",
+    Status.WARN: ":orange-badge[:material/warning: warn]",
+    Status.FAIL: ":red-badge[:material/cancel: fail]",
+    Status.ERROR: ":violet-badge[:material/error: error]",
+}
+OVERALL_ICON = {
+    "ready": ":green[:material/check_circle:]",
+    "warn": ":orange[:material/warning:]",
+    "blocked": ":red[:material/block:]",
+    "unknown": ":gray[:material/help:]",
+}
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def seconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    # Sub-minute figures matter to the tenth; longer ones read better as 1h5m.
+    return f"{value:.1f} s" if value < 60 else format_duration(round(value))
+
+
+def versus(value: float | None, target: float | None) -> str:
+    """``"42.0 s / 15m"``, or ``"16m / 15m OVER"``: a measure against its objective."""
+    if value is None:
+        return "—"
+    if target is None:
+        return seconds(value)
+    over = "" if value <= target else " OVER"
+    return f"{seconds(value)} / {seconds(target)}{over}"
+
+
+def ago(then: dt.datetime, at: dt.datetime | None = None) -> str:
+    """``"4 min ago"``: how old a result is, in words a person reads at a glance."""
+    delta = ((at or now()) - then).total_seconds()
+    if delta < 45:
+        return "just now"
+    if delta < 3600:
+        return f"{max(1, round(delta / 60))} min ago"
+    if delta < 48 * 3600:
+        return f"{round(delta / 3600)} h ago"
+    return f"{round(delta / 86400)} days ago"
+
+
+def when(value: dt.datetime | str | None) -> str:
+    """A moment as people read it, in UTC; ISO text (as reports hold it) is accepted."""
+    if not value:
+        return "—"
+    moment = dt.datetime.fromisoformat(value) if isinstance(value, str) else value
+    return f"{moment.astimezone(dt.UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def verdict_label(value: str | None) -> str:
+    return value or "—"
+
+
+def overall(report: ReadinessReport | None) -> tuple[str, str]:
+    """The plan's overall readiness as (icon, words)."""
+    if report is None:
+        return OVERALL_ICON["unknown"], "not checked yet"
+    words = verdict(report)
+    if words == "ready":
+        return OVERALL_ICON["ready"], words
+    return OVERALL_ICON["blocked" if report.blocking else "warn"], words
+
+
+def _evidence(result: CheckResult) -> None:
+    if result.remediation and result.status is not Status.PASS:
+        st.info(f"**What to do:** {result.remediation}")
+    if result.evidence:
+        st.json(dict(result.evidence), expanded=1)
+    else:
+        st.caption("No evidence recorded.")
+    st.caption(f"`{result.id}` ran in {result.duration_s:.2f} s")
+
+
+def check_line(result: CheckResult, checked: str) -> None:
+    """One row per check: badge, title, summary and age; evidence and remediation inside."""
+    blocking = " :red-badge[BLOCKING · critical tier]" if result.blocking else ""
+    label = (
+        f"{STATUS_BADGE[result.status]}{blocking} **{result.title}** — {result.summary}"
+        f" :gray[· checked {checked}]"
+    )
+    with st.expander(label):
+        _evidence(result)
+
+
+def readiness_checklist(report: ReadinessReport, *, at: dt.datetime | None = None) -> None:
+    """The overall status, the blocking failures on top, then every check by category."""
+    icon, words = overall(report)
+    checked = ago(report.checked_at, at)
+    counts = {s: sum(1 for r in report.results if r.status is s) for s in Status}
+    summary = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
+    headline = f"{icon} **{words}** — {len(report.results)} checks ({summary}), checked {checked}"
+    if words == "ready":
+        st.success(headline)
+    elif report.blocking:
+        st.error(headline)
+    else:
+        st.warning(headline)
+    if report.blocking:
+        lines = "\n".join(f"- **{r.title}**: {r.summary}" for r in report.blocking)
+        st.error(
+            f"**Blocking failures — a drill would stop here:**\n{lines}", icon=":material/block:"
+        )
+    for category, results in by_category(report):
+        status = worst(r.status for r in results)
+        st.subheader(f"{category} {STATUS_BADGE[status]}", divider="gray")
+        for result in results:
+            check_line(result, checked)
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """A small Markdown table, for summaries too short to deserve a dataframe."""
+    if not rows:
+        return ""
+    head = list(rows[0])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        cells = [str(row[h]).replace("|", "\\|").replace("\n", "<br>") for h in head]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,280 @@
+"""Everything the pages read or do, behind Streamlit's cache.
+
+Pages call only these. Loaders take plain values (URLs, names, page numbers) so the
+cache keys on them; each has a short TTL, and every action that changes what they
+read clears them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from drills.checks.base import CheckResult
+from drills.checks.runner import ReadinessReport
+from drills.errors import PlanError, TargetError
+from drills.history import HistoryStore
+from drills.incident import ACTION as DECLARE_ACTION
+from drills.incident import Declaration, IncidentRequest, declare_incident
+from drills.plan import DrillPlan, load_plan
+from drills.readiness import run_readiness, select_checks
+from drills.report import render_markdown, report_data
+from ui import prefect_api, queries
+from ui.prefect_api import DeploymentInfo, FlowRunInfo
+from ui.queries import AuditRow, RtoPoint, RunRow
+from ui.settings import UISettings
+
+log = logging.getLogger("drills.ui.data")
+
+PAGE_SIZE = 25
+SHORT = dt.timedelta(seconds=5)
+MEDIUM = dt.timedelta(seconds=15)
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    shown: str  # the path as configured, for people
+    name: str  # the plan's name; the file's name when it does not load
+    plan: DrillPlan | None
+    problems: tuple[str, ...]  # as `drills plan validate` prints them
+
+    @property
+    def path(self) -> str:
+        """Absolute: what a flow run, started elsewhere, is given."""
+        return str(Path(self.shown).resolve())
+
+    @property
+    def valid(self) -> bool:
+        return self.plan is not None
+
+
+@dataclass(frozen=True)
+class PrefectState:
+    configured: bool
+    problem: str | None  # why it cannot be used; None when it can
+
+    @property
+    def usable(self) -> bool:
+        return self.configured and self.problem is None
+
+
+@st.cache_resource(show_spinner=False)
+def _store(db_url: str) -> HistoryStore:
+    # One engine per URL for the whole server: opening one per rerun costs more than a query.
+    return HistoryStore(db_url)
+
+
+def store(settings: UISettings) -> HistoryStore:
+    return _store(settings.db_url)
+
+
+def clear_caches() -> None:
+    st.cache_data.clear()
+
+
+# --- plans ----------------------------------------------------------------------
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+@st.cache_data(ttl=MEDIUM, show_spinner=False)
+def _plans(paths_and_mtimes: tuple[tuple[str, int], ...]) -> list[PlanEntry]:
+    entries = []
+    for path, _mtime_ns in paths_and_mtimes:
+        try:
+            plan = load_plan(path)
+        except PlanError as exc:
+            name = os.path.basename(path)
+            entries.append(PlanEntry(path, name, None, tuple(str(p) for p in exc.problems)))
+            continue
+        entries.append(PlanEntry(path, plan.name, plan, ()))
+    return entries
+
+
+def plans(settings: UISettings) -> list[PlanEntry]:
+    """The configured plans, validated; reloaded when a file changes."""
+    return _plans(tuple((p, _mtime(p)) for p in settings.plan_paths))
+
+
+# --- readiness --------------------------------------------------------------------
+
+
+@st.cache_data(ttl=SHORT, show_spinner=False)
+def latest_readiness(db_url: str, plan_name: str) -> ReadinessReport | None:
+    snapshot = _store(db_url).latest_readiness(plan_name)
+    return ReadinessReport.from_json(snapshot.report) if snapshot else None
+
+
+def check_count() -> int:
+    return len(select_checks())
+
+
+def run_readiness_inline(
+    settings: UISettings, entry: PlanEntry, on_result: Callable[[CheckResult], None]
+) -> ReadinessReport:
+    """Run every check here and now, keeping the snapshot (no Prefect needed)."""
+    assert entry.plan is not None
+    try:
+        return run_readiness(entry.plan, history=store(settings), on_result=on_result)
+    finally:
+        clear_caches()
+
+
+def start_readiness_run(settings: UISettings, entry: PlanEntry) -> str:
+    assert settings.prefect_api_url is not None
+    return prefect_api.start_deployment(
+        settings.prefect_api_url,
+        settings.readiness_deployment,
+        {"plan": entry.path},
+        tags=("dashboard",),
+    )
+
+
+# --- history ------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=SHORT, show_spinner=False)
+def runs_page(
+    db_url: str, plan: str | None, mode: str | None, verdict: str | None, page: int
+) -> tuple[list[RunRow], bool]:
+    return queries.runs_page(
+        _store(db_url), plan=plan, mode=mode, verdict=verdict, page=page, size=PAGE_SIZE
+    )
+
+
+@st.cache_data(ttl=SHORT, show_spinner=False)
+def rto_points(db_url: str, plan: str | None, mode: str | None) -> list[RtoPoint]:
+    return queries.rto_points(_store(db_url), plan=plan, mode=mode)
+
+
+@st.cache_data(ttl=MEDIUM, show_spinner=False)
+def plans_in_history(db_url: str) -> list[str]:
+    return queries.run_plans(_store(db_url))
+
+
+@st.cache_data(ttl=SHORT, show_spinner=False)
+def run_report(db_url: str, run_id: str) -> dict[str, Any] | None:
+    """The run's report data: exactly what `drills report --format json` prints."""
+    store_ = _store(db_url)
+    run = store_.get_run(run_id)
+    return report_data(run, store_) if run is not None else None
+
+
+def report_markdown(data: dict[str, Any]) -> str:
+    """The Markdown `drills report` prints, from the same data."""
+    return render_markdown(data)
+
+
+def readiness_snapshot(report: dict[str, Any]) -> ReadinessReport | None:
+    """The readiness a run recorded at T0, as a report the checklist can draw."""
+    snapshot = report.get("readiness") or {}
+    return ReadinessReport.from_json(snapshot) if snapshot.get("results") else None
+
+
+@st.cache_data(ttl=SHORT, show_spinner=False)
+def last_run(db_url: str, plan_name: str, mode: str | None = None) -> RunRow | None:
+    return queries.last_run(_store(db_url), plan_name, mode)
+
+
+def live_run(
+    settings: UISettings, flow_run_id: str, plan_name: str, declared_at: dt.datetime | None
+) -> RunRow | None:
+    """Not cached: the live view polls it."""
+    return queries.run_for_flow_run(store(settings), flow_run_id, plan_name, declared_at)
+
+
+def live_report(settings: UISettings, run_id: str) -> dict[str, Any] | None:
+    run = store(settings).get_run(run_id)
+    return report_data(run, store(settings)) if run is not None else None
+
+
+@st.cache_data(ttl=SHORT, show_spinner=False)
+def declarations(db_url: str) -> list[AuditRow]:
+    return queries.recent_audit(_store(db_url), DECLARE_ACTION)
+
+
+# --- Prefect --------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=SHORT, show_spinner=False)
+def _prefect_problem(api_url: str) -> str | None:
+    return prefect_api.health(api_url)
+
+
+def prefect_state(settings: UISettings) -> PrefectState:
+    if settings.prefect_api_url is None:
+        return PrefectState(False, "no Prefect server is configured (PREFECT_API_URL)")
+    problem = _prefect_problem(settings.prefect_api_url)
+    return PrefectState(True, f"the Prefect server does not answer: {problem}" if problem else None)
+
+
+@st.cache_data(ttl=SHORT, show_spinner=False)
+def deployment_exists(api_url: str, name: str) -> bool:
+    try:
+        return prefect_api.deployment_exists(api_url, name)
+    except TargetError as exc:
+        log.warning("cannot read deployment %s: %s", name, exc)
+        return False
+
+
+@st.cache_data(ttl=MEDIUM, show_spinner=False)
+def deployment(api_url: str, name: str, plan_path: str, plan_name: str) -> DeploymentInfo | None:
+    try:
+        return prefect_api.deployment_info(api_url, name, plan_path, plan_name)
+    except TargetError as exc:
+        log.warning("cannot read deployment %s: %s", name, exc)
+        return None
+
+
+def flow_run(settings: UISettings, flow_run_id: str) -> FlowRunInfo | None:
+    """Not cached: the live views poll it."""
+    if settings.prefect_api_url is None:
+        return None
+    try:
+        return prefect_api.flow_run_info(settings.prefect_api_url, flow_run_id)
+    except (TargetError, ValueError) as exc:
+        log.warning("cannot read flow run %s: %s", flow_run_id, exc)
+        return None
+
+
+# --- declaring ----------------------------------------------------------------------------
+
+
+def declare(
+    settings: UISettings,
+    entry: PlanEntry,
+    *,
+    operator: str,
+    reason: str,
+    confirmation: str,
+    force_unfenced: bool,
+    declared_at: dt.datetime,
+) -> Declaration:
+    """Hand the declaration to drills.incident, which checks, audits and starts it."""
+    assert settings.prefect_api_url is not None
+    request = IncidentRequest(
+        plan_path=entry.path,
+        plan_name=entry.name,
+        operator=operator,
+        reason=reason,
+        confirmation=confirmation,
+        declared_at=declared_at,
+        force_unfenced=force_unfenced,
+    )
+    launcher = prefect_api.PrefectLauncher(settings.prefect_api_url, settings.incident_deployment)
+    try:
+        return declare_incident(request, store(settings), launcher)
+    finally:
+        clear_caches()

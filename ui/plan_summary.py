@@ -1,0 +1,121 @@
+"""A plan in rows a person can read: sites, tiers, datasets, DNS and objectives.
+
+The same facts `drills plan show` prints, shaped as tables for the Plans page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drills.durations import format_duration
+from drills.plan import (
+    ControllerFence,
+    DrillPlan,
+    EcrRegistry,
+    Rfc2136Dns,
+    Site,
+    Tier,
+)
+
+
+def headline(plan: DrillPlan) -> str:
+    """One line, as `drills plan validate` prints after "is valid:"."""
+    tiers = ", ".join(f"{len(plan.workloads_in(t))} {t.value}" for t in Tier)
+    datasets = len(plan.datasets)
+    probes = len(plan.smoke)
+    return (
+        f"{len(plan.workloads)} workloads ({tiers}), "
+        f"{datasets} dataset{'s' if datasets != 1 else ''}, "
+        f"{probes} smoke probe{'s' if probes != 1 else ''}"
+    )
+
+
+def _site(site: Site) -> dict[str, str]:
+    k8s = site.kubernetes
+    reg = site.registry
+    if isinstance(reg, EcrRegistry):
+        registry = f"ECR {reg.registry_id} ({site.registry_region})"
+    else:
+        registry = f"OCI {reg.url}"
+    fence = site.ingress
+    if isinstance(fence, ControllerFence):
+        fencing = f"scale {fence.deployment} to 0"
+    else:
+        fencing = "close Ingress " + ", ".join(str(o) for o in fence.objects)
+    return {
+        "kubernetes": "in-cluster" if k8s.in_cluster else f"context {k8s.context or '(current)'}",
+        "registry": registry,
+        "object storage": f"{site.objects.endpoint_url or 'AWS S3'} ({site.objects_region})",
+        "fence": fencing,
+        "endpoint": str(site.endpoint),
+    }
+
+
+def sites(plan: DrillPlan) -> list[dict[str, Any]]:
+    primary, dr = _site(plan.sites.primary), _site(plan.sites.dr)
+    return [{"": key, "primary": primary[key], "dr": dr[key]} for key in primary]
+
+
+def tiers(plan: DrillPlan) -> list[dict[str, Any]]:
+    rows = []
+    for tier in Tier:
+        chosen = plan.workloads_in(tier)
+        if not chosen:
+            continue
+        rows.append(
+            {
+                "tier": tier.value,
+                "workloads": ", ".join(w.key + (" (writer)" if w.writer else "") for w in chosen),
+                "DR replicas": sum(w.dr_replicas for w in chosen),
+                "DR GPUs": plan.dr_gpus(tier),
+                "at DR": "stays paused" if tier is Tier.BATCH else "brought up in order",
+            }
+        )
+    return rows
+
+
+def datasets(plan: DrillPlan) -> list[dict[str, Any]]:
+    return [
+        {
+            "dataset": d.name,
+            "kind": d.kind.value,
+            "primary → DR": f"{d.primary_bucket} → {d.dr_bucket}",
+            "prefix": d.prefix or "(all)",
+            "RPO target": format_duration(d.rpo_target),
+        }
+        for d in plan.datasets
+    ]
+
+
+def dns(plan: DrillPlan) -> list[dict[str, Any]]:
+    d = plan.dns
+    if isinstance(d, Rfc2136Dns):
+        provider = f"RFC 2136, zone {d.zone} on {', '.join(d.servers)}"
+    else:
+        provider = f"Route 53 hosted zone {d.hosted_zone_id}"
+    return [
+        {"": "provider", "value": provider},
+        {"": "record", "value": f"{d.record.name} {d.record.type.value}"},
+        {"": "switch", "value": f"{d.primary_value} → {d.dr_value}"},
+        {"": "max TTL", "value": format_duration(d.max_ttl)},
+    ]
+
+
+def objectives(plan: DrillPlan) -> list[dict[str, Any]]:
+    schedule = plan.schedule
+    approval = plan.approval
+    return [
+        {"": "RTO objective", "value": format_duration(plan.objectives.rto)},
+        {"": "RPO objective", "value": format_duration(plan.objectives.rpo)},
+        {
+            "": "schedule in the plan",
+            "value": f"{schedule.cron} ({schedule.timezone})" if schedule else "not scheduled",
+        },
+        {
+            "": "approval",
+            "value": f"required, times out after {format_duration(approval.timeout)}"
+            if approval.required
+            else "not required",
+        },
+        {"": "smoke probes", "value": ", ".join(p.name for p in plan.smoke) or "none"},
+    ]

@@ -1,0 +1,223 @@
+"""Read-only queries of the history store that only the dashboard needs.
+
+Each selects the columns it shows and pages in SQL; rows come back as small frozen
+records, which Streamlit's cache can copy cheaply (ORM objects it cannot).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Select, select
+
+from drills.history import HistoryStore
+from drills.history_models import AuditEvent, DrillRun
+
+FAILED_VERDICTS = ("failed", "aborted", "missed")
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: str
+    plan: str
+    mode: str
+    dry_run: bool
+    operator: str
+    reason: str
+    status: str
+    verdict: str | None
+    started_at: dt.datetime
+    t0: dt.datetime | None
+    finished_at: dt.datetime | None
+    rto_seconds: float | None
+    client_rto_seconds: float | None
+    rto_target: float | None
+    rpo_worst: float | None
+    rpo_target: float | None
+    flow_run_id: str | None
+    error: str | None
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+@dataclass(frozen=True)
+class RtoPoint:
+    id: str
+    plan: str
+    started_at: dt.datetime
+    verdict: str | None
+    rto_seconds: float | None
+    rto_target: float | None
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in FAILED_VERDICTS
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    at: dt.datetime
+    who: str
+    plan: str
+    accepted: bool
+    reason: str
+    outcome: str
+
+
+def _measurement(details: dict[str, Any] | None) -> dict[str, Any]:
+    value = (details or {}).get("measurement")
+    return value if isinstance(value, dict) else {}
+
+
+def run_row(run: DrillRun) -> RunRow:
+    measured = _measurement(run.details)
+    lags = [float(v) for v in (run.rpo_seconds or {}).values() if v is not None]
+    return RunRow(
+        id=run.id,
+        plan=run.plan,
+        mode=run.mode,
+        dry_run=run.dry_run,
+        operator=run.operator,
+        reason=run.reason,
+        status=run.status,
+        verdict=run.verdict,
+        started_at=run.started_at,
+        t0=run.t0,
+        finished_at=run.finished_at,
+        rto_seconds=run.rto_seconds,
+        client_rto_seconds=run.client_rto_seconds,
+        rto_target=measured.get("rto_target_seconds"),
+        rpo_worst=max(lags) if lags else None,
+        rpo_target=measured.get("rpo_target_seconds"),
+        flow_run_id=run.flow_run_id,
+        error=run.error,
+    )
+
+
+def _filtered(
+    query: Select[Any], plan: str | None, mode: str | None, verdict: str | None = None
+) -> Select[Any]:
+    if plan:
+        query = query.where(DrillRun.plan == plan)
+    if mode:
+        query = query.where(DrillRun.mode == mode)
+    if verdict:
+        query = query.where(DrillRun.verdict == verdict)
+    return query
+
+
+def runs_page(
+    store: HistoryStore,
+    *,
+    plan: str | None,
+    mode: str | None,
+    verdict: str | None,
+    page: int,
+    size: int,
+) -> tuple[list[RunRow], bool]:
+    """One page of runs, newest first, and whether another page follows.
+
+    Ids first, rows second: sorting only the narrow columns keeps SQLite from reading
+    every run's timeline and readiness (kilobytes each) just to order them.
+    """
+    ids_query = (
+        _filtered(select(DrillRun.id), plan, mode, verdict)
+        .order_by(DrillRun.started_at.desc(), DrillRun.id)
+        .limit(size + 1)
+        .offset(page * size)
+    )
+    with store.session() as s:
+        ids = list(s.scalars(ids_query).all())
+        chosen = select(DrillRun).where(DrillRun.id.in_(ids[:size]))
+        runs = {r.id: r for r in s.scalars(chosen)}
+    return [run_row(runs[i]) for i in ids[:size] if i in runs], len(ids) > size
+
+
+def rto_points(
+    store: HistoryStore, *, plan: str | None, mode: str | None, limit: int = 200
+) -> list[RtoPoint]:
+    """RTO of the latest runs (dry runs left out), oldest first, for the trend chart.
+
+    Every verdict is kept whatever the table's verdict filter: the chart is there to
+    show failures among successes.
+    """
+    latest = (
+        _filtered(select(DrillRun.id), plan, mode)
+        .where(DrillRun.dry_run.is_(False), DrillRun.finished_at.is_not(None))
+        .order_by(DrillRun.started_at.desc())
+        .limit(limit)
+    ).scalar_subquery()
+    # The JSON target is read for the chosen runs only, not for every run sorted.
+    target = DrillRun.details["measurement"]["rto_target_seconds"].as_float()
+    query = (
+        select(
+            DrillRun.id,
+            DrillRun.plan,
+            DrillRun.started_at,
+            DrillRun.verdict,
+            DrillRun.rto_seconds,
+            target,
+        )
+        .where(DrillRun.id.in_(latest))
+        .order_by(DrillRun.started_at)
+    )
+    with store.session() as s:
+        rows = s.execute(query).all()
+    return [RtoPoint(*row) for row in rows]
+
+
+def run_plans(store: HistoryStore) -> list[str]:
+    """Every plan name that has a run in the store."""
+    with store.session() as s:
+        return sorted(s.scalars(select(DrillRun.plan).distinct()).all())
+
+
+def last_run(store: HistoryStore, plan: str, mode: str | None = None) -> RunRow | None:
+    runs = store.list_runs(plan=plan, mode=mode, limit=1)
+    return run_row(runs[0]) if runs else None
+
+
+def run_for_flow_run(
+    store: HistoryStore, flow_run_id: str, plan: str, declared_at: dt.datetime | None
+) -> RunRow | None:
+    """The history record a flow run writes: by its flow run id, else by plan and time."""
+    with store.session() as s:
+        run = s.scalars(
+            select(DrillRun).where(DrillRun.flow_run_id == flow_run_id).limit(1)
+        ).first()
+        if run is None and declared_at is not None:
+            # The run record starts after the click; the first incident run of this
+            # plan since then is the one.
+            run = s.scalars(
+                select(DrillRun)
+                .where(
+                    DrillRun.plan == plan,
+                    DrillRun.mode == "incident",
+                    DrillRun.started_at >= declared_at,
+                )
+                .order_by(DrillRun.started_at.asc())
+                .limit(1)
+            ).first()
+        return run_row(run) if run is not None else None
+
+
+def recent_audit(store: HistoryStore, action: str, limit: int = 20) -> list[AuditRow]:
+    query = (
+        select(AuditEvent)
+        .where(AuditEvent.action == action)
+        .order_by(AuditEvent.at.desc(), AuditEvent.id.desc())
+        .limit(limit)
+    )
+    with store.session() as s:
+        return [
+            AuditRow(
+                e.at, e.who, e.plan, e.accepted, e.reason, str((e.detail or {}).get("outcome", ""))
+            )
+            for e in s.scalars(query).all()
+        ]

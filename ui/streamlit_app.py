@@ -1,0 +1,54 @@
+"""The drills dashboard: `drills ui` (or `streamlit run ui/streamlit_app.py`).
+
+This file sets the page up, decides who may look, and hands over to the page the
+navigation chose. Each page lives in ui/app_pages/; what they read is in ui/data.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# `streamlit run` puts ui/ on the path, not the project root that holds drills/ and ui/.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import streamlit as st  # noqa: E402
+
+from ui import auth  # noqa: E402
+from ui.settings import load_settings  # noqa: E402
+
+PAGES = [
+    st.Page(
+        "app_pages/readiness.py", title="Readiness", icon=":material/fact_check:", default=True
+    ),
+    st.Page("app_pages/history.py", title="Drill history", icon=":material/monitoring:"),
+    st.Page("app_pages/declare.py", title="Declare incident", icon=":material/emergency_home:"),
+    st.Page("app_pages/plans.py", title="Plans", icon=":material/description:"),
+]
+
+
+def main() -> None:
+    st.set_page_config(
+        page_title="drills — DR dashboard", page_icon=":material/health_and_safety:", layout="wide"
+    )
+    settings = load_settings()
+    access = auth.current_access(settings)
+    if access.method == "lab":
+        st.warning(
+            "**Lab mode**: no sign-in is required, and anyone who can open this page may "
+            "declare an incident. Never run a production dashboard like this.",
+            icon=":material/science:",
+        )
+    with st.sidebar:
+        auth.sign_out_control(access)
+    if not access.can_view:
+        st.title("drills")
+        st.info("This dashboard is for signed-in users only.")
+        auth.sign_in(settings, access, "app.sign_in")
+        st.stop()
+    st.navigation(PAGES).run()
+
+
+main()
