@@ -25,3 +25,15 @@ def run_check(
     with Targets(plan) as targets:
         context = check_context(plan, targets, history, now=now, fingerprint_key=key)
         return run_one(REGISTRY.get(check_id), context)
+
+
+# A DNS section that validates and is never contacted: for plans of tests about other targets.
+UNUSED_DNS = {
+    "provider": "rfc2136",
+    "servers": ["127.0.0.1:5353"],
+    "zone": "drills.test.",
+    "tsig": {"name": "k", "secret": "env:DRILLS_TEST_TSIG"},
+    "record": {"name": "api.drills.test.", "type": "A"},
+    "primary_value": "127.0.0.2",
+    "dr_value": "127.0.0.3",
+}

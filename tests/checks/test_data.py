@@ -19,6 +19,7 @@ from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan, plan_from_text
 from drills.targets.objects import LifecycleRule
 from drills.targets.sites import Targets
+from tests.checks.support import UNUSED_DNS
 from tests.checks.support import run_check as run
 from tests.targets.s3_seed import make_bucket, multipart_etag, put, s3_client, unique_bucket
 
@@ -56,15 +57,7 @@ def plan_over(endpoint: str, *datasets: dict[str, Any]) -> DrillPlan:
             }
         ],
         "datasets": list(datasets),
-        "dns": {
-            "provider": "rfc2136",
-            "servers": ["127.0.0.1:5353"],
-            "zone": "drills.test.",
-            "tsig": {"name": "k", "secret": "env:DRILLS_TEST_TSIG"},
-            "record": {"name": "api.drills.test.", "type": "A"},
-            "primary_value": "127.0.0.2",
-            "dr_value": "127.0.0.3",
-        },
+        "dns": UNUSED_DNS,
         "objectives": {"rto": "15m", "rpo": "1h"},
     }
     return plan_from_text(yaml.safe_dump(doc))

@@ -20,7 +20,7 @@ from drills.lab.moto_server import MotoServer
 from drills.lab.registry import RegistryPair
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan, plan_from_text
-from tests.checks.support import run_check
+from tests.checks.support import UNUSED_DNS, run_check
 
 LAB_IMAGES = {w.image for w in topology.WORKLOADS}
 PROBLEMS = ("missing_at_dr", "digest_mismatch", "missing_at_primary", "workloads_unresolved")
@@ -66,15 +66,7 @@ def plan_over(
             "dr": one("dr", dr, "127.0.0.3"),
         },
         "workloads": workloads,
-        "dns": {
-            "provider": "rfc2136",
-            "servers": ["127.0.0.1:5353"],
-            "zone": "drills.test.",
-            "tsig": {"name": "k", "secret": "env:DRILLS_TEST_TSIG"},
-            "record": {"name": "api.drills.test.", "type": "A"},
-            "primary_value": "127.0.0.2",
-            "dr_value": "127.0.0.3",
-        },
+        "dns": UNUSED_DNS,
         "objectives": {"rto": "15m", "rpo": "5m"},
     }
     return plan_from_text(yaml.safe_dump(doc))
