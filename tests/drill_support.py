@@ -12,10 +12,15 @@ from typing import Any
 import httpx
 import yaml
 
+from drills.history import HistoryStore
+from drills.journal import Journal
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.snapshot import Snapshot, take
+from drills.steps.executor import ChangeExecutor
+from drills.steps.rollback import safe_rollback
 from drills.targets.sites import Targets
+from drills.timeline import Timeline
 
 
 def lab_plan(info: LabInfo, change: Callable[[dict[str, Any]], None] | None = None) -> DrillPlan:
@@ -74,3 +79,10 @@ class SplitBrainMonitor:
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join(2)
+
+
+def back_to_normal(plan: DrillPlan, history: HistoryStore, run_id: str) -> None:
+    """Undo a test's incident from its journal, in the safe order, so its lab can be reused."""
+    timeline = Timeline()
+    with Targets(plan) as targets, timeline.phase("clean up"):
+        safe_rollback(ChangeExecutor(targets, Journal(history, run_id)), plan, timeline)

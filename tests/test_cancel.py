@@ -17,13 +17,8 @@ import pytest
 from drills.history import HistoryStore
 from drills.journal import Journal
 from drills.lab.runtime import LabInfo
-from drills.plan import DrillPlan
-from drills.steps.executor import ChangeExecutor
-from drills.steps.rollback import safe_rollback
-from drills.targets.sites import Targets
-from drills.timeline import Timeline
 from tests.conftest import own_lab
-from tests.drill_support import lab_plan, snapshot
+from tests.drill_support import back_to_normal, lab_plan, snapshot
 
 
 @pytest.fixture(scope="module")
@@ -97,12 +92,6 @@ def test_cancelling_a_drill_rolls_back_to_the_original_state(
     assert history.unfinished_runs(plan.name) == []
 
 
-def _back_to_normal(plan: DrillPlan, history: HistoryStore, run_id: str) -> None:
-    timeline = Timeline()
-    with Targets(plan) as targets, timeline.phase("clean up"):
-        safe_rollback(ChangeExecutor(targets, Journal(history, run_id)), plan, timeline)
-
-
 def test_cancelling_an_incident_stops_where_it_is_and_reports(
     cancel_lab: LabInfo, tmp_path: Path
 ) -> None:
@@ -128,5 +117,5 @@ def test_cancelling_an_incident_stops_where_it_is_and_reports(
     finally:
         proc.kill()
         if run_id:
-            _back_to_normal(plan, history, run_id)
+            back_to_normal(plan, history, run_id)
     assert snapshot(plan) == original

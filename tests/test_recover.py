@@ -16,14 +16,11 @@ from drills.history import HistoryStore
 from drills.journal import Journal
 from drills.lab.runtime import LabInfo
 from drills.lease import UnfinishedRunError
-from drills.plan import DrillPlan
 from drills.recover import RECOVERED, RecoverError, pick_run, plan_of, recover
 from drills.steps.executor import ChangeExecutor
-from drills.steps.rollback import safe_rollback
 from drills.targets.sites import Targets
-from drills.timeline import Timeline
 from tests.conftest import own_lab
-from tests.drill_support import lab_plan, snapshot
+from tests.drill_support import back_to_normal, lab_plan, snapshot
 
 
 class Crash(BaseException):
@@ -118,12 +115,6 @@ def test_recover_cli_on_a_drill_that_died_between_journal_and_write(
     assert wrong.exit_code == 1 and "always rolled back" in wrong.output
 
 
-def _back_to_normal(plan: DrillPlan, history: HistoryStore, run_id: str) -> None:
-    timeline = Timeline()
-    with Targets(plan) as targets, timeline.phase("clean up"):
-        safe_rollback(ChangeExecutor(targets, Journal(history, run_id)), plan, timeline)
-
-
 def test_a_crashed_incident_is_reported_then_held_or_completed(
     recover_lab: LabInfo, history: HistoryStore
 ) -> None:
@@ -158,5 +149,5 @@ def test_a_crashed_incident_is_reported_then_held_or_completed(
         again = CliRunner().invoke(app, ["recover", run_id, "--complete", "--db", db])
         assert again.exit_code == 0 and snapshot(plan) == after  # idempotent
     finally:
-        _back_to_normal(plan, history, run_id)
+        back_to_normal(plan, history, run_id)
     assert snapshot(plan) == original

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
@@ -15,6 +14,7 @@ import pytest
 from kubernetes import client
 
 from drills.lab.kubeapi import KubeApiServer, write_kubeconfig
+from tests.conftest import require_system_binary
 
 KUBE_TOKEN = "lab-test-token"
 KUBE_READY_DELAY = 0.2
@@ -109,13 +109,7 @@ def deployment() -> Callable[..., dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def kubectl_bin() -> str:
-    path = shutil.which("kubectl")
-    if path is None:
-        message = "kubectl not installed (it is needed for the kubectl compatibility tests)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return require_system_binary("kubectl", "kubernetes-client")
 
 
 @pytest.fixture(scope="session")
