@@ -142,6 +142,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
 
 
 @pytest.fixture(scope="session")
+def stalled_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+    """A lab whose DR bring-up never finishes, for cancelling drills mid-way.
+
+    Each test that uses it must leave it as it found it (cancelled drills roll back).
+    """
+    from tests.drill_support import stall_dr_bring_up
+
+    with own_lab(tmp_path_factory, "stalled-lab", ready_delay=0.2) as info:
+        stall_dr_bring_up(info)
+        yield info
+
+
+@pytest.fixture(scope="session")
 def drift_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     """A lab seeded with `--drift`: the faults the readiness checks must find."""
     with own_lab(tmp_path_factory, "drift-lab", drift=True, ready_delay=0.2) as info:

@@ -11,9 +11,13 @@ from typing import Any
 
 import httpx
 import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
 from drills.history import HistoryStore
 from drills.journal import Journal
+from drills.lab import topology
+from drills.lab.kubeapi import NEVER_READY_ANNOTATION
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.snapshot import Snapshot, take
@@ -86,3 +90,19 @@ def back_to_normal(plan: DrillPlan, history: HistoryStore, run_id: str) -> None:
     timeline = Timeline()
     with Targets(plan) as targets, timeline.phase("clean up"):
         safe_rollback(ChangeExecutor(targets, Journal(history, run_id)), plan, timeline)
+
+
+def stall_dr_bring_up(info: LabInfo) -> tuple[str, str]:
+    """Make one critical DR workload never ready; returns its (namespace, name).
+
+    A drill then waits in bring-up, up to its tier deadline, until it is cancelled:
+    a window to cancel in that does not depend on how fast the machine is.
+    """
+    api = k8s_config.new_client_from_config(
+        config_file=str(Path(info.state_dir) / "dr.kubeconfig"), context="dr"
+    )
+    namespace, name = topology.DRIFT_NEVER_READY
+    body = {"metadata": {"annotations": {NEVER_READY_ANNOTATION: "true"}}}
+    k8s.AppsV1Api(api).patch_namespaced_deployment(name, namespace, body)
+    api.close()
+    return namespace, name

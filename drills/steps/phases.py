@@ -8,9 +8,11 @@ executor only lists the changes and the waits are skipped.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +61,25 @@ def wait_until(what: str, test: Callable[[], tuple[bool, str]], deadline_s: floa
         if time.monotonic() >= deadline:
             raise StepFailed(what, f"not true after {deadline_s:.0f}s: {detail}")
         time.sleep(POLL_S)
+
+
+@contextmanager
+def waiting_pool(workers: int) -> Iterator[tuple[ThreadPoolExecutor, threading.Event]]:
+    """Threads that wait in parallel, told to stop as soon as the caller is interrupted.
+
+    A cancel (SIGTERM, Ctrl-C) raises in the main thread only. Without the event, the
+    pool's shutdown would sit out every other wait, up to a tier's deadline, before the
+    rollback could start, and a scheduler kills a cancelled run after a grace period.
+    """
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        yield pool, stop
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def wait_endpoint(url: str, *, serving_wanted: bool, deadline_s: float) -> str:
@@ -163,11 +184,11 @@ def _bring_up_tier(ctx: PhaseContext, tier: str, workloads: list[Workload]) -> N
                 return
             left = max(0.0, deadline - time.monotonic())
             kube = ctx.targets.dr.kube
-            final = kube.wait_ready(w.namespace, str(w.kind), w.name, w.dr_replicas, left)
+            final = kube.wait_ready(w.namespace, str(w.kind), w.name, w.dr_replicas, left, stop)
             step.evidence["ready"] = (final.get("status") or {}).get("readyReplicas", 0)
 
     # The whole tier at once: its RTO is the slowest workload, not the sum.
-    with ThreadPoolExecutor(max_workers=min(16, len(workloads))) as pool:
+    with waiting_pool(min(16, len(workloads))) as (pool, stop):
         for future in [pool.submit(one, w) for w in workloads]:
             future.result()
 
@@ -212,8 +233,8 @@ def smoke(ctx: PhaseContext) -> dt.datetime:
                 str(ctx.plan.sites.dr.endpoint), serving_wanted=True, deadline_s=ctx.tier_deadline_s
             )
         return _now()
-    with ThreadPoolExecutor(max_workers=len(probes)) as pool:
-        results = list(pool.map(lambda p: smoke_until(p, ctx.targets.dns), probes))
+    with waiting_pool(len(probes)) as (pool, stop):
+        results = list(pool.map(lambda p: smoke_until(p, ctx.targets.dns, stop=stop), probes))
     restored = _now()
     for probe, result in zip(probes, results, strict=True):
         with ctx.timeline.step(f"smoke {probe.name}") as step:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -30,7 +31,13 @@ from kubernetes.config.config_exception import ConfigException
 
 from drills.errors import PermanentError, TemporaryError
 from drills.plan import DrillPlan, KubernetesAccess, Site
-from drills.targets.kube_errors import NotReadyInTime, json_object, translate, translated
+from drills.targets.kube_errors import (
+    NotReadyInTime,
+    WaitStopped,
+    json_object,
+    translate,
+    translated,
+)
 from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, TimedOut, retry_call
 
 log = logging.getLogger("drills.targets.kube")
@@ -38,6 +45,8 @@ log = logging.getLogger("drills.targets.kube")
 CONNECT_TIMEOUT_S = 3.0
 READ_TIMEOUT_S = 10.0
 POOL_SIZE = 32
+# With a stop event, a watch lasts at most this long before the event is checked again.
+STOP_CHECK_S = 1.0
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 _COLLECTIONS = {
@@ -285,13 +294,21 @@ class KubeTarget:
         log.info("%s: ingress %s/%s class set to %s", self.target, namespace, name, ingress_class)
 
     def wait_ready(
-        self, namespace: str, kind: str, name: str, replicas: int, deadline_s: float
+        self,
+        namespace: str,
+        kind: str,
+        name: str,
+        replicas: int,
+        deadline_s: float,
+        stop: threading.Event | None = None,
     ) -> dict[str, Any]:
         """Watch one workload until ``replicas`` are ready; return the final object.
 
         It lists with a field selector to get a resourceVersion, then watches from
         there (no polling), re-listing if the watch expires. Raises
-        :class:`NotReadyInTime` with the last counts seen at the deadline.
+        :class:`NotReadyInTime` with the last counts seen at the deadline, and
+        :class:`WaitStopped` within about a second of ``stop`` being set: a thread
+        blocked on a watch cannot be interrupted, so it watches in short windows.
         """
         kind = _kind(kind)
         collection = _COLLECTIONS[kind]
@@ -308,16 +325,20 @@ class KubeTarget:
                 if last is not None and settled(last, replicas)[1]:
                     return last
                 rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+            if stop is not None and stop.is_set():
+                raise WaitStopped(self.target, f"{kind} {namespace}/{name}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
+            window = min(remaining, STOP_CHECK_S) if stop is not None else remaining
+            window_end = time.monotonic() + window
             query = [
                 selector,
                 ("watch", "true"),
                 ("allowWatchBookmarks", "true"),
-                ("timeoutSeconds", str(math.ceil(remaining) + 1)),
+                ("timeoutSeconds", str(math.ceil(window) + 1)),
             ] + ([("resourceVersion", rv)] if rv else [])
-            # The socket waits a little past the deadline, so a silent stream ends in a
+            # The socket waits a little past the window, so a silent stream ends in a
             # read timeout just after it; the server-side timeout is a second bound.
             try:
                 resp = self._send(
@@ -325,17 +346,17 @@ class KubeTarget:
                     collection,
                     params,
                     query=query,
-                    timeout=(self.connect_timeout, remaining + 0.25),
+                    timeout=(self.connect_timeout, window + 0.25),
                 )
                 done, last, rv = self._follow(resp, last, rv, replicas)
             except urllib3.exceptions.ReadTimeoutError as exc:
-                if time.monotonic() < deadline:
+                if time.monotonic() < window_end:
                     raise translate(self.target, exc) from exc
-                break  # the stream stayed quiet until the deadline: nothing changed
+                continue  # the stream stayed quiet all window: nothing changed
             except TimedOut:
-                if time.monotonic() < deadline:
+                if time.monotonic() < window_end:
                     raise
-                break  # no headers before the deadline: as quiet as an idle stream
+                continue  # no headers within the window: as quiet as an idle stream
             except TemporaryError as exc:
                 # A dropped watch (reset, 5xx) loses nothing: re-list and watch again,
                 # within the same deadline.

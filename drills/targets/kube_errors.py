@@ -20,6 +20,13 @@ from drills.errors import PermanentError, TargetError, TemporaryError
 from drills.targets.retry import TimedOut
 
 
+class WaitStopped(TargetError):  # noqa: N818 - reads as what happened
+    """The caller stopped waiting (its run is being cancelled) before the workload was ready."""
+
+    def __init__(self, target: str, what: str) -> None:
+        super().__init__(target, f"{what}: stopped waiting, the run is being cancelled")
+
+
 class NotReadyInTime(TargetError):  # noqa: N818 - reads as what happened
     """A workload did not reach the wanted ready replicas before the deadline.
 

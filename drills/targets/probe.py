@@ -8,6 +8,7 @@ answer with the original Host header: what a client sees right after the switch.
 from __future__ import annotations
 
 import ipaddress
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -80,12 +81,18 @@ def smoke_once(client: httpx.Client, probe: SmokeProbe, dns: DnsTarget) -> Probe
     return ProbeResult(ok, response.status_code, body[:80].strip(), address)
 
 
-def smoke_until(probe: SmokeProbe, dns: DnsTarget, *, interval: float = 0.1) -> ProbeResult:
-    """Probe until it passes or its timeout expires; returns the last result."""
+def smoke_until(
+    probe: SmokeProbe,
+    dns: DnsTarget,
+    *,
+    interval: float = 0.1,
+    stop: threading.Event | None = None,
+) -> ProbeResult:
+    """Probe until it passes, its timeout expires or ``stop`` is set; returns the last result."""
     deadline = time.monotonic() + probe.timeout
+    stopped = stop or threading.Event()
     with new_client(read_timeout=PROBE_TIMEOUT_S) as client:
         while True:
             result = smoke_once(client, probe, dns)
-            if result.ok or time.monotonic() >= deadline:
+            if result.ok or time.monotonic() >= deadline or stopped.wait(interval):
                 return result
-            time.sleep(interval)
