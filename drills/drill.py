@@ -207,15 +207,10 @@ class Drill:
             return self._result("aborted", None, error=str(exc))
         except KeyboardInterrupt as exc:
             # A cancel (Ctrl-C, SIGTERM from a scheduler) is not a failure: stop cleanly.
-            error = f"cancelled: {exc or 'interrupted'}"
+            error = str(exc) or "cancelled by an interrupt"
             log.warning("run %s %s", self.run_id, error)
             if not drill_mode:
-                return self._result(
-                    "cancelled",
-                    None,
-                    error=f"{error}; the takeover stopped part-way, see the journal. "
-                    f"`drills recover {self.run_id} --complete` finishes it, `--hold` keeps DR.",
-                )
+                return self._incident_stopped("cancelled", error)
             result = self._rollback(ctx, before, error)
             if result.status == "rolled-back":
                 result.status, result.verdict = "cancelled", "cancelled"
@@ -228,8 +223,17 @@ class Drill:
                 "run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError)
             )
             if not drill_mode:
-                return self._result("failed", None, error=error)
+                return self._incident_stopped("failed", error)
             return self._rollback(ctx, before, error)
+
+    def _incident_stopped(self, status: str, error: str) -> DrillResult:
+        """An incident never fails back on its own: it stops, and says what the operator may do."""
+        if self.journal.to_undo():
+            error += (
+                f"; the takeover stopped part-way, see the journal. `drills recover "
+                f"{self.run_id} --complete` finishes it, `--hold` keeps DR as it is."
+            )
+        return self._result(status, None, error=error)
 
     def _phase(self, name: str, body: Callable[[], T]) -> T:
         """Run one phase in the timeline, through the caller's runner (a Prefect task, say)."""
@@ -350,6 +354,18 @@ class Drill:
             drift or {}, error,
         )  # fmt: skip
 
+    def _left_part_way(self, result: DrillResult) -> bool:
+        """An incident that stopped (cancelled, failed) after changing something.
+
+        Its run stays unfinished, like a crashed one: nothing new may start on the plan
+        until an operator decides with `drills recover RUN --complete` or `--hold`.
+        """
+        return (
+            self.request.mode == "incident"
+            and result.status != "succeeded"
+            and bool(self.journal.to_undo())
+        )
+
     def _finish(self, result: DrillResult) -> None:
         m = result.measurement
         self.details["planned"] = [p.describe() for p in result.planned]
@@ -360,7 +376,7 @@ class Drill:
             self.run_id,
             status=result.status,
             verdict=result.verdict,
-            finished_at=_now(),
+            finished_at=None if self._left_part_way(result) else _now(),
             rto_seconds=m.rto_seconds if m else None,
             client_rto_seconds=m.client_rto_seconds if m else None,
             rpo_seconds=m.rpo_seconds if m else {},

@@ -97,11 +97,37 @@ def _problem(request: IncidentRequest) -> str | None:
 
 
 def _still_running(run: DrillRun, launcher: IncidentLauncher) -> bool:
-    # A crashed run never gets finished_at; when the scheduler knows it ended, it
-    # must not block the next incident forever.
+    # A run that crashed or stopped part-way never gets finished_at; the scheduler
+    # knows whether its process is still going.
     if run.flow_run_id:
         return launcher.is_finished(run.flow_run_id) is not True
     return True
+
+
+def stopped_part_way(
+    request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
+) -> list[DrillRun]:
+    """Runs of the plan that ended without finishing (crashed, or an incident stopped
+    part-way): a new run would refuse to start on top of them, so declaring must too."""
+    return [
+        run
+        for run in history.unfinished_runs(request.plan_name)
+        if not run.dry_run and not _still_running(run, launcher)
+    ]
+
+
+def _decision_needed(run: DrillRun) -> str:
+    if run.mode == "incident":
+        what = (
+            f"`drills recover {run.id} --complete` finishes that takeover, "
+            f"`drills recover {run.id} --hold` keeps DR as it is"
+        )
+    else:
+        what = f"`drills recover {run.id}` rolls that drill back"
+    return (
+        f"refused: {run.mode} run {run.id} on {run.plan} ended part-way ({run.status}) and "
+        f"waits for an operator: {what}. Then declare again."
+    )
 
 
 def active_incidents(
@@ -176,6 +202,13 @@ def _decide(
             False,
             f"refused: an incident on {request.plan_name} is already running: {_describe(running)}",
             blocking=tuple(running),
+        )
+    stopped = stopped_part_way(request, history, launcher)
+    if stopped:
+        return Declaration(
+            False,
+            _decision_needed(stopped[0]),
+            blocking=tuple(ActiveRun(r.id, "history", r.status) for r in stopped),
         )
     key = f"{ACTION}:{request.plan_name}:{request.declared_at.isoformat()}"
     try:

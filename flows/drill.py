@@ -19,6 +19,7 @@ from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from prefect.runtime import flow_run as current_flow_run
+from prefect.states import Cancelled, State
 
 from drills.cancellation import cancel_on_signals
 from drills.drill import Approval, Drill, DrillAborted, DrillHooks, DrillRequest, DrillResult
@@ -146,7 +147,7 @@ def minimum_takeover_drill(
     declared_at: str | None = None,
     force_unfenced: bool = False,
     tier_deadline_s: float = 600,
-) -> dict[str, Any]:
+) -> dict[str, Any] | State[Any]:
     """Fence the primary, bring DR up, switch DNS, smoke-test, time RTO/RPO, and (drill
     mode) fail back and verify. In incident mode, `declared_at` (ISO 8601) is T0."""
     logger = get_run_logger()
@@ -177,6 +178,10 @@ def minimum_takeover_drill(
     publish(history, result, drill_plan.name)
     summary = summarize(result, drill_plan.name, flow_run_id)
     logger.info("run %s of %s: %s", result.run_id, drill_plan.name, summary["status"])
+    if result.status == "cancelled":
+        # Cancelled, not Failed: the run stopped cleanly where it was asked to. The
+        # worker would mark it Cancelled anyway, but only after reading a traceback.
+        return Cancelled(message=f"run {result.run_id}: {result.error or 'cancelled'}")
     if result.status not in SUCCESSFUL:
         # Only now, with the history written, the rollback done and the report
         # published: Prefect must show the run as failed.

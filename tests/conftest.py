@@ -15,9 +15,11 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
+import streamlit as st
 
 from drills.lab import control
 from drills.lab.moto_server import MotoServer
@@ -25,6 +27,7 @@ from drills.lab.named import DnsRecord, NamedServer
 from drills.lab.procs import find_binary
 from drills.lab.registry import RegistryPair, RegistryServer
 from drills.lab.runtime import LabInfo
+from tests.ui.support import EXAMPLE_PLAN, UiEnv
 
 log = logging.getLogger("drills.tests")
 
@@ -210,6 +213,23 @@ def _history_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DRILLS_DB_URL", url)
         yield url
+
+
+@pytest.fixture()
+def ui_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[UiEnv]:
+    """No Prefect, no access configured, the example plan, an empty store of its own."""
+    for name in list(os.environ):
+        ours = name.startswith(("DRILLS_UI_", "DRILLS_PLANS")) or name == "PREFECT_UI_URL"
+        if ours or (name.startswith("DRILLS_") and name.endswith("_DEPLOYMENT")):
+            monkeypatch.delenv(name)
+    db_url = f"sqlite:///{tmp_path / 'ui.db'}"
+    monkeypatch.setenv("DRILLS_DB_URL", db_url)
+    monkeypatch.setenv("PREFECT_API_URL", "")
+    monkeypatch.setenv("DRILLS_PLANS", str(EXAMPLE_PLAN))
+    # Loaders are cached per process; each test starts from what it set up.
+    st.cache_data.clear()
+    yield UiEnv(monkeypatch, tmp_path, db_url)
+    st.cache_data.clear()
 
 
 @pytest.fixture(scope="session")

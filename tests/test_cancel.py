@@ -114,6 +114,17 @@ def test_cancelling_an_incident_stops_where_it_is_and_reports(
         states = {c.state for c in Journal(history, run_id).changes()}
         assert "applied" in states and "undone" not in states
         assert "cancelled" in output
+        # It holds the plan until an operator decides: no new run starts on top of it.
+        assert [r.id for r in history.unfinished_runs(plan.name)] == [run_id]
+        again = start_run(stalled_lab, db)
+        refused, _ = again.communicate(timeout=60)
+        assert again.returncode != 0 and f"drills recover {run_id}" in " ".join(refused.split())
+        held = subprocess.run(
+            [sys.executable, "-m", "drills", "recover", run_id, "--hold", "--db", db],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert held.returncode == 0, held.stdout + held.stderr
+        assert history.unfinished_runs(plan.name) == []
     finally:
         proc.kill()
         if run_id:

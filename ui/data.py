@@ -27,13 +27,14 @@ from drills.plan import DrillPlan, load_plan
 from drills.readiness import run_readiness, select_checks
 from drills.report import render_markdown, report_data
 from ui import prefect_api, queries
-from ui.prefect_api import DeploymentInfo, FlowRunInfo
+from ui.prefect_api import CancelOutcome, DeploymentInfo, FlowRunInfo
 from ui.queries import AuditRow, RtoPoint, RunRow
 from ui.settings import UISettings
 
 log = logging.getLogger("drills.ui.data")
 
 PAGE_SIZE = 25
+CANCEL_ACTION = "cancel-run"
 SHORT = dt.timedelta(seconds=5)
 MEDIUM = dt.timedelta(seconds=15)
 
@@ -202,7 +203,8 @@ def live_report(settings: UISettings, run_id: str) -> dict[str, Any] | None:
 
 @st.cache_data(ttl=SHORT, show_spinner=False)
 def declarations(db_url: str) -> list[AuditRow]:
-    return queries.recent_audit(_store(db_url), DECLARE_ACTION)
+    """Incidents declared (or refused) and runs cancelled from the dashboard, newest first."""
+    return queries.recent_audit(_store(db_url), (DECLARE_ACTION, CANCEL_ACTION))
 
 
 # --- Prefect --------------------------------------------------------------------------
@@ -278,3 +280,31 @@ def declare(
         return declare_incident(request, store(settings), launcher)
     finally:
         clear_caches()
+
+
+# --- cancelling ----------------------------------------------------------------------------
+
+
+def cancel_run(
+    settings: UISettings, *, flow_run_id: str, plan_name: str, run_id: str | None, who: str
+) -> CancelOutcome:
+    """Ask Prefect to cancel the flow run of a drill or incident, and audit who asked."""
+    assert settings.prefect_api_url is not None
+    detail: dict[str, Any] = {"flow_run_id": flow_run_id, "run_id": run_id}
+    try:
+        outcome = prefect_api.cancel_flow_run(
+            settings.prefect_api_url, flow_run_id, f"cancelled from the dashboard by {who}"
+        )
+    except TargetError as exc:
+        outcome = CancelOutcome(False, "unknown", str(exc))
+    detail["outcome"] = f"{outcome.state_name}: {outcome.detail}"
+    store(settings).audit(
+        who=who,
+        action=CANCEL_ACTION,
+        plan=plan_name,
+        accepted=outcome.accepted,
+        reason=f"cancel flow run {flow_run_id}",
+        detail=detail,
+    )
+    clear_caches()
+    return outcome

@@ -1,4 +1,4 @@
-"""What the dashboard asks of Prefect: is it there, which runs are going, start one.
+"""What the dashboard asks of Prefect: is it there, which runs are going, start or cancel one.
 
 Prefect's own exceptions and httpx's are translated here into drills' TargetError,
 so pages and drills.incident never see them.
@@ -26,11 +26,12 @@ from prefect.client.schemas.filters import (
     FlowRunFilterStateType,
 )
 from prefect.client.schemas.objects import FlowRun, StateType
-from prefect.client.schemas.responses import DeploymentResponse
+from prefect.client.schemas.responses import DeploymentResponse, SetStateStatus
 from prefect.client.schemas.sorting import FlowRunSort
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound, PrefectException, PrefectHTTPStatusError
 from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.states import Cancelled, Cancelling, State
 
 from drills.errors import TargetError
 from drills.incident import ActiveRun
@@ -226,6 +227,45 @@ def start_deployment(
     flow_run_id = _call(api_url, f"start {name}", start)
     log.info("started %s: flow run %s", name, flow_run_id)
     return flow_run_id
+
+
+@dataclass(frozen=True)
+class CancelOutcome:
+    accepted: bool
+    state_name: str  # the flow run's state after the request
+    detail: str  # for people: what happens next, or why nothing did
+
+
+def cancel_flow_run(api_url: str, flow_run_id: str, message: str) -> CancelOutcome:
+    """Ask Prefect to cancel a flow run, as its own UI's Cancel button does.
+
+    A run no worker has started yet is Cancelled at once. A started one (running,
+    or paused for approval) goes to Cancelling: its worker then stops the process
+    with SIGTERM, on which a drill rolls back and an incident stops and reports.
+    """
+
+    def cancel(client: SyncPrefectClient) -> CancelOutcome:
+        run = client.read_flow_run(UUID(flow_run_id))
+        state = run.state
+        if state is None or state.is_final() or state.type == StateType.CANCELLING:
+            name = (state.name or state.type.value) if state else "unknown"
+            return CancelOutcome(False, name, f"the flow run is already {name}")
+        started = state.type != StateType.SCHEDULED
+        wanted: State[Any] = Cancelling(message=message) if started else Cancelled(message=message)
+        result = client.set_flow_run_state(run.id, wanted)
+        if result.status != SetStateStatus.ACCEPT:
+            reason = getattr(result.details, "reason", None) or result.status.value
+            now = state.name or state.type.value
+            return CancelOutcome(False, now, f"Prefect refused: {reason}")
+        if started:
+            detail = "its worker stops the flow run; a drill rolls back before it ends"
+        else:
+            detail = "it had not started, so nothing was changed"
+        return CancelOutcome(True, wanted.name or wanted.type.value, detail)
+
+    outcome = _call(api_url, f"cancel flow run {flow_run_id}", cancel)
+    log.info("cancel of flow run %s: %s (%s)", flow_run_id, outcome.state_name, outcome.detail)
+    return outcome
 
 
 class PrefectLauncher:

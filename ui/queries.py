@@ -7,6 +7,7 @@ records, which Streamlit's cache can copy cheaply (ORM objects it cannot).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,7 @@ class RtoPoint:
 @dataclass(frozen=True)
 class AuditRow:
     at: dt.datetime
+    action: str
     who: str
     plan: str
     accepted: bool
@@ -207,17 +209,23 @@ def run_for_flow_run(
         return run_row(run) if run is not None else None
 
 
-def recent_audit(store: HistoryStore, action: str, limit: int = 20) -> list[AuditRow]:
+def recent_audit(store: HistoryStore, actions: Sequence[str], limit: int = 20) -> list[AuditRow]:
     query = (
         select(AuditEvent)
-        .where(AuditEvent.action == action)
+        .where(AuditEvent.action.in_(actions))
         .order_by(AuditEvent.at.desc(), AuditEvent.id.desc())
         .limit(limit)
     )
     with store.session() as s:
         return [
             AuditRow(
-                e.at, e.who, e.plan, e.accepted, e.reason, str((e.detail or {}).get("outcome", ""))
+                e.at,
+                e.action,
+                e.who,
+                e.plan,
+                e.accepted,
+                e.reason,
+                str((e.detail or {}).get("outcome", "")),
             )
             for e in s.scalars(query).all()
         ]

@@ -1,56 +1,21 @@
-"""Fixtures of the dashboard tests: a clean UI environment per test, a history store
-holding a real drill on the lab, and deployments of the real flow on the Prefect
-test server."""
+"""Fixtures of the dashboard tests: a history store holding a real drill on the lab, and
+deployments of the real flow on the Prefect test server. (``ui_env``, a clean UI
+environment per test, is in the top conftest: test_serve.py opens pages too.)"""
 
 from __future__ import annotations
 
-import os
 import shutil
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 
 from drills.drill import Drill, DrillRequest
 from drills.history import HistoryStore
 from drills.lab.runtime import LabInfo
 from drills.plan import load_plan
-from tests.ui.support import EXAMPLE_PLAN, FLOW_NAME
-
-
-@dataclass
-class UiEnv:
-    """The environment one AppTest sees; tests change it through ``set``."""
-
-    monkeypatch: pytest.MonkeyPatch
-    tmp_path: Path
-    db_url: str
-
-    def set(self, name: str, value: str) -> None:
-        self.monkeypatch.setenv(name, value)
-
-    def store(self) -> HistoryStore:
-        return HistoryStore(self.db_url)
-
-
-@pytest.fixture()
-def ui_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[UiEnv]:
-    """No Prefect, no access configured, the example plan, an empty store of its own."""
-    for name in list(os.environ):
-        ours = name.startswith(("DRILLS_UI_", "DRILLS_PLANS")) or name == "PREFECT_UI_URL"
-        if ours or (name.startswith("DRILLS_") and name.endswith("_DEPLOYMENT")):
-            monkeypatch.delenv(name)
-    db_url = f"sqlite:///{tmp_path / 'ui.db'}"
-    monkeypatch.setenv("DRILLS_DB_URL", db_url)
-    monkeypatch.setenv("PREFECT_API_URL", "")
-    monkeypatch.setenv("DRILLS_PLANS", str(EXAMPLE_PLAN))
-    # Loaders are cached per process; each test starts from what it set up.
-    st.cache_data.clear()
-    yield UiEnv(monkeypatch, tmp_path, db_url)
-    st.cache_data.clear()
+from tests.ui.support import FLOW_NAME, UiEnv
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from drills.history import HistoryStore
@@ -20,6 +22,21 @@ FLOW_NAME = "minimum-takeover-drill"
 DECLARE_BUTTON = "Declare incident and start the failover"
 TEXT_ELEMENTS = ("markdown", "caption", "info", "error", "warning", "success", "title", "header",
                  "subheader", "code")  # fmt: skip
+
+
+@dataclass
+class UiEnv:
+    """The environment one AppTest sees; tests change it through ``set``."""
+
+    monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path
+    db_url: str
+
+    def set(self, name: str, value: str) -> None:
+        self.monkeypatch.setenv(name, value)
+
+    def store(self) -> HistoryStore:
+        return HistoryStore(self.db_url)
 
 
 def open_page(page: str | None = None, *, at: AppTest | None = None) -> AppTest:
@@ -104,3 +121,24 @@ def delete_flow_runs(api_url: str, deployment: str) -> None:
     with temporary_settings({PREFECT_API_URL: api_url}), get_client(sync_client=True) as client:
         for run in runs:
             client.delete_flow_run(run.id)
+
+
+def fill_declaration(
+    at: AppTest, *, reason: str, confirmation: str, operator: str | None = None,
+    force: bool = False,
+) -> AppTest:  # fmt: skip
+    """Fill the declare page's form (the name only where no sign-in gives it)."""
+    if operator is not None:
+        at.text_input(key="declare.operator").input(operator)
+    at.text_area(key="declare.reason").input(reason)
+    at.text_input(key="declare.confirm").input(confirmation)
+    if force:
+        at.checkbox(key="declare.force").check()
+    return at
+
+
+def declare(at: AppTest) -> AppTest:
+    """Press the declare button, which must be there."""
+    found = button(at, DECLARE_BUTTON)
+    assert found is not None, shown(at)
+    return found.click().run()

@@ -13,18 +13,21 @@ from streamlit.testing.v1 import AppTest
 from drills.history_models import AuditEvent
 from drills.incident import IncidentRequest, declare_incident
 from drills.passwords import hash_password
-from tests.ui.conftest import Drilled, UiEnv
+from tests.ui.conftest import Drilled
 from tests.ui.support import (
     APP,
     DECLARE_BUTTON,
+    UiEnv,
     add_run,
     button,
+    declare,
     delete_flow_runs,
+    fill_declaration,
     flow_runs,
     open_page,
     shown,
 )
-from ui.prefect_api import PrefectLauncher
+from ui.prefect_api import PrefectLauncher, cancel_flow_run
 
 PASSWORD = "correct horse battery staple"
 
@@ -46,28 +49,14 @@ def _audit(env: UiEnv) -> list[AuditEvent]:
         return list(s.query(AuditEvent).order_by(AuditEvent.id).all())
 
 
-def _fill(at: AppTest, *, reason: str, confirmation: str, force: bool = False) -> AppTest:
-    at.text_area(key="declare.reason").input(reason)
-    at.text_input(key="declare.confirm").input(confirmation)
-    if force:
-        at.checkbox(key="declare.force").check()
-    return at
-
-
-def _declare(at: AppTest) -> AppTest:
-    found = button(at, DECLARE_BUTTON)
-    assert found is not None, shown(at)
-    return found.click().run()
-
-
 def test_wrong_confirmation_is_refused_and_audited(
     declare_env: UiEnv, prefect_url: str, incident_deployment: str
 ) -> None:
     declare_env.set("DRILLS_UI_LAB", "1")
     at = open_page("declare")
     assert "Lab mode" in " ".join(w.value for w in at.warning)
-    at.text_input(key="declare.operator").input("carol")
-    _declare(_fill(at, reason="primary region down", confirmation="lab2"))
+    declare(fill_declaration(at, operator="carol", reason="primary region down",
+                             confirmation="lab2"))  # fmt: skip
     assert any("Incident **not** declared" in e.value for e in at.error)
     assert "confirmation does not match the plan name 'lab'" in shown(at)
     assert flow_runs(prefect_url, incident_deployment) == []
@@ -82,12 +71,13 @@ def test_correct_confirmation_starts_a_real_flow_run_once(
 ) -> None:
     declare_env.set("DRILLS_UI_LAB", "1")
     at = open_page("declare")
-    at.text_input(key="declare.operator").input("carol")
-    _fill(at, reason="primary region down", confirmation="lab", force=True)
+    fill_declaration(
+        at, operator="carol", reason="primary region down", confirmation="lab", force=True
+    )
     at.run()
     assert any("split brain" in w.value for w in at.warning)  # force-unfenced warns
     before = dt.datetime.now(dt.UTC)
-    _declare(at)
+    declare(at)
     after = dt.datetime.now(dt.UTC)
     assert not at.exception
     [run] = flow_runs(prefect_url, incident_deployment)
@@ -108,8 +98,7 @@ def test_correct_confirmation_starts_a_real_flow_run_once(
     assert accepted.detail["force_unfenced"] is True
     # A second declaration on the same plan is refused while the first is going.
     fresh = open_page("declare")
-    fresh.text_input(key="declare.operator").input("dave")
-    _declare(_fill(fresh, reason="again", confirmation="lab"))
+    declare(fill_declaration(fresh, operator="dave", reason="again", confirmation="lab"))
     assert "already running" in " ".join(e.value for e in fresh.error)
     assert len(flow_runs(prefect_url, incident_deployment)) == 1
     second = _audit(declare_env)[-1]
@@ -184,10 +173,11 @@ def test_closed_read_pages_need_a_sign_in(ui_env: UiEnv, tmp_path: Path) -> None
     assert "Signed in as **gina**" in shown(at)
 
 
-def test_a_crashed_incident_does_not_block_the_next_one(
+def test_a_crashed_incident_blocks_the_next_one_until_recovered(
     declare_env: UiEnv, populated: Drilled, prefect_url: str, incident_deployment: str
 ) -> None:
-    """A run whose flow run crashed never writes finished_at; Prefect knows it is over."""
+    """A run whose flow run crashed never writes finished_at: Prefect knows it is over, but
+    what it changed waits for a decision, and a new run would refuse to start on top of it."""
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL, temporary_settings
     from prefect.states import Crashed
@@ -208,6 +198,41 @@ def test_a_crashed_incident_does_not_block_the_next_one(
     refused = declare_incident(request, store, launcher)
     assert not refused.accepted and [r.id for r in refused.blocking] == [alive]
     store.update_run(alive, finished_at=dt.datetime.now(dt.UTC), status="failed")
+    held = declare_incident(request, store, launcher)
+    assert not held.accepted and [r.id for r in held.blocking] == [stale]
+    assert f"`drills recover {stale} --complete` finishes that takeover" in held.message
+    assert f"`drills recover {stale} --hold` keeps DR as it is" in held.message
+    store.update_run(stale, finished_at=dt.datetime.now(dt.UTC), status="recovered")
     accepted = declare_incident(request, store, launcher)
     assert accepted.accepted, accepted.message
-    assert stale not in accepted.message
+
+
+def test_an_incident_no_worker_has_started_is_cancelled_at_once_and_audited(
+    declare_env: UiEnv, populated: Drilled, prefect_url: str, incident_deployment: str
+) -> None:
+    declare_env.set("DRILLS_UI_LAB", "1")
+    at = open_page("declare")
+    declare(fill_declaration(at, operator="carol", reason="by mistake", confirmation="lab"))
+    [run] = flow_runs(prefect_url, incident_deployment)
+    label = at.checkbox(key="declare.cancel_sure").label
+    assert "stops where it is" in label and "--hold" in label
+    assert at.button(key="declare.cancel").disabled  # until confirmed
+    at.checkbox(key="declare.cancel_sure").check().run()
+    at.button(key="declare.cancel").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "it had not started, so nothing was changed" in shown(at), shown(at)
+    [run] = flow_runs(prefect_url, incident_deployment)
+    assert run.state is not None and run.state.type.value == "CANCELLED"
+    assert run.state.message == "cancelled from the dashboard by carol"
+    at.run()
+    assert "ended Cancelled without a history record" in shown(at)
+    # A second cancel (a page that had not caught up) changes nothing, and says why.
+    launcher = PrefectLauncher(prefect_url, incident_deployment)
+    assert launcher.active_runs(populated.plan_path, "lab") == []  # a new one may be declared
+    outcome = cancel_flow_run(prefect_url, str(run.id), "again")
+    assert not outcome.accepted and outcome.detail == "the flow run is already Cancelled"
+    cancels = [e for e in _audit(declare_env) if e.action == "cancel-run"]
+    assert [(e.who, e.accepted, e.plan) for e in cancels] == [("carol", True, "lab")]
+    assert cancels[0].detail["flow_run_id"] == str(run.id)
+    audit = open_page("declare").dataframe[0].value
+    assert list(audit["action"][:2]) == ["cancel-run", "declare-incident"]

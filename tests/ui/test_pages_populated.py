@@ -6,6 +6,7 @@ import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import pandas as pd  # type: ignore[import-untyped]
 from sqlalchemy import func, select
@@ -15,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 from drills.checks.base import Status
 from drills.history_models import ReadinessSnapshot
 from drills.lab.runtime import LabInfo
-from tests.ui.conftest import Drilled, UiEnv
-from tests.ui.support import add_run, button, open_page, shown
+from tests.ui.conftest import Drilled
+from tests.ui.support import UiEnv, add_run, button, open_page, shown
 from ui.components import OVERALL_ICON, STATUS_BADGE
 
 CATEGORIES = ["Images", "Data", "Secrets", "Cluster", "DNS", "Cadence"]
@@ -176,3 +177,13 @@ def test_plans_page_shows_the_last_drill(populated: Drilled, ui_env: UiEnv) -> N
     assert "**met**, RTO" in text and populated.run_id in text
     assert "the plan says `0 3 1 1,4,7,10 *` (UTC)" in text
     assert "stays paused" in text  # the batch tier, in the tiers table
+
+
+def test_a_running_flow_run_without_prefect_says_what_cancelling_needs(
+    populated: Drilled, ui_env: UiEnv
+) -> None:
+    run_id = add_run(ui_env.store(), status="running", finished=False, flow_run_id=str(uuid4()))
+    at = open_page("history")
+    at.selectbox(key="history.run").set_value(run_id).run()
+    assert "Cancelling it from here needs its Prefect server, but no Prefect server" in shown(at)
+    assert not [b for b in at.button if b.key == f"history.{run_id}.cancel"]

@@ -1,5 +1,7 @@
-"""Readiness and Plans with the Prefect test server: a re-run becomes a real flow run of
-the readiness deployment, and the next drill comes from the drill deployment."""
+"""Readiness, Plans and History with the Prefect test server: a re-run becomes a real flow
+run of the readiness deployment, the next drill comes from the drill deployment, and a
+running drill's Cancel goes to Prefect (cancelling a started run on a worker is in
+test_serve.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,17 @@ from typing import Any
 import pytest
 
 from drills.readiness import select_checks
-from tests.ui.conftest import Drilled, UiEnv
-from tests.ui.support import FLOW_NAME, button, delete_flow_runs, flow_runs, open_page, shown
+from tests.ui.conftest import Drilled
+from tests.ui.support import (
+    FLOW_NAME,
+    UiEnv,
+    add_run,
+    button,
+    delete_flow_runs,
+    flow_runs,
+    open_page,
+    shown,
+)
 
 READINESS_DEPLOYMENT = "readiness-check/ui-apptest-readiness"
 DRILL_DEPLOYMENT = f"{FLOW_NAME}/ui-apptest-quarterly"
@@ -80,3 +91,60 @@ def test_plans_page_shows_the_next_scheduled_drill(
     text = shown(at)
     assert "Next scheduled drill:** **2031-04-01 03:00:00 UTC**" in text
     assert "cron 0 3 1 1,4,7,10 * (UTC)" in text
+
+
+def _scheduled_drill(prefect_url: str) -> str:
+    """A flow run of the drill deployment that no worker will pick up."""
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: prefect_url}):
+        run: Any = run_deployment(DRILL_DEPLOYMENT, timeout=0, as_subflow=False)
+    return str(run.id)
+
+
+def _history_detail(run_id: str) -> Any:
+    at = open_page("history")
+    at.selectbox(key="history.run").set_value(run_id).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_cancelling_a_running_drill_needs_the_operator_role(
+    prefect_env: UiEnv, prefect_url: str
+) -> None:
+    flow_run_id = _scheduled_drill(prefect_url)
+    run_id = add_run(prefect_env.store(), status="running", finished=False, flow_run_id=flow_run_id)
+    at = _history_detail(run_id)
+    assert "Cancelling a run needs the operator role" in shown(at)
+    assert not [b for b in at.button if b.key == f"history.{run_id}.cancel"]
+    prefect_env.set("DRILLS_UI_LAB", "1")
+    at = _history_detail(run_id)
+    cancel = at.button(key=f"history.{run_id}.cancel")
+    assert cancel.label == "Cancel the drill run" and cancel.disabled  # until confirmed
+    assert "rolls back at once" in at.checkbox(key=f"history.{run_id}.cancel_sure").label
+
+
+def test_a_run_whose_flow_run_ended_is_a_crash_to_recover(
+    prefect_env: UiEnv, prefect_url: str
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.states import Crashed
+
+    flow_run_id = _scheduled_drill(prefect_url)
+    with temporary_settings({PREFECT_API_URL: prefect_url}), get_client(sync_client=True) as c:
+        c.set_flow_run_state(flow_run_id, Crashed(message="process killed"), force=True)
+    run_id = add_run(prefect_env.store(), status="running", finished=False, flow_run_id=flow_run_id)
+    prefect_env.set("DRILLS_UI_LAB", "1")
+    at = _history_detail(run_id)
+    assert f"`drills recover {run_id}` puts things back" in shown(at)
+    assert not [b for b in at.button if b.key == f"history.{run_id}.cancel"]
+
+
+def test_a_run_started_from_a_terminal_is_cancelled_there(prefect_env: UiEnv) -> None:
+    run_id = add_run(prefect_env.store(), status="running", finished=False)
+    prefect_env.set("DRILLS_UI_LAB", "1")
+    at = _history_detail(run_id)
+    assert "Ctrl-C there cancels it" in shown(at)
+    assert not [b for b in at.button if b.key == f"history.{run_id}.cancel"]

@@ -1,4 +1,5 @@
-"""Declare incident: start a real failover to DR, watch it live, and see who did what."""
+"""Declare incident: start a real failover to DR, watch it live (and cancel it), and see
+who did what."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import streamlit as st
 
 from ui import auth, components, data
 from ui.auth import Access
+from ui.cancel import cancel_control
 from ui.settings import UISettings, load_settings
 
 KEY = "declare"
@@ -25,7 +27,7 @@ STEP_ICON = {
 }
 
 
-def _live(settings: UISettings, flow_run_id: str) -> bool:
+def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
     """The run as it stands; True once it is over (Prefect final, history finished)."""
     info = data.flow_run(settings, flow_run_id)
     plan_name = st.session_state.get(PLAN) or ""
@@ -40,7 +42,7 @@ def _live(settings: UISettings, flow_run_id: str) -> bool:
     phases = (report or {}).get("phases") or []
     if info and info.running_tasks:
         current = ", ".join(info.running_tasks)
-    elif row and row.finished_at:
+    elif row and row.status != "running":
         current = "done"
     elif phases:
         current = f"after {phases[-1]['name']}"
@@ -58,6 +60,11 @@ def _live(settings: UISettings, flow_run_id: str) -> bool:
     cols[1].metric("Current phase", current)
     cols[2].metric("RTO clock (since T0)", clock)
     cols[3].metric("Verdict", components.verdict_label(row.verdict) if row else "—")
+    if info is not None and not info.final:
+        cancel_control(
+            settings, access, flow_run_id=flow_run_id, plan_name=plan_name, mode="incident",
+            run_id=row.id if row else None, key=KEY, name=st.session_state.get(f"{KEY}.operator"),
+        )  # fmt: skip
     for phase in phases:
         st.markdown(f"**{phase['name']}** {STEP_ICON.get(phase['status'], '')}")
         lines = [
@@ -67,7 +74,8 @@ def _live(settings: UISettings, flow_run_id: str) -> bool:
         ]
         if lines:
             st.markdown("\n".join(lines))
-    finished = bool(info and info.final and (row is None or row.finished_at))
+    # An incident stopped part-way ends its flow run but stays unfinished in the history.
+    finished = bool(info and info.final and (row is None or row.status != "running"))
     if finished and row is not None:
         if row.status == "succeeded":
             st.success(f"The takeover finished: {row.status}. DR is serving.")
@@ -85,21 +93,21 @@ def _live(settings: UISettings, flow_run_id: str) -> bool:
 
 
 @st.fragment(run_every=2)
-def _watch(settings: UISettings, flow_run_id: str) -> None:
-    if _live(settings, flow_run_id):
+def _watch(settings: UISettings, access: Access, flow_run_id: str) -> None:
+    if _live(settings, access, flow_run_id):
         st.session_state[DONE] = flow_run_id
         st.rerun(scope="app")  # once more as a whole page, without the timer
 
 
-def _watch_section(settings: UISettings) -> None:
+def _watch_section(settings: UISettings, access: Access) -> None:
     flow_run_id = st.session_state.get(RUN) or st.query_params.get("flow_run")
     if not flow_run_id:
         return
     with st.container(border=True):
         if st.session_state.get(DONE) == flow_run_id:
-            _live(settings, flow_run_id)
+            _live(settings, access, flow_run_id)
         else:
-            _watch(settings, flow_run_id)
+            _watch(settings, access, flow_run_id)
 
 
 def _form(settings: UISettings, access: Access) -> None:
@@ -154,14 +162,15 @@ def _form(settings: UISettings, access: Access) -> None:
 
 def _audit_log(settings: UISettings) -> None:
     rows = data.declarations(settings.db_url)
-    with st.expander(f"Audit log: the last {len(rows)} declarations", expanded=False):
+    with st.expander(f"Audit log: the last {len(rows)} declarations and cancels", expanded=False):
         if not rows:
-            st.caption("No incident has been declared from here.")
+            st.caption("No incident has been declared, and no run cancelled, from here.")
             return
         st.dataframe(
             [
                 {
                     "when": components.when(r.at),
+                    "action": r.action,
                     "who": r.who,
                     "plan": r.plan,
                     "accepted": "yes" if r.accepted else "refused",
@@ -201,7 +210,7 @@ def main() -> None:
         )
         _audit_log(settings)
         return
-    _watch_section(settings)
+    _watch_section(settings, access)
     if not access.can_declare:
         st.warning(f"You may not declare an incident: {access.why_not}.", icon=":material/lock:")
         auth.sign_in(settings, access, f"{KEY}.sign_in")

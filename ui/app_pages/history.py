@@ -7,7 +7,8 @@ from typing import Any
 
 import streamlit as st
 
-from ui import charts, components, data
+from ui import auth, charts, components, data
+from ui.cancel import cancel_control
 from ui.queries import RunRow
 from ui.settings import UISettings, load_settings
 
@@ -61,6 +62,19 @@ def _pager(page: int, more: bool) -> None:
         st.rerun()
 
 
+def _still_running(settings: UISettings, run: dict[str, Any]) -> None:
+    if not run["flow_run_id"]:
+        st.caption(
+            "Started from a terminal (`drills run`): Ctrl-C there cancels it. If that "
+            f"process is gone, `drills recover {run['id']}` puts things back in order."
+        )
+        return
+    cancel_control(
+        settings, auth.current_access(settings), flow_run_id=run["flow_run_id"],
+        plan_name=run["plan"], mode=run["mode"], run_id=run["id"], key=f"{KEY}.{run['id']}",
+    )  # fmt: skip
+
+
 def _detail(settings: UISettings, run_id: str) -> None:
     report = data.run_report(settings.db_url, run_id)
     if report is None:
@@ -86,6 +100,8 @@ def _detail(settings: UISettings, run_id: str) -> None:
         f"{components.when(run['started_at'])} — T0 {components.when(run['t0'])} — finished "
         f"{components.when(run['finished_at'])}"
     )
+    if run["status"] == "running" and not run["finished_at"]:
+        _still_running(settings, run)
     if run.get("error"):
         st.error(run["error"])
     if report.get("unfenced"):
