@@ -104,18 +104,6 @@ def _still_running(run: DrillRun, launcher: IncidentLauncher) -> bool:
     return True
 
 
-def stopped_part_way(
-    request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
-) -> list[DrillRun]:
-    """Runs of the plan that ended without finishing (crashed, or an incident stopped
-    part-way): a new run would refuse to start on top of them, so declaring must too."""
-    return [
-        run
-        for run in history.unfinished_runs(request.plan_name)
-        if not run.dry_run and not _still_running(run, launcher)
-    ]
-
-
 def _decision_needed(run: DrillRun) -> str:
     if run.mode == "incident":
         what = (
@@ -130,21 +118,31 @@ def _decision_needed(run: DrillRun) -> str:
     )
 
 
-def active_incidents(
+@dataclass(frozen=True)
+class Blocking:
+    running: list[ActiveRun]  # incidents of the plan still going, in the history or the scheduler
+    # Runs that ended without finishing (crashed, or an incident stopped part-way): a new
+    # run would refuse to start on top of them, so declaring must too.
+    stopped: list[DrillRun]
+
+
+def blocking_runs(
     request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
-) -> list[ActiveRun]:
-    """Incidents of the plan still going, from the history store and from the scheduler."""
+) -> Blocking:
+    """What keeps a new incident on the plan from starting; each run's state is read once."""
     unfinished = history.unfinished_runs(request.plan_name)
-    found = [
+    going = {run.id: _still_running(run, launcher) for run in unfinished}
+    running = [
         ActiveRun(run.id, "history", run.status)
         for run in unfinished
-        if run.mode == "incident" and _still_running(run, launcher)
+        if run.mode == "incident" and going[run.id]
     ]
     known = {run.flow_run_id for run in unfinished if run.flow_run_id}
-    found += [
+    running += [
         r for r in launcher.active_runs(request.plan_path, request.plan_name) if r.id not in known
     ]
-    return found
+    stopped = [run for run in unfinished if not run.dry_run and not going[run.id]]
+    return Blocking(running, stopped)
 
 
 def _describe(runs: Sequence[ActiveRun]) -> str:
@@ -193,22 +191,22 @@ def _decide(
     if problem:
         return Declaration(False, f"refused: {problem}")
     try:
-        running = active_incidents(request, history, launcher)
+        blocking = blocking_runs(request, history, launcher)
     except DrillError as exc:
         # Unknown is not "none running": refuse rather than risk a second takeover.
         return Declaration(False, f"refused: cannot tell whether an incident is running ({exc})")
-    if running:
+    if blocking.running:
         return Declaration(
             False,
-            f"refused: an incident on {request.plan_name} is already running: {_describe(running)}",
-            blocking=tuple(running),
+            f"refused: an incident on {request.plan_name} is already running: "
+            f"{_describe(blocking.running)}",
+            blocking=tuple(blocking.running),
         )
-    stopped = stopped_part_way(request, history, launcher)
-    if stopped:
+    if blocking.stopped:
         return Declaration(
             False,
-            _decision_needed(stopped[0]),
-            blocking=tuple(ActiveRun(r.id, "history", r.status) for r in stopped),
+            _decision_needed(blocking.stopped[0]),
+            blocking=tuple(ActiveRun(r.id, "history", r.status) for r in blocking.stopped),
         )
     key = f"{ACTION}:{request.plan_name}:{request.declared_at.isoformat()}"
     try:

@@ -12,6 +12,7 @@ import streamlit as st
 
 from ui import components, data
 from ui.auth import Access
+from ui.prefect_api import FlowRunInfo
 from ui.settings import UISettings
 
 CONSEQUENCE = {
@@ -26,6 +27,7 @@ CONSEQUENCE = {
 def cancel_control(
     settings: UISettings,
     access: Access,
+    info: FlowRunInfo | None,
     *,
     flow_run_id: str,
     plan_name: str,
@@ -36,7 +38,8 @@ def cancel_control(
 ) -> None:
     """A confirm box and a Cancel button; after a click, what Prefect answered.
 
-    The audit log names the signed-in user, else ``name`` (as typed on the page).
+    ``info`` is the flow run as the page just read it (None when it could not). The
+    audit log names the signed-in user, else ``name`` (as typed on the page).
     """
     asked = f"{key}.cancel_asked"
     if st.session_state.get(asked) == flow_run_id:
@@ -49,7 +52,6 @@ def cancel_control(
     if not prefect.usable:
         st.caption(f"Cancelling it from here needs its Prefect server, but {prefect.problem}.")
         return
-    info = data.flow_run(settings, flow_run_id)
     if info is not None and info.final:
         if run_id is not None:
             st.warning(

@@ -62,7 +62,7 @@ def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
     cols[3].metric("Verdict", components.verdict_label(row.verdict) if row else "—")
     if info is not None and not info.final:
         cancel_control(
-            settings, access, flow_run_id=flow_run_id, plan_name=plan_name, mode="incident",
+            settings, access, info, flow_run_id=flow_run_id, plan_name=plan_name, mode="incident",
             run_id=row.id if row else None, key=KEY, name=st.session_state.get(f"{KEY}.operator"),
         )  # fmt: skip
     for phase in phases:

@@ -69,8 +69,10 @@ def _still_running(settings: UISettings, run: dict[str, Any]) -> None:
             f"process is gone, `drills recover {run['id']}` puts things back in order."
         )
         return
+    usable = data.prefect_state(settings).usable
+    info = data.flow_run(settings, run["flow_run_id"]) if usable else None
     cancel_control(
-        settings, auth.current_access(settings), flow_run_id=run["flow_run_id"],
+        settings, auth.current_access(settings), info, flow_run_id=run["flow_run_id"],
         plan_name=run["plan"], mode=run["mode"], run_id=run["id"], key=f"{KEY}.{run['id']}",
     )  # fmt: skip
 
