@@ -38,6 +38,7 @@ from typing import Any
 import boto3
 import yaml
 
+from bench import PLACEHOLDER_DNS
 from drills.targets.objects_listing import ListingLimits
 
 OBJECTS = 100_000
@@ -133,15 +134,7 @@ def _plan(endpoint: str) -> dict[str, Any]:
                 "rpo_target": RPO_TARGET.total_seconds(),
             }
         ],
-        "dns": {
-            "provider": "rfc2136",
-            "servers": ["127.0.0.1:5353"],
-            "zone": "bench.test.",
-            "tsig": {"name": "k", "secret": "env:BENCH_TSIG"},
-            "record": {"name": "api.bench.test.", "type": "A"},
-            "primary_value": "127.0.0.2",
-            "dr_value": "127.0.0.3",
-        },
+        "dns": PLACEHOLDER_DNS,
         "objectives": {"rto": "15m", "rpo": "1h"},
     }
 

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import httpx
 import yaml
 
+from bench import PLACEHOLDER_DNS
 from drills.checks.base import REGISTRY, Status
 from drills.checks.images import images_synced  # noqa: F401 - registers the check
 from drills.checks.runner import run_one
@@ -189,15 +190,7 @@ def _plan(primary: RegistryServer, dr: RegistryServer, refs: list[Ref]) -> Drill
             "dr": site("dr", dr.url, "127.0.0.3"),
         },
         "workloads": workloads,
-        "dns": {
-            "provider": "rfc2136",
-            "servers": ["127.0.0.1:5353"],
-            "zone": "bench.test.",
-            "tsig": {"name": "k", "secret": "env:BENCH_TSIG_UNUSED"},
-            "record": {"name": "api.bench.test.", "type": "A"},
-            "primary_value": "127.0.0.2",
-            "dr_value": "127.0.0.3",
-        },
+        "dns": PLACEHOLDER_DNS,
         "objectives": {"rto": "15m", "rpo": "5m"},
     }
     return plan_from_text(yaml.safe_dump(doc))

@@ -18,6 +18,8 @@ from drills.history import HistoryStore
 from drills.journal import Journal
 from drills.lab import topology
 from drills.lab.kubeapi import NEVER_READY_ANNOTATION
+from drills.lab.planfile import LabEndpoints
+from drills.lab.planfile import lab_plan as lab_plan_data
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.snapshot import Snapshot, take
@@ -25,6 +27,22 @@ from drills.steps.executor import ChangeExecutor
 from drills.steps.rollback import safe_rollback
 from drills.targets.sites import Targets
 from drills.timeline import Timeline
+
+
+def offline_lab_plan_text() -> str:
+    """The lab's plan over placeholder addresses: a valid plan for tests that reach no service."""
+    endpoints = LabEndpoints(
+        kube={"primary": "https://127.0.0.2:6443", "dr": "https://127.0.0.3:6443"},
+        site_endpoints={"primary": "http://127.0.0.2:8080", "dr": "http://127.0.0.3:8080"},
+        service_port=8080,
+        registries={"primary": "http://127.0.0.2:5000", "dr": "http://127.0.0.3:5000"},
+        moto="http://127.0.0.1:5999",
+        named="127.0.0.1:5353",
+        tsig_name="drills-key",
+        route53_zone_id=None,
+        account="123456789012",
+    )
+    return yaml.safe_dump(lab_plan_data(endpoints, drift=False), sort_keys=False)
 
 
 def lab_plan(info: LabInfo, change: Callable[[dict[str, Any]], None] | None = None) -> DrillPlan:

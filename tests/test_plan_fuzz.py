@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from drills.errors import PlanError, PlanProblem
-from drills.lab.planfile import LabEndpoints, lab_plan
 from drills.plan import DrillPlan, load_plan, plan_from_text
+from tests.drill_support import offline_lab_plan_text
 
 HERE = Path(__file__).parent
 
@@ -41,25 +41,10 @@ FUZZ = settings.get_profile("plan-fuzz")
 HANG_SECONDS = 10  # far beyond the deadline; only a loop that never ends reaches it
 
 
-def _lab_plan_text() -> str:
-    endpoints = LabEndpoints(
-        kube={"primary": "https://127.0.0.2:6443", "dr": "https://127.0.0.3:6443"},
-        site_endpoints={"primary": "http://127.0.0.2:8080", "dr": "http://127.0.0.3:8080"},
-        service_port=8080,
-        registries={"primary": "http://127.0.0.2:5000", "dr": "http://127.0.0.3:5000"},
-        moto="http://127.0.0.1:5001",
-        named="127.0.0.1:5353",
-        tsig_name="drills-key",
-        route53_zone_id=None,
-        account="000000000000",
-    )
-    return yaml.safe_dump(lab_plan(endpoints, drift=False), sort_keys=False)
-
-
 SEEDS = {
     "valid": (HERE / "plans" / "valid.yaml").read_text(encoding="utf-8"),
     "example": (HERE.parent / "plans" / "gpu-platform.example.yaml").read_text(encoding="utf-8"),
-    "lab": _lab_plan_text(),
+    "lab": offline_lab_plan_text(),
 }
 SEED_DATA = {name: yaml.safe_load(text) for name, text in SEEDS.items()}
 

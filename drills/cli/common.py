@@ -1,9 +1,11 @@
-"""What several commands share: loading a plan the same way, and the history store option."""
+"""What several commands share: exit codes, loading a plan the same way, the history store
+option, and how a `status` says that nothing runs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -13,6 +15,7 @@ from drills.errors import PlanError
 from drills.history import HistoryStore
 from drills.plan import DrillPlan, load_plan
 
+EXIT_FAILED = 1
 EXIT_INVALID = 2
 
 DbUrl = Annotated[
@@ -41,3 +44,12 @@ def load_plan_or_exit(path: Path) -> DrillPlan:
 
 def open_history(url: str | None) -> HistoryStore:
     return HistoryStore(url)
+
+
+def exit_not_running(as_json: bool, message: str) -> NoReturn:
+    """A `status` of something that is down: say so (``{"running": false}`` with --json), exit 1."""
+    if as_json:
+        typer.echo(json.dumps({"running": False}))
+    else:
+        Console().print(message)
+    raise typer.Exit(EXIT_FAILED)

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from drills.cli.common import EXIT_FAILED, exit_not_running
 from drills.errors import LabError
 from drills.lab import control
 
@@ -78,7 +79,7 @@ def up(
         )
     except LabError as exc:
         err.print(f"[red]lab up failed:[/] {exc}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_FAILED) from None
     if already:
         console.print(f"The lab is already running (pid {info.pid}).")
     else:
@@ -103,11 +104,9 @@ def status(
     """Show where each part of the lab runs and whether it answers. Exit 1 if it is down."""
     info = control.running(state_dir)
     if info is None:
-        if as_json:
-            console.print_json(json.dumps({"running": False}))
-        else:
-            console.print(f"No lab is running in {state_dir}. Start one with `drills lab up`.")
-        raise typer.Exit(1)
+        exit_not_running(
+            as_json, f"No lab is running in {state_dir}. Start one with `drills lab up`."
+        )
     probes = control.probe(info)
     if as_json:
         payload = {"running": True, **asdict(info), "probes": [asdict(p) for p in probes]}

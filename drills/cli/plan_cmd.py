@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from drills.cli.common import EXIT_INVALID, load_plan_or_exit
+from drills.cli.common import EXIT_FAILED, EXIT_INVALID, load_plan_or_exit
 from drills.durations import format_duration
 from drills.errors import TargetError
 from drills.plan import (
@@ -280,5 +280,5 @@ def schema(
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
         _err().print(Text(f"✗ cannot write {output}: {exc.strerror}", style="red"))
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_FAILED) from None
     _out().print(Text(f"✓ wrote the plan schema to {output}", style="green"))

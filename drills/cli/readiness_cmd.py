@@ -13,7 +13,7 @@ from rich.table import Table
 
 from drills.checks.base import CheckResult, Status
 from drills.checks.runner import ReadinessReport
-from drills.cli.common import DbUrl, load_plan_or_exit, open_history
+from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
 from drills.readiness import run_readiness, select_checks
 from drills.readiness_view import by_category, verdict
 
@@ -21,7 +21,6 @@ console = Console()
 err = Console(stderr=True)
 
 COLOUR = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "red", Status.ERROR: "magenta"}
-EXIT_FAILED = 1
 
 
 def readiness(

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from drills.cli.common import DbUrl, open_history
+from drills.cli.common import EXIT_FAILED, EXIT_INVALID, DbUrl, open_history
 from drills.errors import DrillError
 from drills.recover import (
     NEEDS_DECISION,
@@ -26,8 +26,6 @@ from drills.recover import (
 console = Console()
 err = Console(stderr=True)
 
-EXIT_FAILED = 1
-EXIT_INVALID = 2
 EXIT_DECIDE = 3
 
 

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from drills import crashpoints
 from drills.cancellation import cancel_on_signals
-from drills.cli.common import DbUrl, load_plan_or_exit, open_history
+from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
 from drills.drill import Approval, Drill, DrillHooks, DrillRequest
 from drills.history_models import DrillRun
 from drills.lease import LeaseHeldError, UnfinishedRunError
@@ -29,7 +29,6 @@ from drills.timeline import PhaseRecord, StepRecord
 console = Console()
 err = Console(stderr=True)
 
-EXIT_FAILED = 1
 EXIT_REFUSED = 3
 STATUS_STYLE = {
     "ok": "green",
@@ -246,7 +245,7 @@ def report_cmd(
     run = history.find_run(run_id)
     if run is None:
         err.print(f"[red]no run {run_id!r} (or the prefix is ambiguous); see `drills history`[/]")
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FAILED)
     data = report_data(run, history)
     if fmt == "json":
         typer.echo(json.dumps(data, indent=2, default=str))

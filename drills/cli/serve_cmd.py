@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from drills import serve
+from drills.cli.common import EXIT_FAILED, exit_not_running
 from drills.errors import DrillError, LabError
 from drills.history import HistoryStore
 from drills.prefect_rest import FlowRunState, PrefectRest, auth_headers
@@ -33,7 +34,6 @@ console = Console()
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DRILL_FLOW = "minimum-takeover-drill"
-EXIT_FAILED = 1
 EXIT_STILL_RUNNING = 3
 
 StateDir = Annotated[
@@ -159,11 +159,9 @@ def status(
     """Show what runs, whether it answers, and the deployments. Exit 1 if it is down."""
     info = serve.running(state_dir)
     if info is None:
-        if as_json:
-            typer.echo(json.dumps({"running": False}))
-        else:
-            console.print(f"No local Prefect server runs from {state_dir}; start it: drills serve")
-        raise typer.Exit(EXIT_FAILED)
+        exit_not_running(
+            as_json, f"No local Prefect server runs from {state_dir}; start it: drills serve"
+        )
     with PrefectRest(info.api_url) as api:
         healthy = api.healthy()
         workers = api.workers(serve.WORK_POOL) if healthy else []

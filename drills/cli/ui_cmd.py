@@ -13,7 +13,7 @@ from rich.text import Text
 
 import drills
 from drills import serve
-from drills.cli.common import DbUrl
+from drills.cli.common import EXIT_FAILED, DbUrl
 from drills.passwords import hash_password
 
 ui_app = typer.Typer(
@@ -99,7 +99,7 @@ def ui(
         script = app_script()
     except FileNotFoundError as exc:
         Console(stderr=True).print(Text(f"✗ {exc}", style="red"))
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_FAILED) from None
     env = dict(os.environ)
     env["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] = "false"
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

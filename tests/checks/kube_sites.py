@@ -20,7 +20,7 @@ from drills.lab.kubeapi import KubeApiServer, write_kubeconfig
 from drills.lab.seed_cluster import node, secret, workload
 from drills.lab.topology import NodePool, SiteShape, Workload
 from drills.plan import DrillPlan, plan_from_text
-from tests.checks.support import run_check
+from tests.checks.support import UNUSED_DNS, run_check
 
 TOKEN = "kube-sites-" + secrets.token_hex(8)
 DRIVER, CUDA = "550.54.15", "12.4"
@@ -165,15 +165,7 @@ def plan_for(
             ],
             "aws": [{"id": sid, "per_site": per_site} for sid, per_site in aws_secrets],
         },
-        "dns": {
-            "provider": "rfc2136",
-            "servers": ["127.0.0.1:53"],
-            "zone": "drills.test.",
-            "tsig": {"name": "k.", "secret": "env:DRILLS_TEST_UNUSED_TSIG"},
-            "record": {"name": "api.drills.test.", "type": "A"},
-            "primary_value": "127.0.0.2",
-            "dr_value": "127.0.0.3",
-        },
+        "dns": UNUSED_DNS,
         "objectives": {"rto": "15m", "rpo": "5m"},
     }
     return plan_from_text(yaml.safe_dump(data), "kube-sites.yaml")

@@ -9,33 +9,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 import drills.checks.cadence  # noqa: F401 - registers the check
 from drills.checks.base import Status
 from drills.history import HistoryStore
 from drills.history_models import DrillRun
-from drills.lab.planfile import LabEndpoints, lab_plan
 from drills.plan import DrillPlan, plan_from_text
 from tests.checks.support import run_check
+from tests.drill_support import offline_lab_plan_text
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 
 
 @pytest.fixture(scope="module")
 def plan() -> DrillPlan:
-    endpoints = LabEndpoints(
-        kube={"primary": "https://127.0.0.2:6443", "dr": "https://127.0.0.3:6443"},
-        site_endpoints={"primary": "http://127.0.0.2:8080", "dr": "http://127.0.0.3:8080"},
-        service_port=8080,
-        registries={"primary": "http://127.0.0.2:5000", "dr": "http://127.0.0.3:5000"},
-        moto="http://127.0.0.1:5999",
-        named="127.0.0.1:5353",
-        tsig_name="drills-key",
-        route53_zone_id=None,
-        account="123456789012",
-    )
-    return plan_from_text(yaml.safe_dump(lab_plan(endpoints, drift=False)))
+    return plan_from_text(offline_lab_plan_text())
 
 
 @pytest.fixture()
