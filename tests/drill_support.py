@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -28,21 +29,28 @@ from drills.steps.rollback import safe_rollback
 from drills.targets.sites import Targets
 from drills.timeline import Timeline
 
+# Placeholder addresses: nothing answers there, and no test that uses them expects it to.
+OFFLINE_ENDPOINTS = LabEndpoints(
+    kube={"primary": "https://127.0.0.2:6443", "dr": "https://127.0.0.3:6443"},
+    site_endpoints={"primary": "http://127.0.0.2:8080", "dr": "http://127.0.0.3:8080"},
+    service_port=8080,
+    registries={"primary": "http://127.0.0.2:5000", "dr": "http://127.0.0.3:5000"},
+    moto="http://127.0.0.1:5999",
+    named="127.0.0.1:5353",
+    tsig_name="drills-key",
+    route53_zone_id=None,
+    account="123456789012",
+)
+
+
+def offline_lab_plan_data(**endpoints: Any) -> dict[str, Any]:
+    """The lab's plan over placeholder addresses, but for the ``endpoints`` given (the DNS a
+    test starts, say): valid, for tests that reach no other service."""
+    return lab_plan_data(dataclasses.replace(OFFLINE_ENDPOINTS, **endpoints), drift=False)
+
 
 def offline_lab_plan_text() -> str:
-    """The lab's plan over placeholder addresses: a valid plan for tests that reach no service."""
-    endpoints = LabEndpoints(
-        kube={"primary": "https://127.0.0.2:6443", "dr": "https://127.0.0.3:6443"},
-        site_endpoints={"primary": "http://127.0.0.2:8080", "dr": "http://127.0.0.3:8080"},
-        service_port=8080,
-        registries={"primary": "http://127.0.0.2:5000", "dr": "http://127.0.0.3:5000"},
-        moto="http://127.0.0.1:5999",
-        named="127.0.0.1:5353",
-        tsig_name="drills-key",
-        route53_zone_id=None,
-        account="123456789012",
-    )
-    return yaml.safe_dump(lab_plan_data(endpoints, drift=False), sort_keys=False)
+    return yaml.safe_dump(offline_lab_plan_data(), sort_keys=False)
 
 
 def lab_plan(info: LabInfo, change: Callable[[dict[str, Any]], None] | None = None) -> DrillPlan:

@@ -21,11 +21,11 @@ import drills.checks.dns  # noqa: F401 - registers the checks
 from drills.checks.base import Status
 from drills.lab.moto_server import MotoServer
 from drills.lab.named import DnsRecord, NamedServer
-from drills.lab.planfile import LabEndpoints, lab_plan
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from tests.checks.support import run_check
 from tests.conftest import require_system_binary
+from tests.drill_support import offline_lab_plan_data
 
 ZONE = "drills.test."
 KEY = "drills-key"
@@ -76,18 +76,7 @@ def named_pair(
 
 def plan_on(tmp_path: Path, servers: list[str], secret: str, *, record: str = "api") -> DrillPlan:
     """A lab-shaped plan whose DNS is ``servers``; nothing else in it is contacted."""
-    endpoints = LabEndpoints(
-        kube={"primary": "https://127.0.0.2:6443", "dr": "https://127.0.0.3:6443"},
-        site_endpoints={"primary": "http://127.0.0.2:8080", "dr": "http://127.0.0.3:8080"},
-        service_port=8080,
-        registries={"primary": "http://127.0.0.2:5000", "dr": "http://127.0.0.3:5000"},
-        moto="http://127.0.0.1:5999",
-        named=servers[0],
-        tsig_name=KEY,
-        route53_zone_id=None,
-        account="123456789012",
-    )
-    data = lab_plan(endpoints, drift=False)
+    data = offline_lab_plan_data(named=servers[0], tsig_name=KEY)
     data["dns"]["servers"] = servers
     data["dns"]["record"]["name"] = f"{record}.{ZONE}"
     (tmp_path / "tsig.secret").write_text(secret + "\n")
@@ -235,19 +224,8 @@ def test_route53_plan_passes_both_on_moto(
     (tmp_path / "aws").mkdir()
     for name in ("access_key_id", "secret_access_key"):
         (tmp_path / "aws" / name).write_text("testing\n")
-    data = lab_plan(
-        LabEndpoints(
-            kube={"primary": "https://127.0.0.2:6443", "dr": "https://127.0.0.3:6443"},
-            site_endpoints={"primary": "http://127.0.0.2:8080", "dr": "http://127.0.0.3:8080"},
-            service_port=8080,
-            registries={},
-            moto=moto_server.url,
-            named=None,
-            tsig_name=None,
-            route53_zone_id=zone_id,
-            account="123456789012",
-        ),
-        drift=False,
+    data = offline_lab_plan_data(
+        registries={}, moto=moto_server.url, named=None, tsig_name=None, route53_zone_id=zone_id
     )
     data["dns"]["record"]["name"] = f"api.{zone_name}"
     plan = write_plan(tmp_path, data)
