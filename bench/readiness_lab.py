@@ -23,10 +23,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from drills.history import HistoryStore
+from drills.checks.readiness import run_readiness
 from drills.lab import control
 from drills.plan import load_plan
-from drills.readiness import run_readiness
+from drills.store.history import HistoryStore
 
 RUNS = 5
 GOAL_S = 3.0

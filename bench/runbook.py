@@ -39,10 +39,10 @@ from typing import Any
 
 import httpx
 
+from drills.checks.readiness import select_checks
 from drills.lab import control
 from drills.lab.runtime import LabInfo
 from drills.plan import Route53Dns, load_plan
-from drills.readiness import select_checks
 from drills.targets.sites import Targets
 
 READY_DELAY_S = 1.0

@@ -44,7 +44,7 @@ CATEGORIES = ("Images", "Data", "Secrets", "Cluster", "DNS", "Cadence")
 
 
 def _timeline(start: dt.datetime, rnd: random.Random) -> list[dict[str, Any]]:
-    """Nine phases of three steps each, shaped as drills.timeline writes them."""
+    """Nine phases of three steps each, shaped as drills.takeover.timeline writes them."""
     phases, at = [], start
     for name in PHASES:
         phase_start, steps = at, []
@@ -97,8 +97,8 @@ def fill(db_url: str) -> None:
     """5,000 runs and their journals, inserted in bulk."""
     from sqlalchemy import insert
 
-    from drills.history import HistoryStore
-    from drills.history_models import DrillRun, JournalEntry
+    from drills.store.history import HistoryStore
+    from drills.store.models import DrillRun, JournalEntry
 
     store = HistoryStore(db_url)
     rnd = random.Random(5000)

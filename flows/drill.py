@@ -21,14 +21,21 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run as current_flow_run
 from prefect.states import Cancelled, State
 
-from drills.cancellation import cancel_on_signals
-from drills.drill import Approval, Drill, DrillAborted, DrillHooks, DrillRequest, DrillResult
-from drills.durations import format_duration
 from drills.errors import DrillError
-from drills.history import HistoryStore
 from drills.plan import load_plan
-from drills.report import render_markdown, report_data
-from drills.timeline import Listener, PhaseRecord, StepRecord
+from drills.plan.durations import format_duration
+from drills.store.history import HistoryStore
+from drills.store.report import render_markdown, report_data
+from drills.takeover.cancellation import cancel_on_signals
+from drills.takeover.drill import (
+    Approval,
+    Drill,
+    DrillAborted,
+    DrillHooks,
+    DrillRequest,
+    DrillResult,
+)
+from drills.takeover.timeline import Listener, PhaseRecord, StepRecord
 from flows.artifacts import artifact_key
 
 # A declared_at this far ahead of our clock is a typo or a wrong zone, not clock skew.

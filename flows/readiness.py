@@ -14,11 +14,11 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from drills.checks.base import CheckResult
+from drills.checks.readiness import check_context, select_checks
 from drills.checks.runner import ReadinessReport, run_one
-from drills.history import HistoryStore
+from drills.checks.view import markdown, rows, verdict
 from drills.plan import load_plan
-from drills.readiness import check_context, select_checks
-from drills.readiness_view import markdown, rows, verdict
+from drills.store.history import HistoryStore
 from drills.targets.sites import Targets
 from flows.artifacts import artifact_key
 

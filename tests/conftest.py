@@ -14,45 +14,25 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 import streamlit as st
 
-from drills.lab import control
 from drills.lab.moto_server import MotoServer
-from drills.lab.named import DnsRecord, NamedServer
-from drills.lab.procs import find_binary
+from drills.lab.named import NamedServer
 from drills.lab.registry import RegistryPair, RegistryServer
 from drills.lab.runtime import LabInfo
-from tests.ui.support import EXAMPLE_PLAN, UiEnv
+from tests.support.services import (
+    API_RECORD,
+    FAKE_AWS_ENV,
+    LAB_ZONE,
+    own_lab,
+    require_system_binary,
+)
+from tests.support.ui import EXAMPLE_PLAN, UiEnv
 
 log = logging.getLogger("drills.tests")
-
-LAB_ZONE = "drills.test."
-API_RECORD = DnsRecord(name="api", type="A", ttl=30, value="127.0.0.2")
-
-FAKE_AWS_ENV = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SECURITY_TOKEN": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_REGION": "us-east-1",
-}
-
-
-def require_system_binary(name: str, package: str) -> str:
-    """Return the path of ``name``; skip the test without it, or fail under CI=true."""
-    path = find_binary(name)
-    if path is None:
-        message = f"{name} not installed; apt-get install {package} (or run scripts/sysdeps.sh)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -116,27 +96,6 @@ def aws_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         yield values
 
 
-@contextmanager
-def own_lab(
-    tmp_path_factory: pytest.TempPathFactory, name: str, **options: Any
-) -> Iterator[LabInfo]:
-    """A whole lab (both sites, moto, BIND, two registries) as `drills lab up` runs it.
-
-    It is a separate process: moto keeps one backend per process, so two labs, or a
-    lab and the bare moto fixture, must not share one. Stopped however the test ends.
-    """
-    if options.get("system_services", True):
-        # Under CI the lab must run on the real BIND and registries, never on the fallbacks.
-        require_system_binary("named", "bind9")
-        require_system_binary("docker-registry", "docker-registry")
-    state_dir = tmp_path_factory.mktemp(name)
-    info, _ = control.up(state_dir, **options)
-    try:
-        yield info
-    finally:
-        control.down(state_dir)
-
-
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     """The clean lab, shared read-only by every test that only looks at it."""
@@ -150,7 +109,7 @@ def stalled_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
 
     Each test that uses it must leave it as it found it (cancelled drills roll back).
     """
-    from tests.drill_support import stall_dr_bring_up
+    from tests.support.drill import stall_dr_bring_up
 
     with own_lab(tmp_path_factory, "stalled-lab", ready_delay=0.2) as info:
         stall_dr_bring_up(info)

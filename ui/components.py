@@ -9,8 +9,8 @@ import streamlit as st
 
 from drills.checks.base import CheckResult, Status, worst
 from drills.checks.runner import ReadinessReport
-from drills.durations import format_duration
-from drills.readiness_view import by_category, verdict
+from drills.checks.view import by_category, verdict
+from drills.plan.durations import format_duration
 
 # Material icons come with Streamlit's own font, so they render even where the system
 # has no emoji font (servers, CI's Chromium). Table cells and metrics cannot show

@@ -18,14 +18,14 @@ from typing import Any
 import streamlit as st
 
 from drills.checks.base import CheckResult
+from drills.checks.readiness import run_readiness, select_checks
 from drills.checks.runner import ReadinessReport
 from drills.errors import PlanError, TargetError
-from drills.history import HistoryStore
-from drills.incident import ACTION as DECLARE_ACTION
-from drills.incident import Declaration, IncidentRequest, declare_incident
 from drills.plan import DrillPlan, load_plan
-from drills.readiness import run_readiness, select_checks
-from drills.report import render_markdown, report_data
+from drills.store.history import HistoryStore
+from drills.store.report import render_markdown, report_data
+from drills.takeover.incident import ACTION as DECLARE_ACTION
+from drills.takeover.incident import Declaration, IncidentRequest, declare_incident
 from ui import prefect_api, queries
 from ui.prefect_api import CancelOutcome, DeploymentInfo, FlowRunInfo
 from ui.queries import AuditRow, RtoPoint, RunRow
@@ -264,7 +264,7 @@ def declare(
     force_unfenced: bool,
     declared_at: dt.datetime,
 ) -> Declaration:
-    """Hand the declaration to drills.incident, which checks, audits and starts it."""
+    """Hand the declaration to drills.takeover.incident, which checks, audits and starts it."""
     assert settings.prefect_api_url is not None
     request = IncidentRequest(
         plan_path=entry.path,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drills.durations import format_duration
 from drills.plan import (
     ControllerFence,
     DrillPlan,
@@ -16,6 +15,7 @@ from drills.plan import (
     Site,
     Tier,
 )
+from drills.plan.durations import format_duration
 
 
 def headline(plan: DrillPlan) -> str:

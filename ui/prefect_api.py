@@ -1,7 +1,7 @@
 """What the dashboard asks of Prefect: is it there, which runs are going, start or cancel one.
 
 Prefect's own exceptions and httpx's are translated here into drills' TargetError,
-so pages and drills.incident never see them.
+so pages and drills.takeover.incident never see them.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import Cancelled, Cancelling, State
 
 from drills.errors import TargetError
-from drills.incident import ActiveRun
+from drills.takeover.incident import ActiveRun
 
 log = logging.getLogger("drills.ui.prefect")
 
@@ -269,7 +269,7 @@ def cancel_flow_run(api_url: str, flow_run_id: str, message: str) -> CancelOutco
 
 
 class PrefectLauncher:
-    """The incident launcher over the `declare-incident` deployment (drills.incident)."""
+    """The incident launcher over the `declare-incident` deployment (drills.takeover.incident)."""
 
     def __init__(self, api_url: str, deployment: str) -> None:
         self.api_url = api_url

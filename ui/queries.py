@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy import Select, select
 
-from drills.history import HistoryStore
-from drills.history_models import AuditEvent, DrillRun
+from drills.store.history import HistoryStore
+from drills.store.models import AuditEvent, DrillRun
 
 FAILED_VERDICTS = ("failed", "aborted", "missed")
 

@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from drills.history import database_url
 from drills.lab.control import DEFAULT_STATE_DIR
+from drills.store.history import database_url
 
 INCIDENT_DEPLOYMENT = "minimum-takeover-drill/declare-incident"
 DRILL_DEPLOYMENT = "minimum-takeover-drill/quarterly-drill"

@@ -8,9 +8,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from drills.checks.base import Outcome, Status, check
 from drills.errors import TemporaryError
-from drills.history import HistoryStore
-from drills.history_models import DrillRun
 from drills.plan import DrillPlan
+from drills.store.history import HistoryStore
+from drills.store.models import DrillRun
 
 MAX_DRILL_AGE_DAYS = 92  # a quarter, and a day of slack for a drill that slipped
 

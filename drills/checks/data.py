@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
 from drills.checks.base import EXAMPLES, Outcome, Status, check
-from drills.durations import format_duration
 from drills.plan import Dataset, DatasetKind, DrillPlan
+from drills.plan.durations import format_duration
 from drills.targets.objects import LifecycleRule, ObjectInfo
 from drills.targets.objects_compare import (
     DatasetDiff,

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.text import Text
 
 from drills.errors import PlanError
-from drills.history import HistoryStore
 from drills.plan import DrillPlan, load_plan
+from drills.store.history import HistoryStore
 
 EXIT_FAILED = 1
 EXIT_INVALID = 2

@@ -13,7 +13,6 @@ from rich.table import Table
 from rich.text import Text
 
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, load_plan_or_exit
-from drills.durations import format_duration
 from drills.errors import TargetError
 from drills.plan import (
     ControllerFence,
@@ -24,6 +23,7 @@ from drills.plan import (
     Tier,
     plan_schema,
 )
+from drills.plan.durations import format_duration
 
 plan_app = typer.Typer(
     name="plan",

@@ -12,10 +12,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from drills.checks.base import CheckResult, Status
+from drills.checks.readiness import run_readiness, select_checks
 from drills.checks.runner import ReadinessReport
+from drills.checks.view import by_category, verdict
 from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
-from drills.readiness import run_readiness, select_checks
-from drills.readiness_view import by_category, verdict
 
 console = Console()
 err = Console(stderr=True)

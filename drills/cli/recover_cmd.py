@@ -13,7 +13,7 @@ from rich.text import Text
 
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, DbUrl, open_history
 from drills.errors import DrillError
-from drills.recover import (
+from drills.takeover.recover import (
     NEEDS_DECISION,
     RECOVERED,
     Action,

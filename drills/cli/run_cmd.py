@@ -16,15 +16,15 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from drills import crashpoints
-from drills.cancellation import cancel_on_signals
 from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
-from drills.drill import Approval, Drill, DrillHooks, DrillRequest
-from drills.history_models import DrillRun
-from drills.lease import LeaseHeldError, UnfinishedRunError
-from drills.report import render_markdown, report_data
-from drills.steps.executor import PlannedChange
-from drills.timeline import PhaseRecord, StepRecord
+from drills.store.models import DrillRun
+from drills.store.report import render_markdown, report_data
+from drills.takeover import crashpoints
+from drills.takeover.cancellation import cancel_on_signals
+from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest
+from drills.takeover.lease import LeaseHeldError, UnfinishedRunError
+from drills.takeover.steps.executor import PlannedChange
+from drills.takeover.timeline import PhaseRecord, StepRecord
 
 console = Console()
 err = Console(stderr=True)

@@ -20,12 +20,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from drills import serve
 from drills.cli.common import EXIT_FAILED, exit_not_running
 from drills.errors import DrillError, LabError
-from drills.history import HistoryStore
-from drills.prefect_rest import FlowRunState, PrefectRest, auth_headers
-from drills.report import render_markdown, report_data
+from drills.orchestrator import serve
+from drills.orchestrator.rest import FlowRunState, PrefectRest, auth_headers
+from drills.store.history import HistoryStore
+from drills.store.report import render_markdown, report_data
 
 serve_app = typer.Typer(
     help="A local Prefect server, work pool, worker and the deployments of prefect.yaml.",

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.text import Text
 
 import drills
-from drills import serve
 from drills.cli.common import EXIT_FAILED, DbUrl
+from drills.orchestrator import serve
 from drills.passwords import hash_password
 
 ui_app = typer.Typer(

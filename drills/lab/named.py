@@ -30,7 +30,7 @@ _START_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
-class DnsRecord:
+class LabDnsRecord:
     """One resource record of the lab zone.
 
     ``name`` is relative to the zone (``api``) or absolute with a trailing dot;
@@ -74,7 +74,7 @@ class NamedServer:
         workdir: Path,
         *,
         zone: str = "drills.test.",
-        records: Sequence[DnsRecord] = (),
+        records: Sequence[LabDnsRecord] = (),
         tsig_name: str = "drills-key",
         tsig_secret: str | None = None,
         host: str = "127.0.0.1",

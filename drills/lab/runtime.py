@@ -30,7 +30,7 @@ from drills.lab.endpoint import SiteEndpoint
 from drills.lab.images import build_image, push_ecr, push_oci
 from drills.lab.kubeapi import KubeApiServer, write_kubeconfig
 from drills.lab.moto_server import MotoServer
-from drills.lab.named import DnsRecord, NamedServer
+from drills.lab.named import LabDnsRecord, NamedServer
 from drills.lab.planfile import LabEndpoints, write_plan
 from drills.lab.procs import find_binary
 from drills.lab.registry import RegistryServer
@@ -169,7 +169,7 @@ class Lab:
                 registry.start()
         if have_named:
             ttl = topology.DRIFT_TTL if self.drift else topology.GOOD_TTL
-            record = DnsRecord(topology.RECORD, "A", ttl, topology.PRIMARY_ADDR)
+            record = LabDnsRecord(topology.RECORD, "A", ttl, topology.PRIMARY_ADDR)
             self.named = self._own(
                 NamedServer(self.state_dir / "named", zone=topology.ZONE, records=[record])
             )

@@ -13,18 +13,18 @@ import hashlib
 from typing import Any
 
 from drills.lab import topology
-from drills.lab.topology import Dataset
+from drills.lab.topology import LabDataset
 
 ACCOUNT = "123456789012"
 CHECKPOINT_EVERY = dt.timedelta(minutes=30)
 
 
-def body_of(dataset: Dataset, key: str, size: int = 512) -> bytes:
+def body_of(dataset: LabDataset, key: str, size: int = 512) -> bytes:
     seed = hashlib.sha256(f"{dataset.name}/{key}".encode()).digest()
     return (seed * (size // len(seed) + 1))[:size]
 
 
-def dataset_keys(dataset: Dataset) -> list[str]:
+def dataset_keys(dataset: LabDataset) -> list[str]:
     if dataset.kind == "checkpoint":
         return [
             f"{dataset.prefix}step-{(i + 1) * 100:06d}/model.safetensors"
@@ -38,7 +38,7 @@ def dataset_keys(dataset: Dataset) -> list[str]:
     return [f"{dataset.prefix}shard-{i:05d}.jsonl" for i in range(dataset.objects)]
 
 
-def _age(dataset: Dataset, index: int) -> dt.timedelta:
+def _age(dataset: LabDataset, index: int) -> dt.timedelta:
     """How old the index-th object is: checkpoints every 30 min, the newest 5 min ago."""
     if dataset.kind == "checkpoint":
         return CHECKPOINT_EVERY * (dataset.objects - 1 - index) + dt.timedelta(minutes=5)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from drills.lab import topology
-from drills.lab.topology import NodePool, SiteShape, Workload
+from drills.lab.topology import LabWorkload, NodePool, SiteShape
 
 TIER_LABEL = "drills.dev/tier"
 ROTATED_AT = "drills.dev/rotated-at"
@@ -63,7 +63,7 @@ def node(pool: NodePool, index: int, shape: SiteShape) -> dict[str, Any]:
 
 
 def workload(
-    w: Workload, registry_host: str, replicas: int, annotations: dict[str, str] | None = None
+    w: LabWorkload, registry_host: str, replicas: int, annotations: dict[str, str] | None = None
 ) -> dict[str, Any]:
     labels = {"app": w.name, TIER_LABEL: w.tier}
     requests: dict[str, str] = {"cpu": w.cpu, "memory": w.memory}
@@ -141,7 +141,7 @@ def seed_site(
         for i in range(pool.count):
             store.create("nodes", node(pool, i, shape))
 
-    controller = Workload(
+    controller = LabWorkload(
         topology.CONTROLLER_NAMESPACE, topology.CONTROLLER_NAME, "Deployment", "critical",
         topology.CONTROLLER_IMAGE, 2, 2, cpu="1", memory="1Gi",
     )  # fmt: skip
@@ -163,7 +163,7 @@ def seed_site(
         store.create("secrets", secret(s.namespace, s.name, values, rotated))
 
 
-def _service(w: Workload) -> dict[str, Any]:
+def _service(w: LabWorkload) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",

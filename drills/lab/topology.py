@@ -30,7 +30,7 @@ MAX_TTL = 60
 
 
 @dataclass(frozen=True)
-class Workload:
+class LabWorkload:
     namespace: str
     name: str
     kind: Kind
@@ -45,7 +45,7 @@ class Workload:
 
 
 @dataclass(frozen=True)
-class Dataset:
+class LabDataset:
     name: str
     kind: Literal["data", "checkpoint", "model"]
     primary_bucket: str
@@ -81,9 +81,9 @@ class SiteShape:
     pools: tuple[NodePool, ...] = field(default_factory=tuple)
 
 
-WORKLOADS: tuple[Workload, ...] = (
+WORKLOADS: tuple[LabWorkload, ...] = (
     # critical: what users touch; must be up first at DR
-    Workload(
+    LabWorkload(
         "serving",
         "inference-gateway",
         "Deployment",
@@ -94,7 +94,7 @@ WORKLOADS: tuple[Workload, ...] = (
         cpu="1",
         memory="2Gi",
     ),
-    Workload(
+    LabWorkload(
         "serving",
         "llm-server",
         "Deployment",
@@ -106,7 +106,7 @@ WORKLOADS: tuple[Workload, ...] = (
         cpu="8",
         memory="64Gi",
     ),
-    Workload(
+    LabWorkload(
         "serving",
         "embedding-server",
         "Deployment",
@@ -118,7 +118,7 @@ WORKLOADS: tuple[Workload, ...] = (
         cpu="4",
         memory="16Gi",
     ),
-    Workload(
+    LabWorkload(
         "serving",
         "session-store",
         "StatefulSet",
@@ -131,7 +131,7 @@ WORKLOADS: tuple[Workload, ...] = (
         memory="8Gi",
     ),
     # normal: can follow a few minutes later
-    Workload(
+    LabWorkload(
         "training",
         "trainer",
         "Deployment",
@@ -144,7 +144,7 @@ WORKLOADS: tuple[Workload, ...] = (
         cpu="32",
         memory="256Gi",
     ),
-    Workload(
+    LabWorkload(
         "training",
         "data-loader",
         "Deployment",
@@ -155,7 +155,7 @@ WORKLOADS: tuple[Workload, ...] = (
         cpu="8",
         memory="32Gi",
     ),
-    Workload(
+    LabWorkload(
         "platform",
         "model-registry",
         "Deployment",
@@ -165,7 +165,7 @@ WORKLOADS: tuple[Workload, ...] = (
         1,
         writer=True,
     ),
-    Workload(
+    LabWorkload(
         "platform",
         "metrics-gateway",
         "Deployment",
@@ -177,8 +177,10 @@ WORKLOADS: tuple[Workload, ...] = (
         memory="2Gi",
     ),
     # batch: stays paused during a takeover
-    Workload("batch", "eval-runner", "Deployment", "batch", "batch/eval-runner:0.3.0", 1, 1, gpu=1),
-    Workload(
+    LabWorkload(
+        "batch", "eval-runner", "Deployment", "batch", "batch/eval-runner:0.3.0", 1, 1, gpu=1
+    ),
+    LabWorkload(
         "batch",
         "embedding-backfill",
         "Deployment",
@@ -188,7 +190,7 @@ WORKLOADS: tuple[Workload, ...] = (
         1,
         gpu=1,
     ),
-    Workload(
+    LabWorkload(
         "batch",
         "dataset-compactor",
         "Deployment",
@@ -198,7 +200,7 @@ WORKLOADS: tuple[Workload, ...] = (
         1,
         writer=True,
     ),
-    Workload(
+    LabWorkload(
         "batch",
         "report-builder",
         "Deployment",
@@ -217,10 +219,10 @@ CONTROLLER_IMAGE = "platform/ingress-nginx-controller:1.11.3"
 # Images published as a multi-arch index rather than a single manifest.
 MULTI_ARCH = frozenset({"platform/inference-gateway:1.8.2", "models/llm-server:0.6.3"})
 
-DATASETS: tuple[Dataset, ...] = (
-    Dataset("training-data", "data", "train-data-primary", "train-data-dr", "corpus/", 40, 3600),
-    Dataset("checkpoints", "checkpoint", "ckpt-primary", "ckpt-dr", "runs/llama-8b/", 24, 900),
-    Dataset("model-artifacts", "model", "models-primary", "models-dr", "release/", 8, 3600),
+DATASETS: tuple[LabDataset, ...] = (
+    LabDataset("training-data", "data", "train-data-primary", "train-data-dr", "corpus/", 40, 3600),
+    LabDataset("checkpoints", "checkpoint", "ckpt-primary", "ckpt-dr", "runs/llama-8b/", 24, 900),
+    LabDataset("model-artifacts", "model", "models-primary", "models-dr", "release/", 8, 3600),
 )
 
 K8S_SECRETS: tuple[LabSecret, ...] = (
@@ -255,5 +257,5 @@ DRIFT_DIFFERENT_SECRET = ("serving", "model-api-keys")
 DRIFT_NEVER_READY = ("serving", "embedding-server")
 
 
-def critical_workloads() -> tuple[Workload, ...]:
+def critical_workloads() -> tuple[LabWorkload, ...]:
     return tuple(w for w in WORKLOADS if w.tier == "critical")

@@ -27,7 +27,7 @@ from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, TimedOut, retry_ca
 
 if TYPE_CHECKING:
     from drills.plan import AwsCredentials, DrillPlan
-    from drills.refs import SecretRef
+    from drills.plan.refs import SecretRef
 
 T = TypeVar("T")
 

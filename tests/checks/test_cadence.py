@@ -12,11 +12,11 @@ import pytest
 
 import drills.checks.cadence  # noqa: F401 - registers the check
 from drills.checks.base import Status
-from drills.history import HistoryStore
-from drills.history_models import DrillRun
 from drills.plan import DrillPlan, plan_from_text
-from tests.checks.support import run_check
-from tests.drill_support import offline_lab_plan_text
+from drills.store.history import HistoryStore
+from drills.store.models import DrillRun
+from tests.support.checks import run_check
+from tests.support.drill import offline_lab_plan_text
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 

@@ -15,7 +15,7 @@ from drills.checks.template_diff import strip_registry
 from drills.lab.runtime import LabInfo
 from drills.lab.topology import NodePool
 from drills.plan import load_plan
-from tests.checks.kube_sites import (
+from tests.support.kube_sites import (
     CPU_POOL,
     GPU_POOL,
     WORKLOADS,

@@ -19,9 +19,9 @@ from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan, plan_from_text
 from drills.targets.objects import LifecycleRule
 from drills.targets.sites import Targets
-from tests.checks.support import UNUSED_DNS
-from tests.checks.support import run_check as run
-from tests.targets.s3_seed import make_bucket, multipart_etag, put, s3_client, unique_bucket
+from tests.support.checks import UNUSED_DNS
+from tests.support.checks import run_check as run
+from tests.support.s3_seed import make_bucket, multipart_etag, put, s3_client, unique_bucket
 
 DATA_CHECKS = ("data.replicated", "data.rpo", "data.checkpoint_fresh", "data.delete_protection")
 HOUR = dt.timedelta(hours=1)

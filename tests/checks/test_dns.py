@@ -20,12 +20,12 @@ import yaml
 import drills.checks.dns  # noqa: F401 - registers the checks
 from drills.checks.base import Status
 from drills.lab.moto_server import MotoServer
-from drills.lab.named import DnsRecord, NamedServer
+from drills.lab.named import LabDnsRecord, NamedServer
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
-from tests.checks.support import run_check
-from tests.conftest import require_system_binary
-from tests.drill_support import offline_lab_plan_data
+from tests.support.checks import run_check
+from tests.support.drill import offline_lab_plan_data
+from tests.support.services import require_system_binary
 
 ZONE = "drills.test."
 KEY = "drills-key"
@@ -52,22 +52,22 @@ def named_pair(
     """Two masters sharing a key. ``split`` differs between them; the rest is the same."""
     require_system_binary("named", "bind9")
     common = [
-        DnsRecord("api", "A", 30, "127.0.0.2"),
-        DnsRecord("slow", "A", 120, "127.0.0.2"),  # over max_ttl 60, under the RTO of 5m
-        DnsRecord("atdr", "A", 30, "127.0.0.3"),
-        DnsRecord("elsewhere", "A", 30, "127.0.0.9"),
+        LabDnsRecord("api", "A", 30, "127.0.0.2"),
+        LabDnsRecord("slow", "A", 120, "127.0.0.2"),  # over max_ttl 60, under the RTO of 5m
+        LabDnsRecord("atdr", "A", 30, "127.0.0.3"),
+        LabDnsRecord("elsewhere", "A", 30, "127.0.0.9"),
     ]
     secret = base64.b64encode(secrets.token_bytes(32)).decode()
     one = NamedServer(
         tmp_path_factory.mktemp("named-one"),
         zone=ZONE,
-        records=[*common, DnsRecord("split", "A", 30, "127.0.0.2")],
+        records=[*common, LabDnsRecord("split", "A", 30, "127.0.0.2")],
         tsig_secret=secret,
     )
     two = NamedServer(
         tmp_path_factory.mktemp("named-two"),
         zone=ZONE,
-        records=[*common, DnsRecord("split", "A", 30, "127.0.0.3")],
+        records=[*common, LabDnsRecord("split", "A", 30, "127.0.0.3")],
         tsig_secret=secret,
     )
     with one, two:

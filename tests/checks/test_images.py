@@ -20,7 +20,7 @@ from drills.lab.moto_server import MotoServer
 from drills.lab.registry import RegistryPair
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan, plan_from_text
-from tests.checks.support import UNUSED_DNS, run_check
+from tests.support.checks import UNUSED_DNS, run_check
 
 LAB_IMAGES = {w.image for w in topology.WORKLOADS}
 PROBLEMS = ("missing_at_dr", "digest_mismatch", "missing_at_primary", "workloads_unresolved")

@@ -25,7 +25,7 @@ from drills.targets.aws import AwsEndpoint
 from drills.targets.fingerprint import fingerprint, short
 from drills.targets.kube import KubeTarget
 from drills.targets.secrets import AwsSecrets, aws_secret_fields
-from tests.checks.kube_sites import SiteSpec, plan_for, point_at, run, site_pair
+from tests.support.kube_sites import SiteSpec, plan_for, point_at, run, site_pair
 
 SECRET_CHECKS = ("secrets.synced", "secrets.rotation", "secrets.distinct_credentials")
 API_KEYS = ("serving", "api-keys")

@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from drills.lab.kubeapi import KubeApiServer, write_kubeconfig
-from tests.conftest import require_system_binary
+from tests.support.services import require_system_binary
 
 KUBE_TOKEN = "lab-test-token"
 KUBE_READY_DELAY = 0.2

@@ -6,7 +6,7 @@ import threading
 
 from kubernetes import client, watch
 
-from drills.lab.kubeapi import ObjectStore
+from drills.lab.kubeapi import ResourceStore
 
 
 def test_watch_replays_in_order_from_a_resource_version(
@@ -71,7 +71,7 @@ def test_watch_streams_live_changes_and_selector_transitions(
 
 
 def test_store_history_expires_old_versions() -> None:
-    store = ObjectStore(history=3)
+    store = ResourceStore(history=3)
     for i in range(5):
         store.create("namespaces", {"metadata": {"name": f"n{i}"}})
     assert store.events_since(0) is None

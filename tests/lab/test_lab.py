@@ -24,7 +24,7 @@ from drills.lab.images import OCI_INDEX, OCI_MANIFEST
 from drills.lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.processes import descendants, pid_alive
-from tests.conftest import require_system_binary
+from tests.support.services import require_system_binary
 
 ACCEPT = f"{OCI_MANIFEST}, {OCI_INDEX}, application/vnd.docker.distribution.manifest.v2+json"
 

@@ -31,7 +31,7 @@ import pytest
 
 from drills.errors import LabError
 from drills.lab.moto_server import MotoServer
-from drills.lab.named import DnsRecord, NamedServer
+from drills.lab.named import LabDnsRecord, NamedServer
 from drills.lab.procs import ManagedProcess, free_port, require_binary
 from drills.lab.registry import RegistryPair, RegistryServer
 from drills.processes import pid_alive
@@ -188,7 +188,7 @@ def test_named_fixture_serves_the_lab_zone(named_server: NamedServer) -> None:
 @pytest.fixture
 def own_named(named_server: NamedServer, tmp_path: Path) -> Iterator[NamedServer]:
     # A server of its own: these tests change records the session fixture promises.
-    with NamedServer(tmp_path, records=[DnsRecord("api", "A", 30, "127.0.0.2")]) as server:
+    with NamedServer(tmp_path, records=[LabDnsRecord("api", "A", 30, "127.0.0.2")]) as server:
         yield server
 
 
@@ -369,7 +369,7 @@ def test_all_services_start_together(
     record_property: Callable[[str, object], None],
 ) -> None:
     # The session fixtures prove the binaries exist; this times a cold start of fresh ones.
-    named = NamedServer(tmp_path / "named", records=[DnsRecord("api", "A", 30, "127.0.0.2")])
+    named = NamedServer(tmp_path / "named", records=[LabDnsRecord("api", "A", 30, "127.0.0.2")])
     primary = RegistryServer(tmp_path / "primary", name="primary")
     dr = RegistryServer(tmp_path / "dr", name="dr")
     moto = MotoServer()

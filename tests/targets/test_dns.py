@@ -15,18 +15,18 @@ import dns.query
 import pytest
 
 from drills.errors import PermanentError, TemporaryError
-from drills.lab.named import DnsRecord, NamedServer
+from drills.lab.named import LabDnsRecord, NamedServer
 from drills.plan import Rfc2136Dns
 from drills.targets.dns import normalize_value, serial_newer
 from drills.targets.dns_rfc2136 import Rfc2136Target
-from tests.conftest import require_system_binary
+from tests.support.services import require_system_binary
 
 ZONE = "drills.test."
 KEY = "drills-key"
 READONLY_KEY = "readonly-key"
 BIG_TXT = 60  # TXT records of 40+ bytes each: far over a 512-byte UDP answer
-RECORDS = [DnsRecord("api", "A", 30, "127.0.0.2")] + [
-    DnsRecord("big", "TXT", 30, f'"{"x" * 40}-{i:02d}"') for i in range(BIG_TXT)
+RECORDS = [LabDnsRecord("api", "A", 30, "127.0.0.2")] + [
+    LabDnsRecord("big", "TXT", 30, f'"{"x" * 40}-{i:02d}"') for i in range(BIG_TXT)
 ]
 
 

@@ -15,15 +15,15 @@ from kubernetes.client.exceptions import ApiException
 from drills.errors import PermanentError, TargetError, TemporaryError
 from drills.lab.kubeapi import NEVER_READY_ANNOTATION, KubeApiServer, write_kubeconfig
 from drills.lab.seed_cluster import ingress, secret, workload
-from drills.lab.topology import Workload
+from drills.lab.topology import LabWorkload
 from drills.plan import DrillPlan
 from drills.targets.kube import KubeTarget
 from drills.targets.kube_errors import NotReadyInTime, translate
 from drills.targets.kube_quantity import canonical, parse_quantity
-from tests.checks.kube_sites import TOKEN, plan_for
+from tests.support.kube_sites import TOKEN, plan_for
 
-WEB = Workload("apps", "web", "Deployment", "critical", "platform/web:1", 1, 1)
-DB = Workload("apps", "db", "StatefulSet", "critical", "platform/db:1", 1, 1)
+WEB = LabWorkload("apps", "web", "Deployment", "critical", "platform/web:1", 1, 1)
+DB = LabWorkload("apps", "db", "StatefulSet", "critical", "platform/db:1", 1, 1)
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,7 @@ def test_wait_ready_sees_a_change_made_while_it_watches(kube: KubeTarget) -> Non
 def test_wait_ready_gives_up_at_the_deadline_with_counts(
     kube: KubeTarget, server: KubeApiServer
 ) -> None:
-    stuck = Workload("apps", "stuck", "Deployment", "critical", "platform/stuck:1", 1, 1)
+    stuck = LabWorkload("apps", "stuck", "Deployment", "critical", "platform/stuck:1", 1, 1)
     server.store.create(
         "deployments", workload(stuck, "reg.example", 2, {NEVER_READY_ANNOTATION: "true"})
     )

@@ -15,7 +15,7 @@ from drills.errors import PermanentError, TemporaryError
 from drills.lab.moto_server import MotoServer
 from drills.targets.objects_compare import Location, compare_deletes, compare_objects
 from drills.targets.objects_listing import BufferGauge, ListingLimits, OrderedListing, Page
-from tests.targets.s3_seed import (
+from tests.support.s3_seed import (
     make_bucket,
     put,
     s3_client,

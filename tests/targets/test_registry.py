@@ -20,7 +20,7 @@ from drills.lab.registry import RegistryPair, RegistryServer
 from drills.plan import plan_from_text
 from drills.targets.registry import parse_image, registry_for
 from drills.targets.registry_oci import OciDistribution
-from tests.targets.token_server import TokenIssuer, TokenRegistry, TokenService
+from tests.support.token_server import TokenIssuer, TokenRegistry, TokenService
 
 USER, PASSWORD = "drill", "s3cret-Pa55-for-tests"
 

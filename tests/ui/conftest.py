@@ -5,24 +5,16 @@ environment per test, is in the top conftest: test_serve.py opens pages too.)"""
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from drills.drill import Drill, DrillRequest
-from drills.history import HistoryStore
 from drills.lab.runtime import LabInfo
 from drills.plan import load_plan
-from tests.ui.support import FLOW_NAME, UiEnv
-
-
-@dataclass(frozen=True)
-class Drilled:
-    db_file: Path
-    plan_path: str
-    run_id: str
+from drills.store.history import HistoryStore
+from drills.takeover.drill import Drill, DrillRequest
+from tests.support.ui import FLOW_NAME, Drilled, UiEnv
 
 
 @pytest.fixture(scope="session")

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from drills.drill import Drill, DrillRequest
-from drills.history import HistoryStore
 from drills.lab.runtime import LabInfo
 from drills.plan import load_plan
-from drills.report import render_markdown, report_data
-from tests.conftest import own_lab, require_system_binary
-from tests.ui.browser_support import dashboard, serving_incident_flow
-from tests.ui.support import DECLARE_BUTTON, ROOT
+from drills.store.history import HistoryStore
+from drills.store.report import render_markdown, report_data
+from drills.takeover.drill import Drill, DrillRequest
+from tests.support.browser import dashboard, serving_incident_flow
+from tests.support.services import own_lab, require_system_binary
+from tests.support.ui import DECLARE_BUTTON, ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from drills.history_models import AuditEvent
-from drills.incident import IncidentRequest, declare_incident
 from drills.passwords import hash_password
-from tests.ui.conftest import Drilled
-from tests.ui.support import (
+from drills.store.models import AuditEvent
+from drills.takeover.incident import IncidentRequest, declare_incident
+from tests.support.ui import (
     APP,
     DECLARE_BUTTON,
+    Drilled,
     UiEnv,
     add_run,
     button,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from drills.cli import app as cli
-from tests.ui.support import DECLARE_BUTTON, EXAMPLE_PLAN, UiEnv, button, open_page, shown
+from tests.support.ui import DECLARE_BUTTON, EXAMPLE_PLAN, UiEnv, button, open_page, shown
 from ui.settings import plan_paths
 
 BROKEN_PLAN = """\

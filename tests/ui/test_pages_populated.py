@@ -14,10 +14,9 @@ from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 from drills.checks.base import Status
-from drills.history_models import ReadinessSnapshot
 from drills.lab.runtime import LabInfo
-from tests.ui.conftest import Drilled
-from tests.ui.support import UiEnv, add_run, button, open_page, shown
+from drills.store.models import ReadinessSnapshot
+from tests.support.ui import Drilled, UiEnv, add_run, button, open_page, shown
 from ui.components import OVERALL_ICON, STATUS_BADGE
 
 CATEGORIES = ["Images", "Data", "Secrets", "Cluster", "DNS", "Cadence"]

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from drills.readiness import select_checks
-from tests.ui.conftest import Drilled
-from tests.ui.support import (
+from drills.checks.readiness import select_checks
+from tests.support.ui import (
     FLOW_NAME,
+    Drilled,
     UiEnv,
     add_run,
     button,

@@ -9,13 +9,13 @@ from drills.lab.kubeapi.controller import NEVER_READY_ANNOTATION, READY_DELAY_AN
 from drills.lab.kubeapi.kubeconfig import write_kubeconfig
 from drills.lab.kubeapi.server import KubeApiServer
 from drills.lab.kubeapi.status import ApiError
-from drills.lab.kubeapi.store import ObjectStore
+from drills.lab.kubeapi.store import ResourceStore
 
 __all__ = [
     "NEVER_READY_ANNOTATION",
     "READY_DELAY_ANNOTATION",
     "ApiError",
     "KubeApiServer",
-    "ObjectStore",
+    "ResourceStore",
     "write_kubeconfig",
 ]

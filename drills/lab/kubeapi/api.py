@@ -28,7 +28,7 @@ from drills.lab.kubeapi.status import (
     path_not_found,
     success,
 )
-from drills.lab.kubeapi.store import ObjectStore
+from drills.lab.kubeapi.store import ResourceStore
 from drills.lab.kubeapi.tables import to_table, wants_table
 
 HEALTH_PATHS = ("/healthz", "/livez", "/readyz")
@@ -90,7 +90,7 @@ def _true(value: str | None) -> bool:
 
 class KubeApi:
     def __init__(
-        self, store: ObjectStore, version: tuple[int, int], max_watch: float = 1800.0
+        self, store: ResourceStore, version: tuple[int, int], max_watch: float = 1800.0
     ) -> None:
         self.store = store
         self.version = version

@@ -21,7 +21,7 @@ from drills.lab.kubeapi import pods as podlib
 from drills.lab.kubeapi import workload_status
 from drills.lab.kubeapi.objects import annotation, dig
 from drills.lab.kubeapi.status import ApiError
-from drills.lab.kubeapi.store import ObjectStore
+from drills.lab.kubeapi.store import ResourceStore
 from drills.lab.kubeapi.strategy import random_suffix
 
 log = logging.getLogger("drills.lab.kubeapi.controller")
@@ -34,7 +34,7 @@ _RETRY = 0.05  # after a failed write
 
 
 class RolloutController:
-    def __init__(self, store: ObjectStore, ready_delay: float, name: str = "lab") -> None:
+    def __init__(self, store: ResourceStore, ready_delay: float, name: str = "lab") -> None:
         self._store = store
         self._delay = ready_delay
         self._name = name

@@ -10,7 +10,7 @@ from drills.errors import LabError
 from drills.lab.kubeapi.api import KubeApi
 from drills.lab.kubeapi.controller import RolloutController
 from drills.lab.kubeapi.http import ApiHTTPServer
-from drills.lab.kubeapi.store import ObjectStore
+from drills.lab.kubeapi.store import ResourceStore
 from drills.lab.kubeapi.tls import Certificate, self_signed, server_context
 
 log = logging.getLogger("drills.lab.kubeapi")
@@ -51,7 +51,7 @@ class KubeApiServer:
         self._port = port
         self._token = token
         self._certificate: Certificate | None = self_signed(host) if tls else None
-        self.store = ObjectStore()
+        self.store = ResourceStore()
         for namespace in SYSTEM_NAMESPACES:
             self.store.create("namespaces", {"metadata": {"name": namespace}})
         self._api = KubeApi(self.store, version)

@@ -47,7 +47,7 @@ class StoreEvent:
     old: dict[str, Any] | None
 
 
-class ObjectStore:
+class ResourceStore:
     """Objects by resource plural; every returned object is a private copy."""
 
     def __init__(self, history: int = 10_000) -> None:

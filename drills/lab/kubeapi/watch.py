@@ -14,7 +14,7 @@ from typing import Any
 from drills.lab.kubeapi.api import WatchRequest
 from drills.lab.kubeapi.selectors import fields_match, labels_match
 from drills.lab.kubeapi.status import expired
-from drills.lab.kubeapi.store import ObjectStore, StoreEvent
+from drills.lab.kubeapi.store import ResourceStore, StoreEvent
 from drills.lab.kubeapi.tables import to_table
 
 _MAX_WAIT = 1.0  # how often a quiet watch checks that the server is still running
@@ -51,7 +51,7 @@ def _line(w: WatchRequest, kind: str, obj: dict[str, Any]) -> bytes:
 
 
 def watch_lines(
-    store: ObjectStore, w: WatchRequest, should_stop: Callable[[], bool]
+    store: ResourceStore, w: WatchRequest, should_stop: Callable[[], bool]
 ) -> Iterator[bytes]:
     """Event lines until the watch times out or ``should_stop()`` says so."""
     deadline = time.monotonic() + w.timeout

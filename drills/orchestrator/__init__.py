@@ -1,0 +1,1 @@
+"""A local Prefect server and worker, and the few Prefect REST calls drills makes."""

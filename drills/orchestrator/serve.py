@@ -1,0 +1,350 @@
+"""A local Prefect server and process worker for the drills deployments, in the background.
+
+`drills serve` starts `prefect server start` on loopback, creates the `drills-process`
+work pool, deploys prefect.yaml and starts a worker, each as its own session so that
+`drills serve stop` can end it and every child it made. Everything Prefect writes
+(PREFECT_HOME with its database, the logs, the pids) lives in the state directory, so
+the user's own ~/.prefect is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import make_url, select
+
+from drills.errors import LabError
+from drills.orchestrator.rest import PrefectRest, WorkerStatus
+from drills.processes import descendants, pid_alive
+from drills.store.history import HistoryStore, database_url
+from drills.store.models import DrillRun
+
+log = logging.getLogger("drills.orchestrator.serve")
+
+DEFAULT_STATE_DIR = Path(os.environ.get("DRILLS_SERVE_DIR", ".prefect-local"))
+DEFAULT_PORT = 4200
+WORK_POOL = "drills-process"
+WORKER_NAME = "drills-local-worker"
+INFO_FILE = "serve.json"
+# How often the worker asks for runs: Prefect's 10 s default is for fleets, not a laptop.
+WORKER_QUERY_SECONDS = "2"
+
+
+@dataclass(frozen=True)
+class ServeInfo:
+    state_dir: str
+    project_dir: str
+    api_url: str
+    ui_url: str
+    db_url: str
+    server_pid: int
+    worker_pid: int | None
+    started_at: str
+    startup_seconds: float = 0.0
+
+    @property
+    def logs(self) -> dict[str, Path]:
+        state = Path(self.state_dir)
+        return {name: state / f"{name}.log" for name in ("server", "deploy", "worker")}
+
+
+def _write_info(info: ServeInfo) -> None:
+    path = Path(info.state_dir) / INFO_FILE
+    tmp = path.with_suffix(".tmp")
+    # Private: the history store's URL may carry a database password.
+    tmp.touch(mode=0o600)
+    tmp.write_text(json.dumps(dataclasses.asdict(info), indent=2))
+    tmp.replace(path)
+
+
+def redacted(url: str) -> str:
+    """A database URL fit to print: any password replaced by ***."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def read_info(state_dir: Path) -> ServeInfo | None:
+    path = state_dir / INFO_FILE
+    if not path.exists():
+        return None
+    return ServeInfo(**json.loads(path.read_text()))
+
+
+# -- processes -----------------------------------------------------------------------
+
+
+def _is_prefect(pid: int) -> bool:
+    """Whether pid still runs prefect: after a reboot the recorded pid may be anyone's."""
+    try:
+        return b"prefect" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _stop_tree(pid: int, timeout: float) -> None:
+    """SIGTERM the process, its group and its descendants; SIGKILL what outlives timeout."""
+    if not pid_alive(pid) or not _is_prefect(pid):
+        return
+    tree = [pid, *descendants(pid)]
+
+    def signal_all(sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)  # each of ours leads its own session
+        for member in tree:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(member, sig)
+
+    signal_all(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while any(pid_alive(p) for p in tree) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if any(pid_alive(p) for p in tree):
+        log.warning("pid %d did not stop within %.0fs; killing it", pid, timeout)
+        signal_all(signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while any(pid_alive(p) for p in tree) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def _spawn(argv: list[str], *, log_path: Path, env: dict[str, str], cwd: Path) -> int:
+    with log_path.open("ab") as out:
+        child = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=cwd, env=env, start_new_session=True,
+        )  # fmt: skip
+    return child.pid
+
+
+def _log_tail(path: Path, lines: int = 20) -> str:
+    if not path.exists():
+        return "(no log)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def prefect_cli() -> str:
+    """The prefect command of this interpreter's environment, so versions never mix."""
+    beside = Path(sys.executable).with_name("prefect")
+    found = str(beside) if beside.exists() else shutil.which("prefect")
+    if found is None:
+        raise LabError("the prefect command is not installed; run `make venv`")
+    return found
+
+
+# -- settings ------------------------------------------------------------------------
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        # As the server binds: a port left in TIME_WAIT by the last server is free to it.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def choose_port(wanted: int | None) -> int:
+    if wanted is not None:
+        if not _port_free(wanted):
+            raise LabError(f"port {wanted} on 127.0.0.1 is taken; pick another with --port")
+        return wanted
+    if _port_free(DEFAULT_PORT):
+        return DEFAULT_PORT
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def absolute_db_url(url: str | None = None) -> str:
+    """The history store's URL with a relative SQLite path made absolute, so the worker's
+    flow runs and the CLI open the same file whatever their working directory."""
+    url = url or database_url()
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url.startswith(prefix + ":memory:"):
+        path = Path(url.removeprefix(prefix))
+        if not path.is_absolute():
+            return prefix + str(path.resolve())
+    return url
+
+
+def prefect_env(info: ServeInfo) -> dict[str, str]:
+    """The environment of every prefect command we run: this server, this PREFECT_HOME."""
+    env = dict(os.environ)
+    env.update(
+        PREFECT_HOME=str(Path(info.state_dir) / "home"),
+        PREFECT_API_URL=info.api_url,
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_CLI_PROMPT="false",
+    )
+    for name in ("PREFECT_API_KEY", "PREFECT_API_AUTH_STRING", "PREFECT_PROFILE"):
+        env.pop(name, None)  # meant for a server of your own, not this one
+    # `prefect deploy` would bake its value into the pull step; the deployment must keep
+    # the placeholder so that each worker supplies its own project directory.
+    env.pop("DRILLS_PROJECT_DIR", None)
+    return env
+
+
+def worker_env(info: ServeInfo) -> dict[str, str]:
+    """The worker's, which its flow runs inherit: where the project is, which history store."""
+    env = prefect_env(info)
+    env.update(DRILLS_PROJECT_DIR=info.project_dir, DRILLS_DB_URL=info.db_url)
+    env.setdefault("PREFECT_WORKER_QUERY_SECONDS", WORKER_QUERY_SECONDS)
+    return env
+
+
+# -- lifecycle -----------------------------------------------------------------------
+def running(state_dir: Path = DEFAULT_STATE_DIR) -> ServeInfo | None:
+    info = read_info(state_dir.resolve())
+    if info is None or not pid_alive(info.server_pid):
+        return None
+    return info
+
+
+def _wait(what: str, ready: Callable[[], bool], pid: int, log_path: Path, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if not pid_alive(pid):
+            raise LabError(f"the {what} exited while starting:\n{_log_tail(log_path)}")
+        time.sleep(0.25)
+    raise LabError(f"the {what} did not become ready in time:\n{_log_tail(log_path)}")
+
+
+def _run_cli(args: list[str], info: ServeInfo, log_path: Path, timeout: float) -> None:
+    with log_path.open("ab") as out:
+        try:
+            done = subprocess.run(
+                [prefect_cli(), *args], stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, cwd=info.project_dir, env=prefect_env(info),
+                timeout=max(timeout, 1.0), check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise LabError(f"`prefect {' '.join(args)}` timed out") from None
+    if done.returncode != 0:
+        raise LabError(f"`prefect {' '.join(args)}` failed:\n{_log_tail(log_path)}")
+
+
+def _online(api: PrefectRest, since: dt.datetime) -> bool:
+    """Our worker has sent a heartbeat since it started (its record outlives a restart)."""
+    workers: list[WorkerStatus] = api.workers(WORK_POOL)
+    return any(
+        w.name == WORKER_NAME
+        and w.status == "ONLINE"
+        and w.last_heartbeat is not None
+        and dt.datetime.fromisoformat(w.last_heartbeat) >= since
+        for w in workers
+    )
+
+
+def _start_worker(info: ServeInfo, deadline: float) -> ServeInfo:
+    argv = [prefect_cli(), "worker", "start", "--pool", WORK_POOL, "--type", "process"]
+    argv += ["--name", WORKER_NAME]
+    since = dt.datetime.now(dt.UTC)
+    pid = _spawn(
+        argv, log_path=info.logs["worker"], env=worker_env(info), cwd=Path(info.project_dir)
+    )
+    info = dataclasses.replace(info, worker_pid=pid)
+    _write_info(info)
+    with PrefectRest(info.api_url) as api:
+        _wait("worker", lambda: _online(api, since), pid, info.logs["worker"], deadline)
+    return info
+
+
+def up(
+    state_dir: Path = DEFAULT_STATE_DIR,
+    *,
+    project_dir: Path = Path("."),
+    port: int | None = None,
+    timeout: float = 300.0,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[ServeInfo, bool]:
+    """Start server, pool, deployments and worker; returns the info and whether all of it
+    was already running. A server left without its worker gets a new worker."""
+    state_dir, project_dir = state_dir.resolve(), project_dir.resolve()
+    if not (project_dir / "prefect.yaml").is_file():
+        raise LabError(f"no prefect.yaml in {project_dir}: run from the project directory")
+    started = time.monotonic()
+    deadline = started + timeout
+
+    def done(what: str) -> None:
+        if progress is not None:
+            progress(f"{what} after {time.monotonic() - started:.1f}s")
+
+    existing = running(state_dir)
+    if existing is not None:
+        if existing.worker_pid is not None and pid_alive(existing.worker_pid):
+            return existing, True
+        log.info("the server runs without its worker; starting one")
+        return _start_worker(existing, deadline), False
+    down(state_dir)  # whatever a crashed start left behind
+    (state_dir / "home").mkdir(parents=True, exist_ok=True)
+    chosen = choose_port(port)
+    info = ServeInfo(
+        state_dir=str(state_dir),
+        project_dir=str(project_dir),
+        api_url=f"http://127.0.0.1:{chosen}/api",
+        ui_url=f"http://127.0.0.1:{chosen}",
+        db_url=absolute_db_url(),
+        server_pid=0,
+        worker_pid=None,
+        started_at=dt.datetime.now(dt.UTC).isoformat(),
+    )
+    argv = [prefect_cli(), "server", "start", "--host", "127.0.0.1", "--port", str(chosen)]
+    pid = _spawn(argv, log_path=info.logs["server"], env=prefect_env(info), cwd=state_dir)
+    info = dataclasses.replace(info, server_pid=pid)
+    _write_info(info)
+    try:
+        with PrefectRest(info.api_url) as api:
+            _wait("Prefect server", api.healthy, pid, info.logs["server"], deadline)
+            done(f"server answers on {info.api_url}")
+            if not api.work_pool_exists(WORK_POOL):
+                remaining = deadline - time.monotonic()
+                _run_cli(["work-pool", "create", WORK_POOL, "--type", "process"], info,
+                         info.logs["deploy"], remaining)  # fmt: skip
+        _run_cli(["--no-prompt", "deploy", "--all"], info, info.logs["deploy"],
+                 deadline - time.monotonic())  # fmt: skip
+        done(f"work pool {WORK_POOL} and the deployments of prefect.yaml ready")
+        info = _start_worker(info, deadline)
+        done(f"worker {WORKER_NAME} online")
+    except BaseException:
+        down(state_dir)
+        raise
+    info = dataclasses.replace(info, startup_seconds=round(time.monotonic() - started, 2))
+    _write_info(info)
+    return info, False
+
+
+def down(state_dir: Path = DEFAULT_STATE_DIR, timeout: float = 15.0) -> bool:
+    """Stop the worker (and its flow runs), then the server; returns whether any ran."""
+    state_dir = state_dir.resolve()
+    info = read_info(state_dir)
+    if info is None:
+        return False
+    pids = [pid for pid in (info.server_pid, info.worker_pid) if pid]
+    was_running = any(pid_alive(pid) for pid in pids)
+    # The worker first: without its server it retries for a long while before it exits.
+    if info.worker_pid:
+        _stop_tree(info.worker_pid, timeout)
+    if info.server_pid:
+        _stop_tree(info.server_pid, timeout)
+    (state_dir / INFO_FILE).unlink(missing_ok=True)
+    return was_running
+
+
+def drill_run_of(history: HistoryStore, flow_run_id: str) -> DrillRun | None:
+    """The drill a flow run recorded: the bridge from a Prefect run to `drills report`."""
+    with history.session() as s:
+        query = select(DrillRun).where(DrillRun.flow_run_id == flow_run_id).limit(1)
+        return s.scalars(query).first()

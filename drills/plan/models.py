@@ -1,0 +1,410 @@
+"""The parts of a drill plan: sites and how to reach them, and how to fence, fail over and
+judge them.
+
+Every model is frozen and refuses unknown keys. Rules that relate fields of one
+model live in that model, so they run even when another part of the plan is
+broken; :class:`drills.plan.loader.DrillPlan` holds the few rules that span sections.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from drills.plan.durations import Duration, PositiveDuration
+from drills.plan.refs import SecretRef
+from drills.plan.rules import Rule, key_of, raise_rules, unique_by
+from drills.plan.types import (
+    AwsAccountId,
+    AwsRegion,
+    AwsSecretId,
+    BucketName,
+    CronExpr,
+    DnsName,
+    DnsServer,
+    HostedZoneId,
+    HttpUrl,
+    ImageRef,
+    K8sName,
+    K8sNamespace,
+    Label,
+    ObjectPrefix,
+    ShortText,
+    TimeZone,
+    check_fqdn,
+)
+
+StrictInt = Annotated[int, Field(strict=True)]
+StrictBool = Annotated[bool, Field(strict=True)]
+
+
+class PlanModel(BaseModel):
+    # hide_input_in_errors: a ValidationError printed by anyone must not show a
+    # credential that was (wrongly) written inline.
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+
+
+class Tier(StrEnum):
+    CRITICAL = "critical"
+    NORMAL = "normal"
+    BATCH = "batch"
+
+
+class WorkloadKind(StrEnum):
+    DEPLOYMENT = "Deployment"
+    STATEFULSET = "StatefulSet"
+
+
+class DatasetKind(StrEnum):
+    DATA = "data"
+    CHECKPOINT = "checkpoint"
+    MODEL = "model"
+
+
+class RecordType(StrEnum):
+    A = "A"
+    AAAA = "AAAA"
+    CNAME = "CNAME"
+
+
+class TsigAlgorithm(StrEnum):
+    HMAC_SHA256 = "hmac-sha256"
+    HMAC_SHA384 = "hmac-sha384"
+    HMAC_SHA512 = "hmac-sha512"
+    HMAC_SHA1 = "hmac-sha1"
+    HMAC_MD5 = "hmac-md5"
+
+
+# --- sites ------------------------------------------------------------------------
+
+
+class KubernetesAccess(PlanModel):
+    """Either a kubeconfig file (and optionally a context in it) or the in-cluster account."""
+
+    kubeconfig: Path | None = None
+    context: ShortText | None = None
+    in_cluster: StrictBool = False
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> KubernetesAccess:
+        rules: list[Rule] = []
+        if self.in_cluster and self.kubeconfig is not None:
+            rules.append((("in_cluster",), "give either kubeconfig or in_cluster: true, not both"))
+        elif self.in_cluster and self.context is not None:
+            rules.append((("context",), "context applies only with a kubeconfig"))
+        elif not self.in_cluster and self.kubeconfig is None:
+            rules.append(
+                ((), "needs kubeconfig: PATH (and optionally context), or in_cluster: true")
+            )
+        raise_rules("kubernetes", rules)
+        return self
+
+
+class AwsCredentials(PlanModel):
+    access_key_id: SecretRef
+    secret_access_key: SecretRef
+    session_token: SecretRef | None = None
+
+
+class AwsAccess(PlanModel):
+    region: AwsRegion
+    endpoint_url: HttpUrl | None = None
+    credentials: AwsCredentials | None = None
+
+
+class OciAuth(PlanModel):
+    """Registry credentials: ``username`` and ``password``, or a bearer ``token``."""
+
+    username: ShortText | None = None
+    password: SecretRef | None = None
+    token: SecretRef | None = None
+
+    @model_validator(mode="after")
+    def _one_scheme(self) -> OciAuth:
+        rules: list[Rule] = []
+        basic = self.username is not None or self.password is not None
+        if self.token is not None and basic:
+            rules.append((("token",), "give either username and password, or token, not both"))
+        elif self.token is None and not basic:
+            rules.append(((), "give username and password, or token"))
+        elif self.token is None:
+            for name in ("username", "password"):
+                if getattr(self, name) is None:
+                    rules.append(((name,), f"missing required field `{name}`"))
+        raise_rules("auth", rules)
+        return self
+
+
+class OciRegistry(PlanModel):
+    kind: Literal["oci"]
+    url: HttpUrl
+    auth: OciAuth | None = None
+
+
+class EcrRegistry(PlanModel):
+    kind: Literal["ecr"]
+    region: AwsRegion | None = Field(None, description="Defaults to the site's aws.region.")
+    registry_id: AwsAccountId
+
+
+Registry = Annotated[OciRegistry | EcrRegistry, Field(discriminator="kind")]
+
+
+class ObjectStorage(PlanModel):
+    """S3-compatible object storage; without ``endpoint_url``, AWS S3 itself."""
+
+    endpoint_url: HttpUrl | None = None
+    region: AwsRegion | None = None
+    credentials: AwsCredentials | None = None
+
+
+class ObjectRef(PlanModel):
+    namespace: K8sNamespace
+    name: K8sName
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class IngressFence(PlanModel):
+    """Fence the site by closing these Ingress objects."""
+
+    mode: Literal["ingress"]
+    objects: Annotated[
+        tuple[ObjectRef, ...],
+        Field(min_length=1),
+        unique_by("ingress", key_of("namespace", "name"), "name", "objects"),
+    ]
+
+
+class ControllerFence(PlanModel):
+    """Fence the site by scaling its ingress-controller Deployment to zero."""
+
+    mode: Literal["controller"]
+    deployment: ObjectRef
+
+
+Fence = Annotated[IngressFence | ControllerFence, Field(discriminator="mode")]
+
+
+class Site(PlanModel):
+    kubernetes: KubernetesAccess
+    aws: AwsAccess | None = None
+    registry: Registry
+    objects: ObjectStorage
+    ingress: Fence
+    endpoint: HttpUrl = Field(description="The site's own service endpoint, probed directly.")
+
+    @model_validator(mode="after")
+    def _ecr_has_region(self) -> Site:
+        if isinstance(self.registry, EcrRegistry) and self.registry_region is None:
+            message = "an ecr registry needs region here, or an aws section with region on the site"
+            raise_rules("site", [(("registry", "region"), message)])
+        return self
+
+    @property
+    def registry_region(self) -> str | None:
+        """The ECR region: the registry's own, else the site's AWS region."""
+        if not isinstance(self.registry, EcrRegistry):
+            return None
+        return self.registry.region or (self.aws.region if self.aws else None)
+
+    @property
+    def objects_region(self) -> str:
+        if self.objects.region:
+            return self.objects.region
+        return self.aws.region if self.aws else "us-east-1"
+
+
+class Sites(PlanModel):
+    primary: Site
+    dr: Site
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Sites:
+        rules: list[Rule] = []
+        if self.primary.endpoint == self.dr.endpoint:
+            rules.append(
+                (
+                    ("dr", "endpoint"),
+                    "must differ from the primary endpoint, or the fence "
+                    "check cannot tell the sites apart",
+                )
+            )
+        p, d = self.primary.kubernetes, self.dr.kubernetes
+        if p.kubeconfig == d.kubeconfig and p.context == d.context and p.in_cluster == d.in_cluster:
+            rules.append((("dr", "kubernetes"), "points at the same cluster as the primary site"))
+        raise_rules("sites", rules)
+        return self
+
+    def items(self) -> tuple[tuple[str, Site], tuple[str, Site]]:
+        """``(("primary", site), ("dr", site))``, for loops over both sites."""
+        return ("primary", self.primary), ("dr", self.dr)
+
+
+# --- what fails over ---------------------------------------------------------------
+
+
+class Workload(PlanModel):
+    name: K8sName
+    namespace: K8sNamespace
+    kind: WorkloadKind
+    tier: Tier
+    dr_replicas: Annotated[StrictInt, Field(ge=0, le=10_000)]
+    writer: StrictBool = Field(False, description="Stopped at the primary before DR comes up.")
+    gpu: Annotated[StrictInt, Field(ge=0, le=64, description="nvidia.com/gpu per replica.")] = 0
+    images: tuple[ImageRef, ...] = Field((), description="Empty: read from the cluster.")
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def dr_gpus(self) -> int:
+        return self.gpu * self.dr_replicas
+
+
+class Dataset(PlanModel):
+    name: Label
+    kind: DatasetKind
+    primary_bucket: BucketName
+    dr_bucket: BucketName
+    prefix: ObjectPrefix = ""
+    rpo_target: PositiveDuration
+    min_versions: Annotated[StrictInt, Field(ge=1, le=1000)] = 3
+
+
+class KubernetesSecret(PlanModel):
+    namespace: K8sNamespace
+    name: K8sName
+    per_site: StrictBool = Field(False, description="Must differ between sites (pull secrets).")
+
+
+class AwsSecret(PlanModel):
+    id: AwsSecretId
+    per_site: StrictBool = False
+
+
+class SecretsPolicy(PlanModel):
+    max_age_days: Annotated[StrictInt, Field(ge=1, le=3650)] = 90
+    kubernetes: Annotated[
+        tuple[KubernetesSecret, ...],
+        unique_by("secret", key_of("namespace", "name"), "name", "secrets.kubernetes"),
+    ] = ()
+    aws: Annotated[
+        tuple[AwsSecret, ...], unique_by("secret", key_of("id"), "id", "secrets.aws")
+    ] = ()
+
+
+# --- DNS ---------------------------------------------------------------------------
+
+
+class DnsRecord(PlanModel):
+    name: DnsName
+    type: RecordType
+
+
+class TsigKey(PlanModel):
+    name: DnsName
+    algorithm: TsigAlgorithm = TsigAlgorithm.HMAC_SHA256
+    secret: SecretRef
+
+
+def _record_value(kind: RecordType, value: str) -> object:
+    """The comparable form of ``value`` for a record of ``kind``; ValueError when invalid."""
+    if kind is RecordType.A:
+        return ipaddress.IPv4Address(value)
+    if kind is RecordType.AAAA:
+        return ipaddress.IPv6Address(value)
+    return check_fqdn(value)
+
+
+_VALUE_HINT = {
+    RecordType.A: "an IPv4 address for an A record",
+    RecordType.AAAA: "an IPv6 address for an AAAA record",
+    RecordType.CNAME: "a DNS name for a CNAME record",
+}
+
+
+class DnsSwitch(PlanModel):
+    """What both DNS providers share: the record, its two values and the TTL ceiling."""
+
+    provider: str
+    record: DnsRecord
+    primary_value: ShortText
+    dr_value: ShortText
+    max_ttl: Duration = Field(60.0, description="Longest TTL the record may have.")
+
+    @model_validator(mode="after")
+    def _values(self) -> DnsSwitch:
+        rules: list[Rule] = []
+        parsed: dict[str, object] = {}
+        for field in ("primary_value", "dr_value"):
+            try:
+                parsed[field] = _record_value(self.record.type, getattr(self, field))
+            except ValueError:
+                rules.append(((field,), f"must be {_VALUE_HINT[self.record.type]}"))
+        if len(parsed) == 2 and parsed["primary_value"] == parsed["dr_value"]:
+            rules.append(
+                (("dr_value",), "must differ from primary_value, or the switch is a no-op")
+            )
+        rules.extend(self._zone_rules())
+        raise_rules("dns", rules)
+        return self
+
+    def _zone_rules(self) -> list[Rule]:
+        return []
+
+
+class Rfc2136Dns(DnsSwitch):
+    """Dynamic updates (RFC 2136), signed with TSIG, sent to every listed server."""
+
+    provider: Literal["rfc2136"]
+    servers: Annotated[tuple[DnsServer, ...], Field(min_length=1)]
+    zone: DnsName
+    tsig: TsigKey
+
+    def _zone_rules(self) -> list[Rule]:
+        name, zone = self.record.name, self.zone
+        if name == zone or name.endswith("." + zone):
+            return []
+        return [(("record", "name"), f"{name} is not inside the zone {zone}")]
+
+
+class Route53Dns(DnsSwitch):
+    provider: Literal["route53"]
+    hosted_zone_id: HostedZoneId
+    aws: AwsAccess
+
+
+Dns = Annotated[Rfc2136Dns | Route53Dns, Field(discriminator="provider")]
+
+
+# --- judging the drill -------------------------------------------------------------
+
+
+class Objectives(PlanModel):
+    rto: PositiveDuration
+    rpo: PositiveDuration
+
+
+class SmokeProbe(PlanModel):
+    name: ShortText
+    url: HttpUrl
+    expect_status: Annotated[StrictInt, Field(ge=100, le=599)] = 200
+    expect_body: str | None = Field(None, description="A substring the body must contain.")
+    timeout: PositiveDuration = 30.0
+
+
+class Schedule(PlanModel):
+    cron: CronExpr
+    timezone: TimeZone = "UTC"
+
+
+class Approval(PlanModel):
+    required: StrictBool = False
+    timeout: PositiveDuration = 3600.0

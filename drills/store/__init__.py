@@ -1,0 +1,1 @@
+"""The history store: runs, timelines, journals, readiness snapshots, audit log."""

@@ -1,0 +1,180 @@
+"""The history store: readiness snapshots, drill runs, their journal, leases, audit.
+
+SQLite by default (``.drills/history.db`` under the working directory);
+``DRILLS_DB_URL`` points it elsewhere, e.g. PostgreSQL for a team. Readers page
+and filter in SQL, never load every run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from drills.store.models import AuditEvent, Base, DrillRun, ReadinessSnapshot
+
+DEFAULT_URL = "sqlite:///.drills/history.db"
+SUCCESSFUL = ("succeeded",)
+
+
+def database_url() -> str:
+    return os.environ.get("DRILLS_DB_URL", DEFAULT_URL)
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    # WAL lets the UI read while a drill writes; the busy timeout rides out short locks.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, future=True)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+class HistoryStore:
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url or database_url()
+        self.engine = make_engine(self.url)
+        Base.metadata.create_all(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with self._sessions.begin() as session:
+            yield session
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- readiness -----------------------------------------------------------
+    def save_readiness(
+        self, plan: str, checked_at: dt.datetime, ok: bool, blocking: int, report: dict[str, Any]
+    ) -> int:
+        with self.session() as s:
+            row = ReadinessSnapshot(
+                plan=plan, checked_at=checked_at, ok=ok, blocking=blocking, report=report
+            )
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def latest_readiness(self, plan: str) -> ReadinessSnapshot | None:
+        with self.session() as s:
+            query = (
+                select(ReadinessSnapshot)
+                .where(ReadinessSnapshot.plan == plan)
+                .order_by(ReadinessSnapshot.checked_at.desc())
+                .limit(1)
+            )
+            return s.scalars(query).first()
+
+    # -- runs ----------------------------------------------------------------
+    def last_successful_drill(self, plan: str) -> DrillRun | None:
+        with self.session() as s:
+            query = (
+                select(DrillRun)
+                .where(
+                    DrillRun.plan == plan,
+                    DrillRun.mode == "drill",
+                    DrillRun.dry_run.is_(False),
+                    DrillRun.status.in_(SUCCESSFUL),
+                )
+                .order_by(DrillRun.started_at.desc())
+                .limit(1)
+            )
+            return s.scalars(query).first()
+
+    def create_run(self, run: DrillRun) -> None:
+        with self.session() as s:
+            s.add(run)
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        with self.session() as s:
+            run = s.get(DrillRun, run_id)
+            if run is None:
+                raise KeyError(run_id)
+            for name, value in fields.items():
+                setattr(run, name, value)
+
+    def get_run(self, run_id: str) -> DrillRun | None:
+        with self.session() as s:
+            return s.get(DrillRun, run_id)
+
+    def find_run(self, prefix: str) -> DrillRun | None:
+        """A run by its id or an unambiguous prefix of it, as people type them."""
+        with self.session() as s:
+            exact = s.get(DrillRun, prefix)
+            if exact is not None:
+                return exact
+            found = s.scalars(
+                select(DrillRun).where(DrillRun.id.startswith(prefix, autoescape=True)).limit(2)
+            ).all()
+            return found[0] if len(found) == 1 else None
+
+    def list_runs(
+        self,
+        *,
+        plan: str | None = None,
+        mode: str | None = None,
+        verdict: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[DrillRun]:
+        """Runs newest first, filtered and paged in SQL."""
+        query = select(DrillRun)
+        if plan:
+            query = query.where(DrillRun.plan == plan)
+        if mode:
+            query = query.where(DrillRun.mode == mode)
+        if verdict:
+            query = query.where(DrillRun.verdict == verdict)
+        query = query.order_by(DrillRun.started_at.desc()).limit(limit).offset(offset)
+        with self.session() as s:
+            return list(s.scalars(query).all())
+
+    def unfinished_runs(self, plan: str) -> list[DrillRun]:
+        with self.session() as s:
+            query = (
+                select(DrillRun)
+                .where(DrillRun.plan == plan, DrillRun.finished_at.is_(None))
+                .order_by(DrillRun.started_at.desc())
+            )
+            return list(s.scalars(query).all())
+
+    # -- audit ---------------------------------------------------------------
+    def audit(
+        self,
+        *,
+        who: str,
+        action: str,
+        plan: str,
+        accepted: bool,
+        reason: str,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        with self.session() as s:
+            s.add(
+                AuditEvent(
+                    at=dt.datetime.now(dt.UTC),
+                    who=who,
+                    action=action,
+                    plan=plan,
+                    accepted=accepted,
+                    reason=reason,
+                    detail=detail or {},
+                )
+            )

@@ -1,0 +1,138 @@
+"""A drill run rendered for an auditor: who, when, what changed, how long, objectives met.
+
+The same report backs `drills report`, the Prefect artifact and the dashboard's
+downloads, so the three can never disagree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from drills.plan.durations import format_duration
+from drills.store.history import HistoryStore
+from drills.store.models import DrillRun
+from drills.takeover.journal import Journal
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
+    details = run.details or {}
+    journal = [
+        {
+            "seq": c.seq,
+            "change": c.step,
+            "target": c.target,
+            "original": c.original,
+            "intended": c.intended,
+            "state": c.state,
+        }
+        for c in Journal(store, run.id).changes()
+    ]
+    return {
+        "run": {
+            "id": run.id,
+            "plan": run.plan,
+            "plan_digest": run.plan_digest,
+            "mode": run.mode,
+            "dry_run": run.dry_run,
+            "operator": run.operator,
+            "reason": run.reason,
+            "status": run.status,
+            "verdict": run.verdict,
+            "started_at": _iso(run.started_at),
+            "t0": _iso(run.t0),
+            "restored_at": _iso(run.restored_at),
+            "finished_at": _iso(run.finished_at),
+            "flow_run_id": run.flow_run_id,
+            "error": run.error,
+        },
+        "measurement": details.get("measurement"),
+        "rto_seconds": run.rto_seconds,
+        "client_rto_seconds": run.client_rto_seconds,
+        "rpo_seconds": run.rpo_seconds,
+        "approval": details.get("approval"),
+        "unfenced": bool(details.get("unfenced")),
+        "phases": run.timeline,
+        "journal": journal,
+        "planned_changes": details.get("planned", []),
+        "state_differences": details.get("drift", {}),
+        "readiness": run.readiness,
+    }
+
+
+def _secs(value: float | None) -> str:
+    if value is None:
+        return "—"
+    # Sub-minute figures matter to the tenth; longer ones read better as 1h5m.
+    return f"{value:.2f}s" if value < 60 else format_duration(round(value))
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    run = data["run"]
+    m = data.get("measurement") or {}
+    lines = [
+        f"# Drill report `{run['id']}` — plan `{run['plan']}`",
+        "",
+        f"- **Mode:** {run['mode']}{' (dry run)' if run['dry_run'] else ''}",
+        f"- **Operator:** {run['operator']} — **reason:** {run['reason'] or '—'}",
+        f"- **Started:** {run['started_at']} — **T0:** {run['t0'] or '—'}"
+        f" — **finished:** {run['finished_at'] or 'unfinished'}",
+        f"- **Status:** {run['status']} — **verdict:** **{run['verdict'] or '—'}**",
+        f"- **Plan digest:** `{run['plan_digest']}`",
+    ]
+    if run.get("error"):
+        lines.append(f"- **Error:** {run['error']}")
+    if data.get("approval"):
+        a = data["approval"]
+        answer = "approved" if a["approved"] else "refused"
+        lines.append(f"- **Approval:** {answer} by {a['approver']}: {a['comment']}")
+    if data.get("unfenced"):
+        lines.append("- **WARNING:** the primary was unreachable and was NOT fenced (forced).")
+    lines += ["", "## Objectives", "", "| measure | value | target |", "|---|---|---|"]
+    lines.append(f"| RTO | {_secs(data['rto_seconds'])} | {_secs(m.get('rto_target_seconds'))} |")
+    lines.append(
+        f"| client-visible RTO (incl. old TTL) | {_secs(data['client_rto_seconds'])} | — |"
+    )
+    for name, lag in (data.get("rpo_seconds") or {}).items():
+        lines.append(f"| RPO `{name}` | {_secs(lag)} | {_secs(m.get('rpo_target_seconds'))} |")
+    lines += ["", "## Phases", "", "| phase | status | duration |", "|---|---|---|"]
+    for phase in data["phases"] or []:
+        lines.append(f"| {phase['name']} | {phase['status']} | {_secs(phase['seconds'])} |")
+    for phase in data["phases"] or []:
+        if not phase["steps"]:
+            continue
+        lines += ["", f"### {phase['name']}", ""]
+        for step in phase["steps"]:
+            result = f": {step['result']}" if step["result"] else ""
+            lines.append(f"- `{step['status']}` {step['name']} ({_secs(step['seconds'])}){result}")
+    lines += ["", "## Changes (journal)", ""]
+    if data["journal"]:
+        lines += ["| # | change | target | original → intended | state |", "|---|---|---|---|---|"]
+        for c in data["journal"]:
+            lines.append(
+                f"| {c['seq']} | {c['change']} | `{c['target']}` | "
+                f"`{c['original']}` → `{c['intended']}` | {c['state']} |"
+            )
+    else:
+        lines.append("No change was made.")
+    if data["planned_changes"]:
+        lines += ["", "## Intended changes (dry run)", ""]
+        lines += [f"- {p}" for p in data["planned_changes"]]
+    if run["mode"] == "drill" and not run["dry_run"] and run["status"] != "aborted":
+        lines += ["", "## State after the drill", ""]
+        diff = data["state_differences"]
+        lines.append(
+            "Identical to the snapshot taken before the drill."
+            if not diff
+            else f"**{len(diff)} difference(s)** from the snapshot: {diff}"
+        )
+    readiness = data.get("readiness") or {}
+    if readiness.get("results"):
+        lines += ["", "## Readiness at T0", "", "| check | status | summary |", "|---|---|---|"]
+        for r in readiness["results"]:
+            lines.append(f"| `{r['id']}` | {r['status']} | {r['summary'].replace('|', '/')} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,402 @@
+"""A minimum-takeover drill, or the same takeover for a real incident.
+
+``Drill.run()`` goes through the phases of DESIGN.md in order, records each in
+the timeline and the history store, and on any failure in drill mode rolls
+back to the exact starting state (verified by snapshot). In incident mode a
+failure stops and reports; it never fails back on its own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from drills.checks.readiness import run_readiness
+from drills.checks.runner import ReadinessReport
+from drills.errors import DrillError
+from drills.plan import DrillPlan, plan_digest
+from drills.store.history import HistoryStore
+from drills.store.models import DrillRun
+from drills.takeover.journal import Journal
+from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
+from drills.takeover.measure import Measurement, measure
+from drills.takeover.snapshot import Snapshot, differences, take
+from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
+from drills.takeover.steps.phases import (
+    PhaseContext,
+    bring_up,
+    fence_primary,
+    smoke,
+    switch_dns,
+    wait_endpoint,
+)
+from drills.takeover.steps.rollback import safe_rollback
+from drills.takeover.timeline import Listener, Timeline
+from drills.targets.sites import Targets
+
+log = logging.getLogger("drills.takeover.drill")
+
+Mode = Literal["drill", "incident"]
+T = TypeVar("T")
+PhaseRunner = Callable[[str, Callable[[], Any]], Any]
+
+
+@dataclass(frozen=True)
+class Approval:
+    approved: bool
+    approver: str
+    comment: str = ""
+
+
+class DrillAborted(DrillError):  # noqa: N818 - it is not an error of ours: the drill stopped on purpose
+    """Stopped before any change: a blocking readiness failure, or approval refused."""
+
+
+@dataclass(frozen=True)
+class DrillRequest:
+    plan: DrillPlan
+    mode: Mode = "drill"
+    dry_run: bool = False
+    operator: str = "unknown"
+    reason: str = ""
+    declared_at: dt.datetime | None = None  # an incident's T0: when a person declared it
+    force_unfenced: bool = False
+    tier_deadline_s: float = 600.0
+    fence_deadline_s: float = 60.0
+    dns_deadline_s: float = 120.0
+    run_id: str | None = None
+    flow_run_id: str | None = None
+    plan_path: str | None = None  # kept in the run record, so `drills recover` can reload it
+    lease_s: float = LEASE_S
+
+
+@dataclass
+class DrillHooks:
+    """How a caller (CLI, flow, test) takes part in a run."""
+
+    approve: Callable[[DrillRequest], Approval] | None = None
+    confirm: Callable[[list[PlannedChange]], bool] | None = None
+    listener: Listener | None = None
+    point: Callable[[str], None] | None = None
+    run_phase: PhaseRunner = field(default=lambda _name, body: body())
+
+
+@dataclass
+class DrillResult:
+    run_id: str
+    status: str
+    verdict: str | None
+    measurement: Measurement | None
+    timeline: Timeline
+    planned: list[PlannedChange] = field(default_factory=list)
+    drift: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class Drill:
+    def __init__(
+        self, request: DrillRequest, history: HistoryStore, hooks: DrillHooks | None = None
+    ) -> None:
+        self.request = request
+        self.plan = request.plan
+        self.history = history
+        self.hooks = hooks or DrillHooks()
+        self.run_id = request.run_id or uuid.uuid4().hex[:12]
+        self.timeline = Timeline(self._on_event)
+        self.journal = Journal(history, self.run_id)
+        self.t0: dt.datetime | None = None
+        self.readiness: ReadinessReport | None = None
+        self.details: dict[str, Any] = {"approval": None, "unfenced": False}
+
+    # -- the run ---------------------------------------------------------------
+    def run(self) -> DrillResult:
+        """Run it, holding the plan's lease; raises LeaseHeldError or UnfinishedRunError
+        (before anything is recorded or changed) when another run has the plan."""
+        with self._exclusive():
+            return self._run()
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        if self.request.dry_run:  # changes nothing: needs no lease, blocks nobody
+            yield
+            return
+        with PlanLease(self.history, self.plan.name, self.run_id, lease_s=self.request.lease_s):
+            unfinished = [r for r in self.history.unfinished_runs(self.plan.name) if not r.dry_run]
+            if unfinished:
+                raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
+            yield
+
+    def _run(self) -> DrillResult:
+        req = self.request
+        if req.plan_path:
+            self.details["plan_path"] = req.plan_path
+        self.history.create_run(
+            DrillRun(
+                id=self.run_id,
+                plan=self.plan.name,
+                plan_digest=plan_digest(self.plan),
+                mode=req.mode,
+                dry_run=req.dry_run,
+                operator=req.operator,
+                reason=req.reason,
+                status="running",
+                started_at=_now(),
+                flow_run_id=req.flow_run_id,
+                details=dict(self.details),
+            )
+        )
+        with Targets(self.plan) as targets:
+            executor = ChangeExecutor(
+                targets, self.journal, dry_run=req.dry_run, point=self.hooks.point or _none
+            )
+            ctx = PhaseContext(
+                self.plan,
+                targets,
+                executor,
+                self.timeline,
+                force_unfenced=req.force_unfenced,
+                incident=req.mode == "incident",
+                tier_deadline_s=req.tier_deadline_s,
+                fence_deadline_s=req.fence_deadline_s,
+                dns_deadline_s=req.dns_deadline_s,
+            )
+            result = self._run_phases(ctx)
+        self._finish(result)
+        return result
+
+    def _run_phases(self, ctx: PhaseContext) -> DrillResult:
+        drill_mode = self.request.mode == "drill"
+        before: Snapshot = {}
+        try:
+            self._preflight()
+            if drill_mode:
+                before = take(self.plan, ctx.targets)
+                # Durable before the first change: `drills recover` verifies against it.
+                self.details["snapshot_before"] = before
+                self.history.update_run(self.run_id, details=dict(self.details))
+            self._declare()
+            self._approve()
+            if self.request.dry_run:
+                return self._dry_run(ctx)
+            self._confirm(ctx)
+            self._phase("fence", lambda: fence_primary(ctx))
+            self._phase("bring-up", lambda: bring_up(ctx))
+            self._phase("dns", lambda: switch_dns(ctx))
+            restored = self._phase("smoke", lambda: smoke(ctx))
+            self.details["unfenced"] = bool(ctx.facts.get("unfenced"))
+            with self.timeline.phase("measure"), self.timeline.step("RTO and RPO") as step:
+                measurement = self._measure(ctx, restored)
+                step.evidence = measurement.to_json()
+                step.result = measurement.summary()
+            if not drill_mode:
+                return self._result("succeeded", measurement)
+            self._phase("failback", lambda: self._failback(ctx))
+            drift = self._verify(ctx, before, "verify failback")
+            status = "succeeded" if not drift else "failback-drift"
+            return self._result(status, measurement, drift=drift)
+        except DrillAborted as exc:
+            return self._result("aborted", None, error=str(exc))
+        except KeyboardInterrupt as exc:
+            # A cancel (Ctrl-C, SIGTERM from a scheduler) is not a failure: stop cleanly.
+            error = str(exc) or "cancelled by an interrupt"
+            log.warning("run %s %s", self.run_id, error)
+            if not drill_mode:
+                return self._incident_stopped("cancelled", error)
+            result = self._rollback(ctx, before, error)
+            if result.status == "rolled-back":
+                result.status, result.verdict = "cancelled", "cancelled"
+            return result
+        except (DrillError, Exception) as exc:
+            # Whatever went wrong, even a bug of ours, must not leave production half
+            # failed over: roll back first, report the cause with the result.
+            error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, DrillError) else str(exc)
+            log.error(
+                "run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError)
+            )
+            if not drill_mode:
+                return self._incident_stopped("failed", error)
+            return self._rollback(ctx, before, error)
+
+    def _incident_stopped(self, status: str, error: str) -> DrillResult:
+        """An incident never fails back on its own: it stops, and says what the operator may do."""
+        if self.journal.to_undo():
+            error += (
+                f"; the takeover stopped part-way, see the journal. `drills recover "
+                f"{self.run_id} --complete` finishes it, `--hold` keeps DR as it is."
+            )
+        return self._result(status, None, error=error)
+
+    def _phase(self, name: str, body: Callable[[], T]) -> T:
+        """Run one phase in the timeline, through the caller's runner (a Prefect task, say)."""
+        with self.timeline.phase(name):
+            return self.hooks.run_phase(name, body)
+
+    def _failback(self, ctx: PhaseContext) -> None:
+        safe_rollback(ctx.executor, self.plan, self.timeline)
+        self._wait_primary_back(ctx)
+
+    # -- phases that do not change anything ----------------------------------------
+    def _preflight(self) -> None:
+        with self.timeline.phase("preflight"), self.timeline.step("readiness checks") as step:
+            self.readiness = run_readiness(self.plan, history=self.history)
+            blocking = [r.id for r in self.readiness.blocking]
+            step.evidence = {"blocking": blocking, "checks": len(self.readiness.results)}
+            if blocking and self.request.mode == "drill":
+                step.result = f"blocked by {', '.join(blocking)}"
+                raise DrillAborted(f"preflight: blocking readiness failures: {', '.join(blocking)}")
+            if blocking:
+                step.result = f"recorded and continuing (incident): {', '.join(blocking)}"
+
+    def _declare(self) -> None:
+        with self.timeline.phase("declare"), self.timeline.step("record T0") as step:
+            self.t0 = self.request.declared_at or _now()
+            step.evidence = {"t0": self.t0.isoformat(), "declared": bool(self.request.declared_at)}
+            self.history.update_run(self.run_id, t0=self.t0)
+
+    def _approve(self) -> None:
+        if not self.plan.approval.required:
+            return
+        with self.timeline.phase("approve"), self.timeline.step("wait for approval") as step:
+            if self.hooks.approve is None:
+                raise DrillAborted("the plan requires approval and nobody can give it here")
+            answer = self.hooks.approve(self.request)
+            self.details["approval"] = {
+                "approved": answer.approved,
+                "approver": answer.approver,
+                "comment": answer.comment,
+            }
+            step.evidence = dict(self.details["approval"])
+            if not answer.approved:
+                raise DrillAborted(f"not approved by {answer.approver}: {answer.comment}")
+
+    def _dry_run(self, ctx: PhaseContext) -> DrillResult:
+        with self.timeline.phase("dry-run"):
+            fence_primary(ctx)
+            bring_up(ctx)
+            switch_dns(ctx)
+        return self._result("dry-run", None, planned=list(ctx.executor.planned))
+
+    def _confirm(self, ctx: PhaseContext) -> None:
+        if self.hooks.confirm is None:
+            return
+        preview = ChangeExecutor(ctx.targets, self.journal, dry_run=True)
+        dry = PhaseContext(self.plan, ctx.targets, preview, Timeline())
+        with dry.timeline.phase("preview"):  # a timeline of its own, not the run's
+            fence_primary(dry)
+            bring_up(dry)
+            switch_dns(dry)
+        if not self.hooks.confirm(preview.planned):
+            raise DrillAborted("the operator did not confirm the changes")
+
+    def _measure(self, ctx: PhaseContext, restored: dt.datetime) -> Measurement:
+        assert self.t0 is not None
+        self.history.update_run(self.run_id, restored_at=restored)
+        return measure(
+            self.plan,
+            t0=self.t0,
+            restored=restored,
+            dns_switched=ctx.facts.get("dns_switched_at", restored),
+            old_ttl=float(ctx.facts.get("old_ttl", 0)),
+            readiness=self.readiness,
+        )
+
+    def _wait_primary_back(self, ctx: PhaseContext) -> None:
+        with self.timeline.step("primary serves again") as step:
+            step.result = wait_endpoint(
+                str(self.plan.sites.primary.endpoint),
+                serving_wanted=True,
+                deadline_s=self.request.tier_deadline_s,
+            )
+
+    def _verify(self, ctx: PhaseContext, before: Snapshot, name: str) -> dict[str, Any]:
+        with self.timeline.phase(name), self.timeline.step("compare with the snapshot") as step:
+            drift = differences(before, take(self.plan, ctx.targets))
+            step.evidence = {"addresses": len(before), "differences": drift}
+            step.result = "identical" if not drift else f"{len(drift)} difference(s)"
+            if drift:
+                step.status = "failed"
+            return drift
+
+    def _rollback(self, ctx: PhaseContext, before: Snapshot, error: str) -> DrillResult:
+        try:
+            with self.timeline.phase("rollback"):
+                safe_rollback(ctx.executor, self.plan, self.timeline)
+            drift = self._verify(ctx, before, "verify rollback") if before else {}
+        except DrillError as exc:
+            return self._result("rollback-failed", None, error=f"{error}; rollback: {exc}")
+        status = "rolled-back" if not drift else "rollback-failed"
+        return self._result(status, None, drift=drift, error=error)
+
+    # -- records -----------------------------------------------------------------
+    def _result(
+        self,
+        status: str,
+        measurement: Measurement | None,
+        *,
+        planned: list[PlannedChange] | None = None,
+        drift: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> DrillResult:
+        verdict = measurement.verdict if measurement else None
+        if status not in ("succeeded", "dry-run"):
+            verdict = "failed" if status != "aborted" else "aborted"
+        return DrillResult(
+            self.run_id, status, verdict, measurement, self.timeline, planned or [],
+            drift or {}, error,
+        )  # fmt: skip
+
+    def _left_part_way(self, result: DrillResult) -> bool:
+        """An incident that stopped (cancelled, failed) after changing something.
+
+        Its run stays unfinished, like a crashed one: nothing new may start on the plan
+        until an operator decides with `drills recover RUN --complete` or `--hold`.
+        """
+        return (
+            self.request.mode == "incident"
+            and result.status != "succeeded"
+            and bool(self.journal.to_undo())
+        )
+
+    def _finish(self, result: DrillResult) -> None:
+        m = result.measurement
+        self.details["planned"] = [p.describe() for p in result.planned]
+        self.details["drift"] = result.drift
+        if m is not None:
+            self.details["measurement"] = m.to_json()
+        self.history.update_run(
+            self.run_id,
+            status=result.status,
+            verdict=result.verdict,
+            finished_at=None if self._left_part_way(result) else _now(),
+            rto_seconds=m.rto_seconds if m else None,
+            client_rto_seconds=m.client_rto_seconds if m else None,
+            rpo_seconds=m.rpo_seconds if m else {},
+            timeline=self.timeline.to_json(),
+            readiness=self.readiness.to_json() if self.readiness else {},
+            details=self.details,
+            error=result.error,
+        )
+
+    def _on_event(self, event: str, phase: Any, step: Any) -> None:
+        if event == "phase-end":
+            self.history.update_run(self.run_id, timeline=self.timeline.to_json())
+        if self.hooks.listener is not None:
+            self.hooks.listener(event, phase, step)
+        if event in ("phase-start", "phase-end") and self.hooks.point is not None:
+            self.hooks.point(f"phase:{phase.name}:{event.removeprefix('phase-')}")
+
+
+def _none(_: str) -> None:
+    return None
+
+
+__all__ = ["Approval", "Drill", "DrillAborted", "DrillHooks", "DrillRequest", "DrillResult"]

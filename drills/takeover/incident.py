@@ -1,0 +1,216 @@
+"""Declaring an incident: the checks before a real failover starts, and its audit trail.
+
+The dashboard's button comes here. Every declaration, accepted or refused, is written
+to the audit log with who, when, what and why. Starting the run itself is left to an
+``IncidentLauncher`` (the dashboard gives one over Prefect's ``run_deployment``), so
+this module stays free of Prefect and can be tested against any launcher.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from drills.errors import DrillError
+from drills.store.history import HistoryStore
+from drills.store.models import DrillRun
+
+log = logging.getLogger("drills.takeover.incident")
+
+ACTION = "declare-incident"
+
+# One dashboard process serves many sessions: two people clicking at once must not
+# both pass the "nothing running" check before either run exists.
+_DECLARING = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ActiveRun:
+    """A run that is still going somewhere: in the history store, or on the scheduler."""
+
+    id: str
+    source: str  # "history" or "prefect"
+    state: str
+
+
+class IncidentLauncher(Protocol):
+    """Starts the incident run and knows which ones are still going."""
+
+    def active_runs(self, plan_path: str, plan_name: str) -> list[ActiveRun]:
+        """Incident runs of this plan in a non-final state on the scheduler."""
+        ...
+
+    def is_finished(self, flow_run_id: str) -> bool | None:
+        """Whether that run reached a final state; None when it cannot be told."""
+        ...
+
+    def start(self, parameters: dict[str, Any], *, idempotency_key: str) -> str:
+        """Start the incident run and return its id at once (it does not wait)."""
+        ...
+
+
+@dataclass(frozen=True)
+class IncidentRequest:
+    plan_path: str
+    plan_name: str
+    operator: str
+    reason: str
+    confirmation: str
+    declared_at: dt.datetime  # T0: the moment the person declared it
+    force_unfenced: bool = False
+
+
+@dataclass(frozen=True)
+class Declaration:
+    accepted: bool
+    message: str
+    flow_run_id: str | None = None
+    blocking: tuple[ActiveRun, ...] = field(default_factory=tuple)
+
+
+def incident_parameters(request: IncidentRequest) -> dict[str, Any]:
+    """The parameters of the `declare-incident` deployment."""
+    return {
+        "plan": request.plan_path,
+        "mode": "incident",
+        "operator": request.operator,
+        "reason": request.reason,
+        "declared_at": request.declared_at.isoformat(),
+        "force_unfenced": request.force_unfenced,
+    }
+
+
+def _problem(request: IncidentRequest) -> str | None:
+    if request.declared_at.tzinfo is None:
+        return "the declaration time has no time zone"
+    if not request.operator.strip():
+        return "nobody is named as the operator"
+    if not request.reason.strip():
+        return "a reason is required"
+    if request.confirmation.strip() != request.plan_name:
+        return f"the confirmation does not match the plan name {request.plan_name!r}"
+    return None
+
+
+def _still_running(run: DrillRun, launcher: IncidentLauncher) -> bool:
+    # A run that crashed or stopped part-way never gets finished_at; the scheduler
+    # knows whether its process is still going.
+    if run.flow_run_id:
+        return launcher.is_finished(run.flow_run_id) is not True
+    return True
+
+
+def _decision_needed(run: DrillRun) -> str:
+    if run.mode == "incident":
+        what = (
+            f"`drills recover {run.id} --complete` finishes that takeover, "
+            f"`drills recover {run.id} --hold` keeps DR as it is"
+        )
+    else:
+        what = f"`drills recover {run.id}` rolls that drill back"
+    return (
+        f"refused: {run.mode} run {run.id} on {run.plan} ended part-way ({run.status}) and "
+        f"waits for an operator: {what}. Then declare again."
+    )
+
+
+@dataclass(frozen=True)
+class Blocking:
+    running: list[ActiveRun]  # incidents of the plan still going, in the history or the scheduler
+    # Runs that ended without finishing (crashed, or an incident stopped part-way): a new
+    # run would refuse to start on top of them, so declaring must too.
+    stopped: list[DrillRun]
+
+
+def blocking_runs(
+    request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
+) -> Blocking:
+    """What keeps a new incident on the plan from starting; each run's state is read once."""
+    unfinished = history.unfinished_runs(request.plan_name)
+    going = {run.id: _still_running(run, launcher) for run in unfinished}
+    running = [
+        ActiveRun(run.id, "history", run.status)
+        for run in unfinished
+        if run.mode == "incident" and going[run.id]
+    ]
+    known = {run.flow_run_id for run in unfinished if run.flow_run_id}
+    running += [
+        r for r in launcher.active_runs(request.plan_path, request.plan_name) if r.id not in known
+    ]
+    stopped = [run for run in unfinished if not run.dry_run and not going[run.id]]
+    return Blocking(running, stopped)
+
+
+def _describe(runs: Sequence[ActiveRun]) -> str:
+    return ", ".join(f"{r.id} ({r.state})" for r in runs)
+
+
+def declare_incident(
+    request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
+) -> Declaration:
+    """Check the declaration, refuse or start the incident run, and audit either way."""
+    with _DECLARING:
+        declaration = _decide(request, history, launcher)
+    detail: dict[str, Any] = {
+        "declared_at": request.declared_at.isoformat(),
+        "force_unfenced": request.force_unfenced,
+        "plan_path": request.plan_path,
+        "outcome": declaration.message,
+    }
+    if declaration.flow_run_id:
+        detail["flow_run_id"] = declaration.flow_run_id
+    if declaration.blocking:
+        detail["blocking"] = [r.id for r in declaration.blocking]
+    history.audit(
+        who=request.operator or "(nobody)",
+        action=ACTION,
+        plan=request.plan_name,
+        accepted=declaration.accepted,
+        reason=request.reason,
+        detail=detail,
+    )
+    level = logging.WARNING if declaration.accepted else logging.INFO
+    log.log(
+        level,
+        "incident on %s declared by %s: %s",
+        request.plan_name,
+        request.operator,
+        declaration.message,
+    )
+    return declaration
+
+
+def _decide(
+    request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
+) -> Declaration:
+    problem = _problem(request)
+    if problem:
+        return Declaration(False, f"refused: {problem}")
+    try:
+        blocking = blocking_runs(request, history, launcher)
+    except DrillError as exc:
+        # Unknown is not "none running": refuse rather than risk a second takeover.
+        return Declaration(False, f"refused: cannot tell whether an incident is running ({exc})")
+    if blocking.running:
+        return Declaration(
+            False,
+            f"refused: an incident on {request.plan_name} is already running: "
+            f"{_describe(blocking.running)}",
+            blocking=tuple(blocking.running),
+        )
+    if blocking.stopped:
+        return Declaration(
+            False,
+            _decision_needed(blocking.stopped[0]),
+            blocking=tuple(ActiveRun(r.id, "history", r.status) for r in blocking.stopped),
+        )
+    key = f"{ACTION}:{request.plan_name}:{request.declared_at.isoformat()}"
+    try:
+        flow_run_id = launcher.start(incident_parameters(request), idempotency_key=key)
+    except DrillError as exc:
+        return Declaration(False, f"not started: {exc}")
+    return Declaration(True, f"started incident run {flow_run_id}", flow_run_id=flow_run_id)

@@ -1,0 +1,97 @@
+"""The write-ahead journal of a drill: every change, its original state first.
+
+A step records what it is about to change *before* it acts (state
+``pending``), then marks the entry ``applied`` once the change is made, and
+``undone`` when rolled back. A crash between the two leaves a ``pending``
+entry: recovery treats it as possibly applied and undoes it, which is safe
+because every undo restores the recorded original and is idempotent.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import func, select
+
+from drills.store.history import HistoryStore
+from drills.store.models import JournalEntry
+
+EntryState = Literal["pending", "applied", "undone", "failed"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One journalled change, as recovery needs it: enough to undo with nothing else."""
+
+    seq: int
+    step: str  # the kind of change, e.g. "workload.scale"; picks the undo
+    target: str  # what it touches, e.g. "primary/Deployment/serving/llm-server"
+    original: dict[str, Any]
+    intended: dict[str, Any]
+    state: EntryState
+
+    @property
+    def needs_undo(self) -> bool:
+        return self.state in ("pending", "applied")
+
+
+class Journal:
+    def __init__(self, store: HistoryStore, run_id: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        # Steps of one tier run in parallel threads; sequence numbers must not collide.
+        self._lock = threading.Lock()
+
+    def record(
+        self, step: str, target: str, original: dict[str, Any], intended: dict[str, Any]
+    ) -> int:
+        """Write the original state down before acting; returns the entry's sequence number."""
+        now = dt.datetime.now(dt.UTC)
+        with self._lock, self.store.session() as s:
+            last = s.scalar(
+                select(func.max(JournalEntry.seq)).where(JournalEntry.run_id == self.run_id)
+            )
+            seq = (last or 0) + 1
+            s.add(
+                JournalEntry(
+                    run_id=self.run_id,
+                    seq=seq,
+                    step=step,
+                    target=target,
+                    original=original,
+                    intended=intended,
+                    state="pending",
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return seq
+
+    def mark(self, seq: int, state: EntryState) -> None:
+        with self.store.session() as s:
+            entry = s.scalars(
+                select(JournalEntry).where(
+                    JournalEntry.run_id == self.run_id, JournalEntry.seq == seq
+                )
+            ).one()
+            entry.state = state
+            entry.updated_at = dt.datetime.now(dt.UTC)
+
+    def changes(self) -> list[Change]:
+        with self.store.session() as s:
+            rows = s.scalars(
+                select(JournalEntry)
+                .where(JournalEntry.run_id == self.run_id)
+                .order_by(JournalEntry.seq)
+            ).all()
+            return [
+                Change(r.seq, r.step, r.target, r.original, r.intended, r.state)  # type: ignore[arg-type]
+                for r in rows
+            ]
+
+    def to_undo(self) -> list[Change]:
+        """Applied or possibly applied changes, newest first: the order to roll back in."""
+        return [c for c in reversed(self.changes()) if c.needs_undo]

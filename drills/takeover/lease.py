@@ -1,0 +1,202 @@
+"""One drill or incident at a time per plan: a lease in the history store.
+
+Taking the lease is one atomic statement: an INSERT, or an UPDATE that only
+matches an expired lease (or one whose holder is a process on this host that
+no longer exists). Whoever holds it renews it from a heartbeat thread; it
+expires on its own when the holder dies, so a crashed run never blocks the
+plan for longer than the lease, and `drills recover` can take over at once
+after a crash on the same host.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import socket
+import threading
+import uuid
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import CursorResult, delete, insert, update
+from sqlalchemy.exc import IntegrityError
+
+from drills.errors import DrillError
+from drills.store.history import HistoryStore
+from drills.store.models import Lease
+
+log = logging.getLogger("drills.takeover.lease")
+
+LEASE_S = 60.0
+RENEW_S = 15.0
+
+
+class LeaseHeldError(DrillError):
+    """Another live run holds the plan's lease."""
+
+    def __init__(self, plan: str, holder: str, run_id: str, expires_at: dt.datetime) -> None:
+        self.plan, self.holder, self.run_id, self.expires_at = plan, holder, run_id, expires_at
+        super().__init__(
+            f"plan {plan} is busy: run {run_id} holds its lease ({holder}) until "
+            f"{expires_at:%Y-%m-%d %H:%M:%S} UTC. Wait for it to finish, or cancel it; "
+            f"if it died, run `drills recover {run_id}`."
+        )
+
+
+class UnfinishedRunError(DrillError):
+    """The plan has a run that never finished (it crashed): recover it before a new one."""
+
+    def __init__(self, plan: str, run_id: str, status: str) -> None:
+        self.plan, self.run_id = plan, run_id
+        super().__init__(
+            f"plan {plan} has an unfinished run {run_id} (status {status}); it may have left "
+            f"changes behind. Run `drills recover {run_id}` first."
+        )
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def new_holder() -> str:
+    """Who holds a lease: host, process id and a token unique to this lease."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def holder_is_dead(holder: str) -> bool:
+    """True only when the holder is a process on this host that no longer exists."""
+    host, _, rest = holder.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False  # another host: only expiry can tell
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _rows(result: Any) -> int:
+    """Rows an UPDATE matched (an UPDATE's result is always a CursorResult)."""
+    assert isinstance(result, CursorResult)
+    return int(result.rowcount)
+
+
+def current(store: HistoryStore, plan: str) -> Lease | None:
+    with store.session() as s:
+        return s.get(Lease, plan)
+
+
+def acquire(
+    store: HistoryStore, plan: str, run_id: str, holder: str, lease_s: float = LEASE_S
+) -> None:
+    """Take the plan's lease for ``run_id``, or raise LeaseHeldError naming who has it."""
+    now = _now()
+    expires = now + dt.timedelta(seconds=lease_s)
+    try:
+        with store.session() as s:
+            s.execute(
+                insert(Lease).values(plan=plan, holder=holder, run_id=run_id, expires_at=expires)
+            )
+        return
+    except IntegrityError:
+        pass
+    existing = current(store, plan)
+    if existing is None:  # released between our insert and our look: try once more
+        return acquire(store, plan, run_id, holder, lease_s)
+    stale = existing.expires_at <= now or holder_is_dead(existing.holder)
+    if stale:
+        # Compare-and-swap on the holder we saw: two takers cannot both win.
+        with store.session() as s:
+            taken = _rows(
+                s.execute(
+                    update(Lease)
+                    .where(Lease.plan == plan, Lease.holder == existing.holder)
+                    .values(holder=holder, run_id=run_id, expires_at=expires)
+                )
+            )
+        if taken == 1:
+            log.warning(
+                "took over the lease of %s from %s (run %s)", plan, existing.holder, existing.run_id
+            )
+            return
+        existing = current(store, plan) or existing
+    raise LeaseHeldError(plan, existing.holder, existing.run_id, existing.expires_at)
+
+
+def renew(store: HistoryStore, plan: str, holder: str, lease_s: float = LEASE_S) -> bool:
+    """Push the expiry out; False if the lease is no longer ours."""
+    with store.session() as s:
+        count = _rows(
+            s.execute(
+                update(Lease)
+                .where(Lease.plan == plan, Lease.holder == holder)
+                .values(expires_at=_now() + dt.timedelta(seconds=lease_s))
+            )
+        )
+    return count == 1
+
+
+def release(store: HistoryStore, plan: str, holder: str) -> None:
+    with store.session() as s:
+        s.execute(delete(Lease).where(Lease.plan == plan, Lease.holder == holder))
+
+
+@dataclass
+class PlanLease:
+    """The lease as a context manager, renewed by a heartbeat thread while held."""
+
+    store: HistoryStore
+    plan: str
+    run_id: str
+    lease_s: float = LEASE_S
+    renew_s: float = RENEW_S
+
+    def __post_init__(self) -> None:
+        self.holder = new_holder()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._heartbeat, name=f"lease-{self.plan}", daemon=True
+        )
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.renew_s):
+            try:
+                if not renew(self.store, self.plan, self.holder, self.lease_s):
+                    log.error("lost the lease of %s (run %s)", self.plan, self.run_id)
+                    return
+            except Exception:  # a store hiccup must not kill the heartbeat
+                log.warning("could not renew the lease of %s; retrying", self.plan, exc_info=True)
+
+    def __enter__(self) -> PlanLease:
+        acquire(self.store, self.plan, self.run_id, self.holder, self.lease_s)
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        release(self.store, self.plan, self.holder)
+
+
+__all__ = [
+    "LEASE_S",
+    "RENEW_S",
+    "LeaseHeldError",
+    "PlanLease",
+    "UnfinishedRunError",
+    "acquire",
+    "current",
+    "holder_is_dead",
+    "release",
+    "renew",
+]

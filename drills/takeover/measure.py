@@ -1,0 +1,99 @@
+"""RTO, client-visible RTO and RPO of a takeover, and the verdict against the plan."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from drills.checks.runner import ReadinessReport
+from drills.plan import DrillPlan
+from drills.plan.durations import format_duration
+
+
+@dataclass(frozen=True)
+class Measurement:
+    t0: dt.datetime
+    restored: dt.datetime
+    dns_switched: dt.datetime
+    old_ttl: float
+    rto_seconds: float
+    client_rto_seconds: float
+    rpo_seconds: dict[str, float | None]
+    rto_target: float
+    rpo_target: float
+    verdict: str  # met | missed
+
+    def summary(self) -> str:
+        rpo = max((v for v in self.rpo_seconds.values() if v is not None), default=0.0)
+        return (
+            f"RTO {format_duration(self.rto_seconds)} (target {format_duration(self.rto_target)}), "
+            f"client-visible {format_duration(self.client_rto_seconds)}, "
+            f"worst RPO {format_duration(rpo)} (target {format_duration(self.rpo_target)}): "
+            f"{self.verdict}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "t0": self.t0.isoformat(),
+            "restored": self.restored.isoformat(),
+            "dns_switched": self.dns_switched.isoformat(),
+            "old_ttl_seconds": self.old_ttl,
+            "rto_seconds": round(self.rto_seconds, 3),
+            "client_rto_seconds": round(self.client_rto_seconds, 3),
+            "rpo_seconds": self.rpo_seconds,
+            "rto_target_seconds": self.rto_target,
+            "rpo_target_seconds": self.rpo_target,
+            "verdict": self.verdict,
+        }
+
+
+def rpo_at_t0(plan: DrillPlan, readiness: ReadinessReport | None) -> dict[str, float | None]:
+    """Per dataset: the replication lag the preflight measured at DR just before T0.
+
+    That is the age of the oldest primary write not yet readable at DR (0 when DR
+    holds everything): the window of writes a takeover at T0 would lose.
+    """
+    lags: dict[str, float | None] = {d.name: None for d in plan.datasets}
+    if readiness is None:
+        return lags
+    for result in readiness.results:
+        if result.id != "data.rpo":
+            continue
+        for entry in result.evidence.get("datasets", ()):
+            name, lag = entry.get("name"), entry.get("lag_s")
+            if name in lags and lag is not None:
+                lags[name] = float(lag)
+    return lags
+
+
+def measure(
+    plan: DrillPlan,
+    *,
+    t0: dt.datetime,
+    restored: dt.datetime,
+    dns_switched: dt.datetime,
+    old_ttl: float,
+    readiness: ReadinessReport | None,
+) -> Measurement:
+    rto = (restored - t0).total_seconds()
+    # Clients may hold the old answer for a TTL after the switch.
+    client_restored = max(restored, dns_switched + dt.timedelta(seconds=old_ttl))
+    client_rto = (client_restored - t0).total_seconds()
+    rpo = rpo_at_t0(plan, readiness)
+    known = [v for v in rpo.values() if v is not None]
+    met = rto <= plan.objectives.rto and all(v <= plan.objectives.rpo for v in known)
+    if len(known) < len(rpo):
+        met = False  # an unmeasured RPO is not a met one
+    return Measurement(
+        t0=t0,
+        restored=restored,
+        dns_switched=dns_switched,
+        old_ttl=old_ttl,
+        rto_seconds=rto,
+        client_rto_seconds=client_rto,
+        rpo_seconds=rpo,
+        rto_target=plan.objectives.rto,
+        rpo_target=plan.objectives.rpo,
+        verdict="met" if met else "missed",
+    )

@@ -1,0 +1,287 @@
+"""`drills recover`: finish the job of a run that died, from its journal alone.
+
+Drill mode: undo every applied or possibly applied change in the safe order
+(DNS back, DR to standby and verified not serving, then the primary), then
+compare the state with the snapshot the run stored before its first change.
+
+Incident mode: never fail back on its own. It reports the journal and the
+current state, then does what the operator chose:
+- ``complete``: run the takeover phases again (fence, bring up, DNS, smoke).
+  Changes already made are skipped by the executor, so this is idempotent.
+- ``hold``: keep what was done, finish only the fence (the primary closed and
+  verified from outside, so both sites can never serve), and settle the
+  entries a crash left pending. DR stays as it is, for a person to look at.
+
+The run is marked ``recovered`` (finished) or ``recover-failed`` (left
+unfinished, so no new drill starts on top of it). Running it again is safe:
+every step reads the current state first and writes only what differs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from drills.errors import DrillError
+from drills.plan import DrillPlan, load_plan
+from drills.store.history import HistoryStore
+from drills.store.models import DrillRun
+from drills.takeover.journal import Change, Journal
+from drills.takeover.lease import PlanLease
+from drills.takeover.snapshot import differences, take
+from drills.takeover.steps.changes import KINDS
+from drills.takeover.steps.executor import ChangeExecutor
+from drills.takeover.steps.phases import (
+    PhaseContext,
+    bring_up,
+    fence_primary,
+    smoke,
+    switch_dns,
+    wait_endpoint,
+)
+from drills.takeover.steps.rollback import safe_rollback
+from drills.takeover.timeline import Timeline
+from drills.targets.dns import normalize_value
+from drills.targets.sites import Targets
+
+log = logging.getLogger("drills.takeover.recover")
+
+Action = Literal["rollback", "complete", "hold"]
+RECOVERED = "recovered"
+RECOVER_FAILED = "recover-failed"
+NEEDS_DECISION = "needs-decision"
+
+
+class RecoverError(DrillError):
+    """Recovery cannot start: no such run, no plan to reach its targets, a wrong choice."""
+
+
+@dataclass
+class RecoverReport:
+    run_id: str
+    plan: str
+    mode: str
+    action: Action | None
+    status: str
+    journal: list[dict[str, Any]]
+    state: dict[str, Any]
+    undone: list[str] = field(default_factory=list)
+    drift: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    timeline: Timeline = field(default_factory=Timeline)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "plan": self.plan,
+            "mode": self.mode,
+            "action": self.action,
+            "status": self.status,
+            "journal": self.journal,
+            "state": self.state,
+            "undone": self.undone,
+            "drift": self.drift,
+            "error": self.error,
+        }
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def pick_run(history: HistoryStore, run_id: str | None, plan: str | None) -> DrillRun:
+    """The run by id (or unique prefix), or the newest unfinished run of a plan."""
+    if run_id:
+        run = history.find_run(run_id)
+        if run is None:
+            raise RecoverError(
+                f"no run {run_id!r} (or the prefix is ambiguous); see `drills history`"
+            )
+        return run
+    if not plan:
+        raise RecoverError("name a run id, or --plan for its newest unfinished run")
+    unfinished = [r for r in history.unfinished_runs(plan) if not r.dry_run]
+    if not unfinished:
+        raise RecoverError(f"plan {plan} has no unfinished run: nothing to recover")
+    return unfinished[0]
+
+
+def plan_of(run: DrillRun, path: Path | None = None) -> DrillPlan:
+    """The plan to reach the run's targets: the file given, or the one the run recorded."""
+    source = path or (Path(p) if (p := (run.details or {}).get("plan_path")) else None)
+    if source is None:
+        raise RecoverError(f"run {run.id} did not record its plan file; give it with --plan-file")
+    plan = load_plan(source)
+    if plan.name != run.plan:
+        raise RecoverError(f"{source} is plan {plan.name}, but run {run.id} is of plan {run.plan}")
+    return plan
+
+
+def journal_rows(changes: list[Change]) -> list[dict[str, Any]]:
+    return [
+        {"seq": c.seq, "change": c.step, "target": c.target, "original": c.original,
+         "intended": c.intended, "state": c.state}
+        for c in changes
+    ]  # fmt: skip
+
+
+def recover(
+    history: HistoryStore,
+    plan: DrillPlan,
+    run: DrillRun,
+    *,
+    action: Action | None = None,
+    force_unfenced: bool = False,
+    deadline_s: float = 120.0,
+) -> RecoverReport:
+    """Recover ``run``; in incident mode ``action`` None only reports."""
+    if run.mode == "drill":
+        if action not in (None, "rollback"):
+            raise RecoverError("a drill is always rolled back; --complete/--hold are for incidents")
+        action = "rollback"
+    elif action == "rollback":
+        raise RecoverError("an incident is never failed back by recover: use --complete or --hold")
+    journal = Journal(history, run.id)
+    # The lease keeps a new drill (or a second recover) off the plan meanwhile; a crashed
+    # holder on this host is taken over at once, one elsewhere once its lease expires.
+    with PlanLease(history, plan.name, run.id), Targets(plan) as targets:
+        report = RecoverReport(
+            run.id, plan.name, run.mode, action, NEEDS_DECISION,
+            journal_rows(journal.changes()), take(plan, targets),
+        )  # fmt: skip
+        if action is None:
+            return report
+        executor = ChangeExecutor(targets, journal)
+        try:
+            with report.timeline.phase(f"recover: {action}"):
+                if action == "rollback":
+                    _roll_back(report, executor, plan, run, deadline_s)
+                else:
+                    _take_over(report, executor, plan, action, force_unfenced, deadline_s)
+            report.status = RECOVERED if not report.drift else RECOVER_FAILED
+        except DrillError as exc:
+            report.status, report.error = RECOVER_FAILED, str(exc)
+            log.error("recover of run %s failed: %s", run.id, exc)
+        report.state = take(plan, targets)
+    _record(history, run, report)
+    return report
+
+
+def _roll_back(
+    report: RecoverReport,
+    executor: ChangeExecutor,
+    plan: DrillPlan,
+    run: DrillRun,
+    deadline_s: float,
+) -> None:
+    undone = safe_rollback(executor, plan, report.timeline, deadline_s=deadline_s)
+    report.undone = [c.target for c in undone]
+    with report.timeline.step("primary serves again") as step:
+        step.result = wait_endpoint(
+            str(plan.sites.primary.endpoint), serving_wanted=True, deadline_s=deadline_s
+        )
+    before = (run.details or {}).get("snapshot_before")
+    with report.timeline.step("compare with the snapshot before the drill") as step:
+        if before is None:
+            # Stored before the first change: without it the run never changed anything.
+            if any(c.needs_undo for c in executor.journal.changes()):
+                raise RecoverError(f"run {run.id} has changes but no snapshot to verify against")
+            step.result = "the run stopped before its first change"
+            return
+        report.drift = differences(before, take(plan, executor.targets))
+        step.evidence = {"differences": report.drift}
+        step.result = "identical" if not report.drift else f"{len(report.drift)} difference(s)"
+
+
+def _take_over(
+    report: RecoverReport,
+    executor: ChangeExecutor,
+    plan: DrillPlan,
+    action: Action,
+    force_unfenced: bool,
+    deadline_s: float,
+) -> None:
+    ctx = PhaseContext(
+        plan,
+        executor.targets,
+        executor,
+        report.timeline,
+        force_unfenced=force_unfenced,
+        incident=True,
+        tier_deadline_s=deadline_s,
+        fence_deadline_s=deadline_s,
+        dns_deadline_s=deadline_s,
+    )
+    fence_primary(ctx)
+    if action == "complete":
+        bring_up(ctx)
+        if _dns_switched(ctx):
+            with report.timeline.step("DNS already answers DR on every server") as step:
+                step.status = "skipped"
+        else:
+            switch_dns(ctx)
+        smoke(ctx)
+    _settle_pending(executor)
+
+
+def _dns_switched(ctx: PhaseContext) -> bool:
+    # The switch waits for the zone serial to move; a switch already made never moves it.
+    dns = ctx.plan.dns
+    answers = ctx.targets.dns.read(dns.record.name, str(dns.record.type))
+    wanted = [normalize_value(str(dns.record.type), dns.dr_value)]
+    return bool(answers) and all(list(a.values) == wanted for a in answers)
+
+
+def _settle_pending(executor: ChangeExecutor) -> None:
+    """A crash between journal and write leaves ``pending``: record what really happened."""
+    for change in executor.journal.changes():
+        if change.state != "pending":
+            continue
+        now = KINDS[change.step].read(executor.targets, change.target)
+        if {k: now.get(k) for k in change.intended} == change.intended:
+            executor.journal.mark(change.seq, "applied")
+        elif now == change.original:
+            executor.journal.mark(change.seq, "failed")
+
+
+def _record(history: HistoryStore, run: DrillRun, report: RecoverReport) -> None:
+    if report.status == NEEDS_DECISION:
+        return
+    details = dict(run.details or {})
+    attempts = list(details.get("recover", []))
+    attempts.append(
+        {"at": _now().isoformat(), "action": report.action, "status": report.status,
+         "undone": report.undone, "drift": report.drift, "error": report.error}
+    )  # fmt: skip
+    details["recover"] = attempts
+    fields: dict[str, Any] = {
+        "status": report.status,
+        "details": details,
+        "timeline": list(run.timeline or []) + report.timeline.to_json(),
+    }
+    if report.status == RECOVERED:
+        # A failed recover leaves the run unfinished: nothing new may start on top of it.
+        fields["finished_at"] = _now()
+        fields["verdict"] = run.verdict or "failed"
+        if report.action == "complete" and run.restored_at is None:
+            fields["restored_at"] = _now()
+    else:
+        fields["error"] = report.error or f"state differs from before: {sorted(report.drift)}"
+    history.update_run(run.id, **fields)
+    log.warning("run %s: %s (%s)", run.id, report.status, report.action)
+
+
+__all__ = [
+    "NEEDS_DECISION",
+    "RECOVERED",
+    "RECOVER_FAILED",
+    "Action",
+    "RecoverError",
+    "RecoverReport",
+    "pick_run",
+    "plan_of",
+    "recover",
+]

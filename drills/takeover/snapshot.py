@@ -1,0 +1,51 @@
+"""A snapshot of everything a drill may touch, to prove a failback restored it exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drills.plan import ControllerFence, DrillPlan
+from drills.takeover.steps.changes import (
+    KINDS,
+    ingress_address,
+    record_address,
+    workload_address,
+)
+from drills.targets.sites import ROLES, Targets
+
+Snapshot = dict[str, Any]
+
+
+def touched(plan: DrillPlan) -> list[tuple[str, str]]:
+    """Every (change kind, address) a drill of this plan can change, on both sites."""
+    found: list[tuple[str, str]] = []
+    for role in ROLES:
+        fence = getattr(plan.sites, role).ingress
+        if isinstance(fence, ControllerFence):
+            d = fence.deployment
+            found.append(
+                ("workload.scale", workload_address(role, "Deployment", d.namespace, d.name))
+            )
+        else:
+            found += [
+                ("ingress.class", ingress_address(role, o.namespace, o.name)) for o in fence.objects
+            ]
+        for w in plan.workloads:
+            found.append(
+                ("workload.scale", workload_address(role, str(w.kind), w.namespace, w.name))
+            )
+    found.append(("dns.record", record_address(plan.dns.record.name, str(plan.dns.record.type))))
+    return found
+
+
+def take(plan: DrillPlan, targets: Targets) -> Snapshot:
+    return {address: KINDS[kind].read(targets, address) for kind, address in touched(plan)}
+
+
+def differences(before: Snapshot, after: Snapshot) -> dict[str, dict[str, Any]]:
+    """What changed between two snapshots, by address: empty when equal."""
+    return {
+        address: {"before": before.get(address), "after": after.get(address)}
+        for address in sorted(before.keys() | after.keys())
+        if before.get(address) != after.get(address)
+    }

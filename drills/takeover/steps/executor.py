@@ -1,0 +1,111 @@
+"""Apply changes through the journal, and roll them back from it.
+
+Every change is read, journalled with its original state, then written, then
+marked applied. In a dry run nothing is journalled or written: the change is
+only listed as current → intended.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from drills.errors import DrillError, RollbackIncompleteError, UndoFailure
+from drills.takeover.journal import Change, Journal
+from drills.takeover.steps.changes import KINDS, State
+from drills.targets.sites import Targets
+
+log = logging.getLogger("drills.takeover.steps")
+
+
+@dataclass(frozen=True)
+class PlannedChange:
+    kind: str
+    target: str
+    current: State
+    intended: State
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.target}: {self.current} → {self.intended}"
+
+
+def _no_point(_: str) -> None:
+    return None
+
+
+class ChangeExecutor:
+    def __init__(
+        self,
+        targets: Targets,
+        journal: Journal,
+        *,
+        dry_run: bool = False,
+        point: Callable[[str], None] = _no_point,
+    ) -> None:
+        self.targets = targets
+        self.journal = journal
+        self.dry_run = dry_run
+        self.planned: list[PlannedChange] = []
+        # Named moments inside a change; the crash tests stop the process at each one.
+        self._point = point
+
+    def apply(self, kind_name: str, target: str, intended: State) -> State:
+        """Make ``target`` be ``intended``; returns the state it had before."""
+        kind = KINDS[kind_name]
+        current = kind.read(self.targets, target)
+        if self.dry_run:
+            self.planned.append(PlannedChange(kind_name, target, current, intended))
+            return current
+        if {k: current.get(k) for k in intended} == intended:
+            return current  # already so: nothing to change, nothing to undo
+        seq = self.journal.record(kind_name, target, current, intended)
+        self._point(f"{kind_name} {target} journalled")
+        try:
+            kind.write(self.targets, target, intended)
+        except DrillError:
+            self._settle_failed_write(seq, kind_name, target, current)
+            raise
+        self._point(f"{kind_name} {target} written")
+        self.journal.mark(seq, "applied")
+        log.info("%s %s: %s -> %s", kind_name, target, current, intended)
+        return current
+
+    def _settle_failed_write(self, seq: int, kind_name: str, target: str, original: State) -> None:
+        """After a write that raised, look at what is really there.
+
+        Still the original: nothing was applied, so nothing must be undone (an
+        undo would need the same access that just failed). Anything else, or
+        unreadable: leave the entry pending, so rollback restores the original.
+        """
+        try:
+            now = KINDS[kind_name].read(self.targets, target)
+        except DrillError:
+            return
+        if now == original:
+            self.journal.mark(seq, "failed")
+
+    def rollback(self, select: Callable[[Change], bool] = lambda _: True) -> list[Change]:
+        """Undo every applied or possibly applied change (of those selected), newest first.
+
+        An undo that fails does not stop the others; the failures are raised
+        together at the end and stay in the journal for `drills recover`.
+        """
+        undone: list[Change] = []
+        failures: list[UndoFailure] = []
+        for change in filter(select, self.journal.to_undo()):
+            kind = KINDS[change.step]
+            try:
+                # Already back (a second recover, or a change that never took): no write.
+                if kind.read(self.targets, change.target) != change.original:
+                    kind.write(self.targets, change.target, change.original)
+                    self._point(f"undo {change.step} {change.target} written")
+            except DrillError as exc:
+                failures.append(UndoFailure(change.seq, change.step, change.target, str(exc)))
+                continue
+            self.journal.mark(change.seq, "undone")
+            undone.append(change)
+            log.info("undid %s %s -> %s", change.step, change.target, change.original)
+        if failures:
+            raise RollbackIncompleteError(failures)
+        return undone

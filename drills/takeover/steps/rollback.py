@@ -1,0 +1,44 @@
+"""Undo a takeover in the one order that never lets both sites serve at once.
+
+DNS goes back first, then DR returns to standby and is verified from outside
+to have stopped serving, and only then is the primary reopened. The failback
+of a drill, the rollback after a failure and `drills recover` all use this.
+"""
+
+from __future__ import annotations
+
+from drills.plan import DrillPlan
+from drills.takeover.journal import Change
+from drills.takeover.steps.executor import ChangeExecutor
+from drills.takeover.steps.phases import wait_endpoint
+from drills.takeover.timeline import Timeline
+
+
+def _is_dns(change: Change) -> bool:
+    return change.step == "dns.record"
+
+
+def _at_dr(change: Change) -> bool:
+    return change.target.startswith("dr/")
+
+
+def safe_rollback(
+    executor: ChangeExecutor, plan: DrillPlan, timeline: Timeline, *, deadline_s: float = 60.0
+) -> list[Change]:
+    undone: list[Change] = []
+    with timeline.step("switch DNS back") as step:
+        undone += executor.rollback(_is_dns)
+        step.evidence = {"undone": [c.target for c in undone]}
+    with timeline.step("return DR to standby") as step:
+        dr = executor.rollback(_at_dr)
+        undone += dr
+        step.evidence = {"undone": [c.target for c in dr]}
+    with timeline.step("verify DR stopped serving") as step:
+        step.result = wait_endpoint(
+            str(plan.sites.dr.endpoint), serving_wanted=False, deadline_s=deadline_s
+        )
+    with timeline.step("reopen primary and restore writers") as step:
+        primary = executor.rollback()
+        undone += primary
+        step.evidence = {"undone": [c.target for c in primary]}
+    return undone

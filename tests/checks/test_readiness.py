@@ -1,0 +1,159 @@
+"""Readiness end to end: the CLI and the Prefect flow on the clean and the drifted lab."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from drills.checks.readiness import select_checks
+from drills.lab.runtime import LabInfo
+from drills.store.history import HistoryStore
+from drills.store.models import DrillRun
+
+# What `drills lab up --drift` seeds that a readiness check can see. (The DR deployment that
+# never becomes ready is a runtime fault: only a drill finds it.)
+DRIFT_FAILURES = {
+    "images.synced",
+    "data.replicated",
+    "data.rpo",
+    "data.checkpoint_fresh",
+    "secrets.synced",
+    "dns.ttl",
+}
+ALL_CHECKS = {
+    "images.synced", "data.replicated", "data.rpo", "data.checkpoint_fresh",
+    "data.delete_protection", "secrets.synced", "secrets.rotation",
+    "secrets.distinct_credentials", "cluster.reachable", "cluster.version_skew",
+    "cluster.nodes_ready", "cluster.gpu_capacity", "cluster.gpu_driver_parity",
+    "cluster.standby_parity", "dns.ttl", "dns.control", "drill.cadence",
+}  # fmt: skip
+
+
+def drilled_recently(url: str, plan: str) -> None:
+    """Record a successful drill 10 days ago: the cadence check needs one."""
+    when = dt.datetime.now(dt.UTC) - dt.timedelta(days=10)
+    with HistoryStore(url).session() as s:
+        s.merge(
+            DrillRun(
+                id=f"seeded-{plan}",
+                plan=plan,
+                plan_digest="seeded",
+                mode="drill",
+                dry_run=False,
+                operator="tests",
+                reason="seeded history",
+                status="succeeded",
+                started_at=when,
+                t0=when,
+                restored_at=when,
+                finished_at=when,
+            )
+        )
+
+
+def readiness_cli(plan: Path, *args: str, db: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "drills", "readiness", str(plan), "--db", db, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def plan_path(info: LabInfo) -> Path:
+    return Path(info.state_dir) / "plan.yaml"
+
+
+def test_catalogue_has_every_check_with_its_text() -> None:
+    specs = {s.id: s for s in select_checks()}
+    assert set(specs) == ALL_CHECKS
+    for spec in specs.values():
+        assert len(spec.doc) > 40, spec.id
+
+
+def test_lab_is_ready(lab: LabInfo, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    drilled_recently(db, "lab")
+    started = time.perf_counter()
+    result = readiness_cli(plan_path(lab), "--json", db=db)
+    wall = time.perf_counter() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["plan"] == "lab"
+    statuses = {r["id"]: r["status"] for r in payload["results"]}
+    assert set(statuses) == ALL_CHECKS
+    assert set(statuses.values()) <= {"pass", "warn"}, statuses
+    for r in payload["results"]:
+        assert set(r) == {
+            "id", "title", "category", "status", "blocking", "summary", "evidence",
+            "duration_s", "remediation",
+        }  # fmt: skip
+    stored = HistoryStore(db).latest_readiness("lab")
+    assert stored is not None and stored.ok
+    print(f"readiness CLI on the lab: {wall:.2f}s wall")
+
+
+def test_drift_lab_fails_with_exactly_the_seeded_faults(drift_lab: LabInfo, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    drilled_recently(db, "lab")
+    result = readiness_cli(plan_path(drift_lab), "--json", db=db)
+    assert result.returncode == 1, result.stderr
+    results = json.loads(result.stdout)["results"]
+    failed = {r["id"] for r in results if r["status"] in ("fail", "error")}
+    assert failed == DRIFT_FAILURES, {r["id"]: r["summary"] for r in results}
+    assert all(r["blocking"] for r in results if r["id"] in DRIFT_FAILURES)
+
+
+def test_table_output_and_exit_codes(drift_lab: LabInfo, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    table = readiness_cli(plan_path(drift_lab), "--category", "DNS", "-v", db=db)
+    assert table.returncode == 1
+    assert "dns.ttl" in table.stdout and "BLOCKING" in table.stdout
+    assert "images.synced" not in table.stdout
+    assert HistoryStore(db).latest_readiness("lab") is None  # partial runs are not snapshots
+    only = readiness_cli(plan_path(drift_lab), "--only", "dns.control", "--json", db=db)
+    assert only.returncode == 0
+    assert [r["id"] for r in json.loads(only.stdout)["results"]] == ["dns.control"]
+    unknown = readiness_cli(plan_path(drift_lab), "--only", "nope.nothing", db=db)
+    assert unknown.returncode == 2 and "nope.nothing" in unknown.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: Bad Name\n")
+    invalid = readiness_cli(bad, db=db)
+    assert invalid.returncode == 2 and "Traceback" not in invalid.stderr
+
+
+def test_flow_publishes_the_same_table_as_the_cli(
+    prefect_harness: None, lab: LabInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    from flows.readiness import artifact_key, readiness_check
+
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    monkeypatch.setenv("DRILLS_DB_URL", db)
+    drilled_recently(db, "lab")
+    returned = readiness_check(plan=str(plan_path(lab)))
+    cli = json.loads(readiness_cli(plan_path(lab), "--json", db=db).stdout)
+
+    async def table() -> list[dict[str, str]]:
+        async with get_client() as client:
+            key = ArtifactFilterKey(any_=[artifact_key("readiness", "lab")])
+            found = await client.read_artifacts(artifact_filter=ArtifactFilter(key=key))
+            data = found[0].data
+            return json.loads(data) if isinstance(data, str) else data  # type: ignore[return-value]
+
+    rows = asyncio.run(table())
+    shown = [(r["check"], r["status"], r["blocking"] == "yes") for r in rows]
+    from_cli = [(r["id"], r["status"], r["blocking"]) for r in cli["results"]]
+    assert sorted(shown) == sorted(from_cli)
+    assert {r["id"] for r in returned["results"]} == ALL_CHECKS
+    assert HistoryStore(db).latest_readiness("lab") is not None

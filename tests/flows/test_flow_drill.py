@@ -1,0 +1,198 @@
+"""The takeover drill as a Prefect flow: phases as task runs, the approval pause, artifacts,
+and an incident's T0 — on a lab of its own, under the session's Prefect test server."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import httpx
+import pytest
+import yaml
+
+from drills.lab import topology
+from drills.lab.runtime import LabInfo
+from drills.plan import load_plan
+from drills.store.history import HistoryStore
+from tests.support.drill import lab_plan, snapshot
+from tests.support.services import own_lab
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+@pytest.fixture(scope="module")
+def flow_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+    """A lab of its own: the drills here change it (and must put it back)."""
+    with own_lab(tmp_path_factory, "flow-lab", ready_delay=0.2) as info:
+        yield info
+
+
+def plan_file(info: LabInfo, change: Callable[[dict[str, Any]], None]) -> Path:
+    """Like ``lab_plan``, but the flow takes a path: the variant is written beside the lab's."""
+    data = yaml.safe_load((Path(info.state_dir) / "plan.yaml").read_text())
+    change(data)
+    path = Path(info.state_dir) / f"flow-variant-{uuid.uuid4().hex[:8]}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def approval_within(timeout: str) -> Callable[[dict[str, Any]], None]:
+    def change(data: dict[str, Any]) -> None:
+        data["approval"] = {"required": True, "timeout": timeout}
+
+    return change
+
+
+def read_artifacts(flow_run_id: str) -> dict[str, Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    async def read() -> dict[str, Any]:
+        async with get_client() as client:
+            found = await client.read_artifacts(
+                artifact_filter=ArtifactFilter(
+                    flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(flow_run_id)])
+                )
+            )
+            return {a.key: a for a in found if a.key}
+
+    return asyncio.run(read())
+
+
+def task_run_names(flow_run_id: str) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.client.schemas.sorting import TaskRunSort
+
+    async def read() -> list[str]:
+        async with get_client() as client:
+            runs = await client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[UUID(flow_run_id)])),
+                sort=TaskRunSort.EXPECTED_START_TIME_ASC,
+            )
+            return [r.name for r in runs if r.state and r.state.is_completed()]
+
+    return asyncio.run(read())
+
+
+def approve_when_paused(reason: str, answer: dict[str, Any]) -> str:
+    """A person in the Prefect UI: waits for the paused run with our reason, then answers."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState
+    from prefect.client.schemas.filters import FlowRunFilterStateType as StateTypes
+    from prefect.client.schemas.objects import StateType
+    from prefect.flow_runs import resume_flow_run
+
+    paused = FlowRunFilter(state=FlowRunFilterState(type=StateTypes(any_=[StateType.PAUSED])))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with get_client(sync_client=True) as client:
+            for run in client.read_flow_runs(flow_run_filter=paused):
+                if run.parameters.get("reason") == reason:
+                    resume_flow_run(run.id, run_input=answer)
+                    return str(run.id)
+        time.sleep(0.2)
+    raise TimeoutError(f"no paused run with reason {reason!r} within 60 s")
+
+
+def test_flow_waits_for_approval_then_drills_and_publishes_its_report(flow_lab: LabInfo) -> None:
+    from flows.artifacts import artifact_key
+    from flows.drill import minimum_takeover_drill
+
+    path = plan_file(flow_lab, approval_within("60s"))
+    before = snapshot(load_plan(path))
+    reason = f"approved-{uuid.uuid4().hex[:6]}"
+    answer = {"approved": True, "approver": "lead-sre", "comment": "go"}
+    with ThreadPoolExecutor(1) as pool:
+        resumed = pool.submit(approve_when_paused, reason, answer)
+        summary = minimum_takeover_drill(
+            plan=str(path), operator="tests", reason=reason, tier_deadline_s=20
+        )
+        assert resumed.result(timeout=5) == summary["flow_run_id"]
+    assert summary["status"] == "succeeded" and summary["verdict"] == "met", summary
+    assert 0 < summary["rto_seconds"] < summary["client_rto_seconds"]
+    assert set(summary["rpo_seconds"]) == {d.name for d in topology.DATASETS}
+    assert snapshot(load_plan(path)) == before
+
+    stored = HistoryStore().get_run(summary["run_id"])
+    assert stored is not None and stored.flow_run_id == summary["flow_run_id"]
+    assert stored.details["approval"] == {"approved": True, "approver": "lead-sre", "comment": "go"}
+    # Each phase that changes something ran as a task run of its own, in order.
+    assert task_run_names(summary["flow_run_id"]) == [
+        "fence",
+        "bring-up",
+        "dns",
+        "smoke",
+        "failback",
+    ]
+
+    artifacts = read_artifacts(summary["flow_run_id"])
+    report = artifacts[artifact_key("drill-report", "lab")].data
+    assert f"Drill report `{summary['run_id']}`" in report
+    assert "Approval:** approved by lead-sre" in report
+    assert "Identical to the snapshot taken before the drill." in report
+    table = artifacts[artifact_key("drill-phases", "lab")].data
+    rows = json.loads(table) if isinstance(table, str) else table
+    assert [r["phase"] for r in rows] == [p["name"] for p in stored.timeline]
+    assert all(r["status"] == "ok" for r in rows), rows
+
+
+def test_an_approval_nobody_gives_times_out_and_changes_nothing(flow_lab: LabInfo) -> None:
+    from flows.artifacts import artifact_key
+    from flows.drill import minimum_takeover_drill
+
+    path = plan_file(flow_lab, approval_within("2s"))
+    before = snapshot(load_plan(path))
+    reason = f"unanswered-{uuid.uuid4().hex[:6]}"
+    started = time.monotonic()
+    state = minimum_takeover_drill(
+        plan=str(path), operator="tests", reason=reason, return_state=True
+    )
+    waited = time.monotonic() - started
+    assert state.is_failed(), state
+    assert waited < 30  # the pause polls often enough not to overrun a short window
+    runs = HistoryStore().list_runs(plan="lab", limit=5)
+    run = next(r for r in runs if r.reason == reason)
+    assert run.status == "aborted" and "approval timed out after 2s" in (run.error or "")
+    assert run.timeline[-1]["name"] == "approve"
+    assert snapshot(load_plan(path)) == before
+    assert httpx.get(flow_lab.endpoints["primary"]).status_code == 200
+    # The report is published even though the run failed: that is when it is needed most.
+    artifacts = read_artifacts(str(state.state_details.flow_run_id))
+    report = artifacts[artifact_key("drill-report", "lab")].data
+    assert "**Status:** aborted" in report and "No change was made." in report
+
+
+def test_an_incident_counts_rto_from_the_declaration(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """An incident is left failed over, so it gets a lab of its own."""
+    from flows.drill import minimum_takeover_drill
+
+    with own_lab(tmp_path_factory, "incident-flow-lab", ready_delay=0.2) as info:
+        declared = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=40)
+        summary = minimum_takeover_drill(
+            plan=str(Path(info.state_dir) / "plan.yaml"),
+            mode="incident",
+            operator="on-call",
+            reason="primary region down",
+            declared_at=declared.isoformat(),
+            tier_deadline_s=20,
+        )
+        assert summary["status"] == "succeeded", summary
+        stored = HistoryStore().get_run(summary["run_id"])
+        assert stored is not None and stored.t0 == declared
+        assert stored.mode == "incident" and stored.operator == "on-call"
+        # The RTO clock started at the declaration, not when the flow started.
+        assert 40 <= summary["rto_seconds"] < 40 + 60
+        assert httpx.get(info.endpoints["dr"]).text == "dr\n"
+        assert httpx.get(info.endpoints["primary"]).status_code == 503
+        assert snapshot(lab_plan(info))["api.drills.test./A"]["values"] == [topology.DR_ADDR]

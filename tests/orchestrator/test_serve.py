@@ -1,0 +1,330 @@
+"""`drills serve` end to end: a real Prefect server, the deployments of prefect.yaml, a
+process worker that runs deployments' flow runs, cancelling them from Prefect and from
+the dashboard, and a stop that leaves nothing behind.
+
+One server for the module on purpose: it alone takes 15–30 s to start on a small
+machine. The tests run in file order; the last one stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from drills.lab.procs import free_port
+from drills.lab.runtime import LabInfo
+from drills.orchestrator import serve
+from drills.orchestrator.rest import FlowRunState, PrefectRest
+from drills.plan import DrillPlan
+from drills.processes import pid_alive
+from drills.store.history import HistoryStore
+from drills.store.models import AuditEvent
+from drills.takeover.journal import Journal
+from drills.takeover.snapshot import Snapshot
+from tests.support.drill import back_to_normal, lab_plan, serving, snapshot
+from tests.support.ui import UiEnv, declare, fill_declaration, open_page, shown
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+# The worker gives a cancelled flow run 30 s to exit; a rollback that waited out its
+# 10-minute tier deadline would be killed, and the run left unfinished.
+CANCELLED_WITHIN_S = 120
+
+
+def drills(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "drills", *args],
+        capture_output=True, text=True, timeout=timeout, cwd=PROJECT_DIR,
+    )  # fmt: skip
+
+
+def approval_plan(info: LabInfo) -> Path:
+    """The lab's plan with an approval nobody gives here, beside it so references resolve."""
+    data = yaml.safe_load((Path(info.state_dir) / "plan.yaml").read_text())
+    data["approval"] = {"required": True, "timeout": "10m"}
+    path = Path(info.state_dir) / f"serve-approval-{uuid.uuid4().hex[:8]}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def wait_for_state(api_url: str, flow_run_id: str, state_type: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    with PrefectRest(api_url) as api:
+        while time.monotonic() < deadline:
+            run = api.flow_run(flow_run_id)
+            if run.state_type == state_type:
+                return
+            assert not run.final, run
+            time.sleep(0.5)
+    raise AssertionError(f"flow run {flow_run_id} never reached {state_type}")
+
+
+def wait_final(api_url: str, flow_run_id: str, timeout: float = CANCELLED_WITHIN_S) -> FlowRunState:
+    deadline = time.monotonic() + timeout
+    with PrefectRest(api_url) as api:
+        while time.monotonic() < deadline:
+            run = api.flow_run(flow_run_id)
+            if run.final:
+                return run
+            time.sleep(0.5)
+    raise AssertionError(f"flow run {flow_run_id} did not end within {timeout:.0f}s")
+
+
+def wait_dr_change(history: HistoryStore, flow_run_id: str, timeout: float = 180) -> str:
+    """Wait until the flow run's drill has journalled a change at DR; returns its run id."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for run in history.list_runs(limit=20):
+            if run.flow_run_id != flow_run_id:
+                continue
+            assert run.finished_at is None, (run.status, run.error)
+            if any(c.target.startswith("dr/") for c in Journal(history, run.id).changes()):
+                return run.id
+        time.sleep(0.1)
+    raise AssertionError(f"the drill of flow run {flow_run_id} never changed DR")
+
+
+@dataclass(frozen=True)
+class Served:
+    state: Path
+    api_url: str
+    info: serve.ServeInfo
+    history: HistoryStore
+
+    def start(self, deployment: str, **parameters: str) -> str:
+        """Start a run of the deployment without following it; returns the flow run id."""
+        args = [f"{k}={v}" for k, v in parameters.items()]
+        started = drills(
+            "serve", "run", deployment, "--state-dir", str(self.state), "--no-wait",
+            *[a for arg in args for a in ("-p", arg)],
+        )  # fmt: skip
+        assert started.returncode == 0, started.stderr
+        return started.stderr.strip().rsplit("/", 1)[-1]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, _history_db: str) -> Iterator[Served]:
+    state = tmp_path_factory.mktemp("serve") / "prefect-local"
+    port = free_port()
+    try:
+        started = drills("serve", "--state-dir", str(state), "--port", str(port))
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"http://127.0.0.1:{port}" in started.stdout
+        info = serve.read_info(state)
+        assert info is not None and info.worker_pid is not None
+        yield Served(state, info.api_url, info, HistoryStore(_history_db))
+    finally:
+        if serve.running(state) is not None:  # the last test stops it; this is for failures
+            drills("serve", "stop", "--force", "--state-dir", str(state), timeout=90)
+
+
+@pytest.mark.slow
+def test_serve_deploys_and_runs_a_deployment_on_its_worker(
+    served: Served, lab: LabInfo, _history_db: str
+) -> None:
+    info = served.info
+    assert Path(info.project_dir) == PROJECT_DIR
+    # Everything Prefect writes stays in the state directory.
+    assert (served.state / "home" / "prefect.db").exists()
+
+    again = drills("serve", "--state-dir", str(served.state))
+    assert again.returncode == 0 and "Already running" in again.stdout
+
+    status = json.loads(
+        drills("serve", "status", "--json", "--state-dir", str(served.state)).stdout
+    )
+    assert status["healthy"] and status["workers"][0]["status"] == "ONLINE"
+    by_name = {d["name"]: d for d in status["deployments"]}
+    assert set(by_name) == {"quarterly-drill", "readiness-check", "declare-incident"}
+    assert by_name["quarterly-drill"]["schedules"] == ["cron 0 3 1 1,4,7,10 * (UTC)"]
+    assert by_name["readiness-check"]["schedules"] == ["every 15m"]
+    assert by_name["declare-incident"]["schedules"] == []
+    assert by_name["declare-incident"]["parameters"]["mode"] == "incident"
+    stored = httpx.get(
+        f"{info.api_url}/deployments/name/minimum-takeover-drill/quarterly-drill"
+    ).json()
+    assert stored["global_concurrency_limit"]["limit"] == 1
+    # The worker finds the project through its environment, not a path in the deployment.
+    assert json.dumps(stored["pull_steps"]).count("{{ $DRILLS_PROJECT_DIR }}") == 1
+
+    plan = str(Path(lab.state_dir) / "plan.yaml")
+    ran = drills(
+        "serve", "run", "quarterly-drill", "--state-dir", str(served.state), "--timeout", "180",
+        "-p", f"plan={plan}", "-p", "dry_run=true", "-p", "reason=serve test",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Completed" in ran.stderr
+    assert "(dry run)" in ran.stdout and "## Intended changes (dry run)" in ran.stdout
+    # The worker wrote the history store the CLI reads: one store, whoever runs the drill.
+    runs = HistoryStore(_history_db).list_runs(limit=50)
+    runs = [r for r in runs if r.reason == "serve test"]
+    assert len(runs) == 1 and runs[0].status == "dry-run" and runs[0].flow_run_id
+    assert runs[0].operator != "prefect-schedule"  # a person started it: `drills serve run`
+
+
+def assert_rolled_back(history: HistoryStore, run_id: str, final: FlowRunState) -> None:
+    """The flow run ended Cancelled and its drill undid every change, in the history too."""
+    assert final.state_type == "CANCELLED", final
+    assert run_id in final.message  # the flow said so itself, not only the worker
+    run = history.get_run(run_id)
+    assert run is not None and run.status == "cancelled" and run.finished_at is not None
+    assert run.error and "cancelled by SIGTERM" in run.error
+    assert {c.state for c in Journal(history, run_id).changes()} <= {"undone", "failed"}
+    assert [p["name"] for p in run.timeline][-2:] == ["rollback", "verify rollback"]
+    assert history.unfinished_runs(run.plan) == []
+
+
+@dataclass(frozen=True)
+class Stage:
+    plan: DrillPlan
+    plan_file: str
+    original: Snapshot  # the stalled lab before the test: every test must leave it so
+
+
+@pytest.fixture()
+def stage(stalled_lab: LabInfo) -> Stage:
+    """The stalled lab's plan, and its state before the test."""
+    plan = lab_plan(stalled_lab)
+    return Stage(plan, str(Path(stalled_lab.state_dir) / "plan.yaml"), snapshot(plan))
+
+
+@pytest.fixture()
+def on_dashboard(stage: Stage, served: Served, ui_env: UiEnv, _history_db: str) -> Stage:
+    """The dashboard in lab mode, on the served Prefect and the store its worker writes,
+    with the stalled lab's plan."""
+    ui_env.set("DRILLS_DB_URL", _history_db)
+    ui_env.set("PREFECT_API_URL", served.api_url)
+    ui_env.set("DRILLS_PLANS", stage.plan_file)
+    ui_env.set("DRILLS_UI_LAB", "1")
+    return stage
+
+
+@pytest.mark.slow
+def test_cancelling_the_flow_run_in_prefect_rolls_the_drill_back(
+    served: Served, stage: Stage
+) -> None:
+    flow_run_id = served.start("quarterly-drill", plan=stage.plan_file, reason="in prefect")
+    run_id = wait_dr_change(served.history, flow_run_id)
+    # What Prefect's own UI and `prefect flow-run cancel` send.
+    answer = httpx.post(
+        f"{served.api_url}/flow_runs/{flow_run_id}/set_state",
+        json={"state": {"type": "CANCELLING", "name": "Cancelling", "message": "from the UI"}},
+    )
+    assert answer.status_code in (200, 201) and answer.json()["status"] == "ACCEPT", answer.text
+    assert_rolled_back(served.history, run_id, wait_final(served.api_url, flow_run_id))
+    assert snapshot(stage.plan) == stage.original
+
+
+def audited_cancels(history: HistoryStore, flow_run_id: str) -> list[AuditEvent]:
+    with history.session() as s:
+        events = s.query(AuditEvent).filter(AuditEvent.action == "cancel-run").all()
+        return [e for e in events if (e.detail or {}).get("flow_run_id") == flow_run_id]
+
+
+@pytest.mark.slow
+def test_cancelling_a_drill_from_the_dashboard_rolls_it_back(
+    served: Served, on_dashboard: Stage
+) -> None:
+    flow_run_id = served.start(
+        "quarterly-drill", plan=on_dashboard.plan_file, reason="cancelled from the dashboard"
+    )
+    run_id = wait_dr_change(served.history, flow_run_id)
+    at = open_page("history")
+    at.selectbox(key="history.run").set_value(run_id).run()
+    cancel = at.button(key=f"history.{run_id}.cancel")
+    assert cancel.label == "Cancel the drill run" and cancel.disabled  # until confirmed
+    at.checkbox(key=f"history.{run_id}.cancel_sure").check().run()
+    at.button(key=f"history.{run_id}.cancel").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Cancel requested" in shown(at), shown(at)
+    assert_rolled_back(served.history, run_id, wait_final(served.api_url, flow_run_id))
+    assert snapshot(on_dashboard.plan) == on_dashboard.original
+    [event] = audited_cancels(served.history, flow_run_id)
+    assert event.accepted and event.plan == "lab" and event.detail["run_id"] == run_id
+
+
+@pytest.mark.slow
+def test_stopping_an_incident_from_the_declare_page_holds_it_and_reports(
+    served: Served, on_dashboard: Stage, stalled_lab: LabInfo, _history_db: str
+) -> None:
+    at = open_page("declare")
+    declare(fill_declaration(at, operator="carol", reason="region down", confirmation="lab"))
+    flow_run_id = at.query_params["flow_run"]
+    flow_run_id = flow_run_id[0] if isinstance(flow_run_id, list) else flow_run_id
+    run_id = ""
+    try:
+        run_id = wait_dr_change(served.history, flow_run_id)
+        at.run()  # what the live view's timer does
+        at.checkbox(key="declare.cancel_sure").check().run()
+        at.button(key="declare.cancel").click().run()
+        assert "Cancel requested" in shown(at), shown(at)
+        final = wait_final(served.api_url, flow_run_id)
+        assert final.state_type == "CANCELLED", final
+        at.run()
+        page = shown(at)
+        assert "The incident run ended cancelled" in page, page
+        assert "--complete" in page and "--hold" in page
+        run = served.history.get_run(run_id)
+        assert run is not None and run.status == "cancelled"
+        # Stopped, not failed back: the primary stays fenced, the journal says what is done.
+        assert not serving(stalled_lab.endpoints["primary"])
+        states = {c.state for c in Journal(served.history, run_id).changes()}
+        assert "applied" in states and "undone" not in states
+        [event] = audited_cancels(served.history, flow_run_id)
+        assert event.accepted and event.who == "carol" and event.detail["run_id"] == run_id
+        # Stopped part-way, it holds the plan: a new declaration says what to decide first.
+        again = open_page("declare")
+        declare(fill_declaration(again, operator="dave", reason="again", confirmation="lab"))
+        refusal = " ".join(e.value for e in again.error)
+        assert f"drills recover {run_id} --complete" in refusal, refusal
+        held = drills("recover", run_id, "--hold", "--db", _history_db)
+        assert held.returncode == 0, held.stdout + held.stderr
+        assert served.history.unfinished_runs("lab") == []
+    finally:
+        if run_id:
+            back_to_normal(on_dashboard.plan, served.history, run_id)
+    assert snapshot(on_dashboard.plan) == on_dashboard.original
+
+
+@pytest.mark.slow
+def test_stop_refuses_while_a_run_is_active_and_force_stops_everything(
+    served: Served, lab: LabInfo, _history_db: str
+) -> None:
+    info, state = served.info, served.state
+    # A drill waiting for approval holds a flow-run process of its own session.
+    flow_run_id = served.start(
+        "quarterly-drill", plan=str(approval_plan(lab)), reason="serve test approval"
+    )
+    wait_for_state(info.api_url, flow_run_id, "PAUSED")
+    refused = drills("serve", "stop", "--state-dir", str(state))
+    assert refused.returncode == 1 and "still active" in refused.stderr
+    assert serve.running(state) is not None
+
+    tree = [info.server_pid, info.worker_pid, *serve.descendants(info.server_pid)]
+    assert info.worker_pid is not None
+    tree += serve.descendants(info.worker_pid)
+    assert len(tree) >= 3, tree  # the paused flow run's process is among them
+    stopped = drills("serve", "stop", "--force", "--state-dir", str(state), timeout=90)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    assert [pid for pid in tree if pid_alive(pid)] == []
+    # The forced stop killed the drill that waited for approval: its run is unfinished,
+    # and the plan refuses new drills until an operator recovers it, as one would.
+    paused = [
+        r for r in HistoryStore(_history_db).unfinished_runs("lab") if r.reason.endswith("approval")
+    ]
+    assert len(paused) == 1
+    recovered = drills("recover", paused[0].id, "--db", _history_db)
+    assert recovered.returncode == 0, recovered.stdout + recovered.stderr
+    assert HistoryStore(_history_db).unfinished_runs("lab") == []
+    assert serve.running(state) is None
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{info.api_url}/health", timeout=2)

@@ -1,0 +1,184 @@
+"""`drills plan validate|show|schema`, through Typer's runner and once as a real process."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from drills.cli.app import app
+from drills.cli.plan_cmd import register
+
+register(app)
+register(app)  # harmless twice: the lead's wiring in drills.cli may have registered it already
+
+HERE = Path(__file__).parent
+VALID = HERE / "plans" / "valid.yaml"
+BROKEN = HERE / "plans" / "many-problems.yaml"
+EXAMPLE = HERE.parents[1] / "plans" / "gpu-platform.example.yaml"
+
+runner = CliRunner()
+
+
+def test_plan_group_is_registered_once() -> None:
+    assert [g.name for g in app.registered_groups].count("plan") == 1
+
+
+def test_validate_valid_plan_exits_0() -> None:
+    result = runner.invoke(app, ["plan", "validate", str(VALID)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == (
+        f"✓ {VALID} is valid: 2 workloads (1 critical, 1 normal, 0 batch), 1 dataset, 1 smoke probe"
+    )
+
+
+def test_validate_example_plan_exits_0() -> None:
+    result = runner.invoke(app, ["plan", "validate", str(EXAMPLE)])
+    assert result.exit_code == 0, result.output
+    assert "7 workloads (4 critical, 1 normal, 2 batch)" in result.stdout
+
+
+def test_validate_broken_plan_lists_every_problem_and_exits_2() -> None:
+    result = runner.invoke(app, ["plan", "validate", str(BROKEN)])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == f"✗ {BROKEN}: 8 problems"
+    assert (
+        f"{BROKEN}:17:65: workloads[0].tier: must be one of: critical, normal, batch "
+        "(got 'critcal')" in lines
+    )
+    assert (
+        f"{BROKEN}:26:13: dns.dr_value: must differ from primary_value, or the switch "
+        "is a no-op" in lines
+    )
+    assert len(lines) == 9
+
+
+def test_validate_missing_file_exits_2() -> None:
+    result = runner.invoke(app, ["plan", "validate", "no-such-plan.yaml"])
+    assert result.exit_code == 2
+    assert "no-such-plan.yaml: the plan file does not exist" in result.stderr
+
+
+def test_validate_resolve_reports_unresolved_references_without_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = tmp_path / "plan.yaml"
+    shutil.copy(VALID, plan)
+    result = runner.invoke(app, ["plan", "validate", str(plan), "--resolve"])
+    assert result.exit_code == 2
+    assert (
+        f"{plan}: dns.tsig.secret: file:tsig.secret does not resolve: file "
+        f"{tmp_path / 'tsig.secret'} does not exist" in result.stderr
+    )
+    assert (
+        f"{plan}: sites.primary.kubernetes.kubeconfig: {tmp_path / 'primary.kubeconfig'} "
+        "does not exist" in result.stderr
+    )
+
+    secret_value = "tsig-value-must-not-appear"
+    (tmp_path / "tsig.secret").write_text(secret_value + "\n", encoding="utf-8")
+    for name in ("primary", "dr"):
+        kubeconfig = {"contexts": [{"name": name, "context": {"cluster": name}}]}
+        (tmp_path / f"{name}.kubeconfig").write_text(json.dumps(kubeconfig), encoding="utf-8")
+    result = runner.invoke(app, ["plan", "validate", str(plan), "--resolve"])
+    assert result.exit_code == 0, result.output
+    assert "is valid and its references resolve" in result.stdout
+    assert secret_value not in result.output
+
+
+def test_show_summarises_the_plan() -> None:
+    result = runner.invoke(app, ["plan", "show", str(EXAMPLE)], env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    for expected in (
+        "Plan gpu-platform",
+        "context prod-use1 in kubeconfigs/prod-use1.yaml",
+        "ECR 123456789012 (us-west-2)",
+        "close Ingress gateway/public-api, gateway/public-api-grpc",
+        "serving/llm-vllm",
+        "critical total",
+        "ml-checkpoints-use1 → ml-checkpoints-usw2",
+        "Route 53 hosted zone Z0123456789ABCDEFGHIJ",
+        "api.prod-use1.ml.example.com. → api.dr-usw2.ml.example.com.",
+        "0 3 1 1,4,7,10 * (UTC)",
+        "required, times out after 2h",
+    ):
+        assert expected in out, expected
+    # critical tier: 3 + 4 + 2 + 3 replicas and 4 + 2 GPUs
+    critical_total = next(line for line in out.splitlines() if "critical total" in line)
+    assert [c.strip() for c in critical_total.split("│") if c.strip()] == [
+        "critical total",
+        "12",
+        "6",
+    ]
+
+
+def test_show_broken_plan_exits_2() -> None:
+    result = runner.invoke(app, ["plan", "show", str(BROKEN)])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+
+
+def test_schema_to_stdout_and_file(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["plan", "schema"])
+    assert result.exit_code == 0
+    schema = json.loads(result.stdout)
+    assert "sites" in schema["properties"]
+    target = tmp_path / "plan.schema.json"
+    result = runner.invoke(app, ["plan", "schema", "--output", str(target)])
+    assert result.exit_code == 0
+    assert json.loads(target.read_text(encoding="utf-8")) == schema
+
+
+def test_every_option_has_help() -> None:
+    for command in ("validate", "show", "schema"):
+        result = runner.invoke(app, ["plan", command, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0
+    assert (
+        "credential reference resolves"
+        in runner.invoke(app, ["plan", "validate", "--help"], env={"COLUMNS": "200"}).stdout
+    )
+    assert (
+        "Write the JSON Schema to this file"
+        in runner.invoke(app, ["plan", "schema", "--help"], env={"COLUMNS": "200"}).stdout
+    )
+
+
+# The real entry point, in a real process: exit codes and output as a shell sees them.
+_MAIN = (
+    "from drills.cli.app import app; from drills.cli.plan_cmd import register; register(app); "
+    "from drills.cli import main; main()"
+)
+
+
+def _drills(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _MAIN, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_real_process_validate_and_schema() -> None:
+    ok = _drills("plan", "validate", str(VALID))
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith(f"✓ {VALID} is valid")
+    bad = _drills("plan", "validate", str(BROKEN))
+    assert bad.returncode == 2
+    assert "Traceback" not in bad.stdout + bad.stderr
+    assert (
+        f"{BROKEN}:6:15: sites.primary.registry: unknown registry kind 'gcr'; "
+        "expected oci or ecr" in bad.stderr
+    )
+    schema = _drills("plan", "schema")
+    assert schema.returncode == 0
+    assert "sites" in json.loads(schema.stdout)["properties"]

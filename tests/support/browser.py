@@ -1,0 +1,112 @@
+"""Processes the browser test runs: a Prefect runner serving the real incident flow, and
+`drills ui` itself; each on loopback, each stopped by its own process group."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+from drills.lab.procs import free_port
+from tests.support.ui import FLOW_NAME, ROOT
+
+# From the entrypoint, as a worker runs a deployment of prefect.yaml: each run imports
+# flows/drill.py afresh in `python -m prefect.engine`.
+SERVE = """
+import sys
+from prefect import serve
+from prefect.deployments.runner import RunnerDeployment
+deployment = RunnerDeployment.from_entrypoint("flows/drill.py:minimum_takeover_drill", sys.argv[1])
+serve(deployment, print_starting_message=False, limit=2)
+"""
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "PYTHONPATH": str(ROOT),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+            "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(5)
+
+
+def _log_tail(path: Path) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-30:]) if path.exists() else ""
+
+
+def _deployment_exists(api_url: str, name: str) -> bool:
+    return httpx.get(f"{api_url}/deployments/name/{name}", timeout=2).status_code == 200
+
+
+@contextlib.contextmanager
+def serving_incident_flow(
+    api_url: str, deployment: str, env: dict[str, str], log: Path
+) -> Iterator[str]:
+    """A Prefect runner in a child: it registers the deployment of the real flow and runs
+    every flow run of it. Yields the deployment's full name once it exists."""
+    full_name = f"{FLOW_NAME}/{deployment}"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-c", SERVE, deployment],
+            cwd=ROOT, env=_env({"PREFECT_API_URL": api_url, **env}),
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not _deployment_exists(api_url, full_name):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the flow runner did not start:\n{_log_tail(log)}")
+            time.sleep(0.3)
+        yield full_name
+    finally:
+        _stop(process)
+
+
+@contextlib.contextmanager
+def dashboard(env: dict[str, str], log: Path, cwd: Path) -> Iterator[str]:
+    """`drills ui --lab` on a free loopback port; yields its base URL once it is healthy."""
+    port = free_port()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "drills", "ui", "--lab", "--host", "127.0.0.1",
+             "--port", str(port)],
+            cwd=cwd, env=_env(env), stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base}/_stcore/health", timeout=1).text == "ok":
+                    break
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the dashboard did not start:\n{_log_tail(log)}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        _stop(process)

@@ -1,0 +1,141 @@
+"""What drill tests share: plan variants on a lab, a split-brain monitor, a state snapshot."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from drills.lab import topology
+from drills.lab.kubeapi import NEVER_READY_ANNOTATION
+from drills.lab.planfile import LabEndpoints
+from drills.lab.planfile import lab_plan as lab_plan_data
+from drills.lab.runtime import LabInfo
+from drills.plan import DrillPlan, load_plan
+from drills.store.history import HistoryStore
+from drills.takeover.journal import Journal
+from drills.takeover.snapshot import Snapshot, take
+from drills.takeover.steps.executor import ChangeExecutor
+from drills.takeover.steps.rollback import safe_rollback
+from drills.takeover.timeline import Timeline
+from drills.targets.sites import Targets
+
+# Placeholder addresses: nothing answers there, and no test that uses them expects it to.
+OFFLINE_ENDPOINTS = LabEndpoints(
+    kube={"primary": "https://127.0.0.2:6443", "dr": "https://127.0.0.3:6443"},
+    site_endpoints={"primary": "http://127.0.0.2:8080", "dr": "http://127.0.0.3:8080"},
+    service_port=8080,
+    registries={"primary": "http://127.0.0.2:5000", "dr": "http://127.0.0.3:5000"},
+    moto="http://127.0.0.1:5999",
+    named="127.0.0.1:5353",
+    tsig_name="drills-key",
+    route53_zone_id=None,
+    account="123456789012",
+)
+
+
+def offline_lab_plan_data(**endpoints: Any) -> dict[str, Any]:
+    """The lab's plan over placeholder addresses, but for the ``endpoints`` given (the DNS a
+    test starts, say): valid, for tests that reach no other service."""
+    return lab_plan_data(dataclasses.replace(OFFLINE_ENDPOINTS, **endpoints), drift=False)
+
+
+def offline_lab_plan_text() -> str:
+    return yaml.safe_dump(offline_lab_plan_data(), sort_keys=False)
+
+
+def lab_plan(info: LabInfo, change: Callable[[dict[str, Any]], None] | None = None) -> DrillPlan:
+    """The lab's plan, optionally changed, written beside it so relative references resolve."""
+    source = Path(info.state_dir) / "plan.yaml"
+    if change is None:
+        return load_plan(source)
+    data = yaml.safe_load(source.read_text())
+    change(data)
+    variant = Path(info.state_dir) / f"variant-{time.monotonic_ns()}.yaml"
+    variant.write_text(yaml.safe_dump(data, sort_keys=False))
+    return load_plan(variant)
+
+
+def snapshot(plan: DrillPlan) -> Snapshot:
+    with Targets(plan) as targets:
+        return take(plan, targets)
+
+
+@dataclass
+class SplitBrainMonitor:
+    """Polls both site endpoints every 50 ms; records any moment both answer 200."""
+
+    primary: str
+    dr: str
+    interval: float = 0.05
+    both: list[float] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=lambda: {"primary": 0, "dr": 0})
+    polls: int = 0
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _ok(self, client: httpx.Client, url: str) -> bool:
+        try:
+            return client.get(url).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=1.0) as client:
+            while not self._stop.is_set():
+                p, d = self._ok(client, self.primary), self._ok(client, self.dr)
+                self.polls += 1
+                self.seen["primary"] += p
+                self.seen["dr"] += d
+                if p and d:
+                    self.both.append(time.time())
+                self._stop.wait(self.interval)
+
+    def __enter__(self) -> SplitBrainMonitor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(2)
+
+
+def back_to_normal(plan: DrillPlan, history: HistoryStore, run_id: str) -> None:
+    """Undo a test's incident from its journal, in the safe order, so its lab can be reused."""
+    timeline = Timeline()
+    with Targets(plan) as targets, timeline.phase("clean up"):
+        safe_rollback(ChangeExecutor(targets, Journal(history, run_id)), plan, timeline)
+
+
+def stall_dr_bring_up(info: LabInfo) -> tuple[str, str]:
+    """Make one critical DR workload never ready; returns its (namespace, name).
+
+    A drill then waits in bring-up, up to its tier deadline, until it is cancelled:
+    a window to cancel in that does not depend on how fast the machine is.
+    """
+    api = k8s_config.new_client_from_config(
+        config_file=str(Path(info.state_dir) / "dr.kubeconfig"), context="dr"
+    )
+    namespace, name = topology.DRIFT_NEVER_READY
+    body = {"metadata": {"annotations": {NEVER_READY_ANNOTATION: "true"}}}
+    k8s.AppsV1Api(api).patch_namespaced_deployment(name, namespace, body)
+    api.close()
+    return namespace, name
+
+
+def serving(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False

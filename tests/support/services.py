@@ -1,0 +1,59 @@
+"""The services the tests start, and the rule for a missing system binary."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from drills.lab import control
+from drills.lab.named import LabDnsRecord
+from drills.lab.procs import find_binary
+from drills.lab.runtime import LabInfo
+
+LAB_ZONE = "drills.test."
+API_RECORD = LabDnsRecord(name="api", type="A", ttl=30, value="127.0.0.2")
+
+FAKE_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+
+
+def require_system_binary(name: str, package: str) -> str:
+    """Return the path of ``name``; skip the test without it, or fail under CI=true."""
+    path = find_binary(name)
+    if path is None:
+        message = f"{name} not installed; apt-get install {package} (or run scripts/sysdeps.sh)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@contextmanager
+def own_lab(
+    tmp_path_factory: pytest.TempPathFactory, name: str, **options: Any
+) -> Iterator[LabInfo]:
+    """A whole lab (both sites, moto, BIND, two registries) as `drills lab up` runs it.
+
+    It is a separate process: moto keeps one backend per process, so two labs, or a
+    lab and the bare moto fixture, must not share one. Stopped however the test ends.
+    """
+    if options.get("system_services", True):
+        # Under CI the lab must run on the real BIND and registries, never on the fallbacks.
+        require_system_binary("named", "bind9")
+        require_system_binary("docker-registry", "docker-registry")
+    state_dir = tmp_path_factory.mktemp(name)
+    info, _ = control.up(state_dir, **options)
+    try:
+        yield info
+    finally:
+        control.down(state_dir)
