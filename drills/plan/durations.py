@@ -13,19 +13,38 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-UNIT_SECONDS: dict[str, float] = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+UNIT_SECONDS: dict[str, float] = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_ORDER = list(UNIT_SECONDS)  # largest first: a duration names its units in this order
 
 # A century is far beyond any sensible drill setting, and keeps every value
 # convertible to datetime.timedelta without overflow.
 MAX_SECONDS = 100 * 365 * 86400.0
 
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_WHOLE = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# Parts as written, units in any case and spelling, so that a wrong unit can be named.
+_PARTS = re.compile(r"(?:\s*\d+(?:\.\d+)?\s*[A-Za-z]{1,10})+\s*")
+_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([A-Za-z]+)")
 _HINT = "use seconds or a number with a unit, such as 45s, 15m, 1h30m or 2d"
+_UNITS = "ms, s, m, h or d"
+# Units people write that mean something else, or nothing here.
+_NOT_UNITS = {
+    "M": "did you mean {n}m (minute)? months are not a duration unit",
+    "mo": "months are not a duration unit; use days, e.g. 30d",
+    "w": "weeks are not a duration unit; use days, e.g. 7d",
+    "y": "years are not a duration unit; use days, e.g. 365d",
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), "did you mean {n}m (minutes)?"),
+    **dict.fromkeys(("sec", "secs", "second", "seconds"), "did you mean {n}s (seconds)?"),
+    **dict.fromkeys(("hr", "hrs", "hour", "hours"), "did you mean {n}h (hours)?"),
+    **dict.fromkeys(("day", "days"), "did you mean {n}d (days)?"),
+}
 
 
 def parse_duration(value: str | int | float) -> float:
-    """Return ``value`` in seconds; raise ``ValueError`` (naming no secret) when it is not one."""
+    """Return ``value`` in seconds; raise ``ValueError`` (naming no secret) when it is not one.
+
+    The grammar is strict, because a misread duration is silent: units are lowercase
+    (``1M`` is not a minute, whatever it meant), each unit appears once, largest first.
+    """
     if isinstance(value, bool):
         raise ValueError(f"a duration cannot be true/false; {_HINT}")
     if isinstance(value, int | float):
@@ -34,15 +53,7 @@ def parse_duration(value: str | int | float) -> float:
         except OverflowError:  # an int with hundreds of digits
             raise ValueError("duration is too long (at most 100 years)") from None
     elif isinstance(value, str):
-        text = value.strip().lower().replace(" ", "")
-        if len(text) > 40:
-            raise ValueError(f"not a duration; {_HINT}")
-        if re.fullmatch(r"\d+(?:\.\d+)?", text):
-            seconds = float(text)
-        elif _WHOLE.fullmatch(text):
-            seconds = sum(float(n) * UNIT_SECONDS[u] for n, u in _PART.findall(text))
-        else:
-            raise ValueError(f"not a duration; {_HINT}")
+        seconds = _parse_text(value)
     else:
         raise ValueError(f"a duration must be a number of seconds or a string; {_HINT}")
     if not math.isfinite(seconds) or seconds > MAX_SECONDS:
@@ -50,6 +61,37 @@ def parse_duration(value: str | int | float) -> float:
     if seconds < 0:
         raise ValueError("a duration cannot be negative")
     return seconds
+
+
+def _parse_text(value: str) -> float:
+    text = value.strip()
+    if len(text) > 40:
+        raise ValueError(f"not a duration; {_HINT}")
+    if _NUMBER.fullmatch(text):
+        return float(text)
+    if not _PARTS.fullmatch(text):
+        raise ValueError(f"not a duration; {_HINT}")
+    seconds, last = 0.0, -1
+    for number, unit in _PART.findall(text):
+        rank = _unit_rank(number, unit)
+        if rank == last:
+            raise ValueError(f"unit {unit} appears twice; write each unit once, e.g. 1h30m")
+        if rank < last:
+            raise ValueError("units must go from the largest to the smallest, e.g. 1h30m")
+        seconds += float(number) * UNIT_SECONDS[unit]
+        last = rank
+    return seconds
+
+
+def _unit_rank(number: str, unit: str) -> int:
+    if unit in UNIT_SECONDS:
+        return _ORDER.index(unit)
+    hint = _NOT_UNITS.get(unit) or _NOT_UNITS.get(unit.lower())
+    if hint is None and unit.lower() in UNIT_SECONDS:
+        hint = "units are lowercase: did you mean {n}" + unit.lower() + "?"
+    if hint is None:
+        hint = f"not a duration unit after {{n}}; use {_UNITS}"
+    raise ValueError(hint.format(n=number))
 
 
 def format_duration(seconds: float) -> str:
@@ -85,11 +127,15 @@ def _validate_positive(value: Any) -> float:
     return seconds
 
 
+_N = r"\d+(\.\d+)?"
+_SCHEMA_PATTERN = (
+    rf"^(?=.*\d)\s*({_N}|({_N}d)?\s*({_N}h)?\s*({_N}m(?!s))?\s*({_N}s)?\s*({_N}ms)?)\s*$"
+)
 _SCHEMA = WithJsonSchema(
     {
         "anyOf": [
             {"type": "number", "minimum": 0},
-            {"type": "string", "pattern": r"^\s*(\d+(\.\d+)?(ms|s|m|h|d)?)+\s*$"},
+            {"type": "string", "pattern": _SCHEMA_PATTERN},
         ],
         "description": "Seconds, or a string with units: 45s, 15m, 1h30m, 2d.",
     }

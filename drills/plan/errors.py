@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import difflib
 import re
+import types
+import typing
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
 from drills.errors import PlanProblem
-from drills.plan.refs import describe, safe_repr
+from drills.plan.refs import describe, is_credential_key, safe_repr
 from drills.plan.yamlfile import Loc, Position, YamlDocument
+from drills.text import for_terminal
 
 _DISCRIMINATORS = ("kind", "mode", "provider")
 
@@ -71,7 +75,7 @@ def position(doc: YamlDocument, present: Loc, at_key: bool) -> Position | None:
 
 
 def translate(
-    errors: Iterable[ErrorDetails], doc: YamlDocument, vocabulary: set[str]
+    errors: Iterable[ErrorDetails], doc: YamlDocument, root: type[BaseModel]
 ) -> list[PlanProblem]:
     problems = []
     for error in errors:
@@ -81,7 +85,11 @@ def translate(
         missing = kind == "missing"
         present, printed = locate(doc.data, tuple(error["loc"]), missing)
         at = position(doc, present, at_key=kind == "extra_forbidden")
-        message = _message(error, printed, vocabulary)
+        if kind == "extra_forbidden":
+            allowed = fields_at(root, tuple(error["loc"])[:-1])
+            message = unknown_field(str(printed[-1]) if printed else "", allowed)
+        else:
+            message = _message(error, printed)
         problems.append(doc.problem(at, printed, message))
     return problems
 
@@ -93,7 +101,7 @@ def _long_enough(error: ErrorDetails) -> bool:
     return isinstance(value, list | tuple) and len(value) >= int(ctx.get("min_length", 0))
 
 
-def _message(error: ErrorDetails, loc: Loc, vocabulary: set[str]) -> str:
+def _message(error: ErrorDetails, loc: Loc) -> str:
     kind = error["type"]
     ctx: dict[str, Any] = dict(error.get("ctx") or {})
     value = error.get("input")
@@ -102,8 +110,6 @@ def _message(error: ErrorDetails, loc: Loc, vocabulary: set[str]) -> str:
         return str(ctx.get("message", error["msg"]))
     if kind == "missing":
         return f"missing required field `{field}`"
-    if kind == "extra_forbidden":
-        return _unknown_field(field, vocabulary)
     if kind in ("enum", "literal_error"):
         allowed = ", ".join(re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
         return f"must be one of: {allowed} (got {safe_repr(value)})"
@@ -161,10 +167,71 @@ def _simple(kind: str, ctx: dict[str, Any], value: Any) -> str | None:
     return None
 
 
-def _unknown_field(field: str, vocabulary: set[str]) -> str:
-    close = difflib.get_close_matches(field, sorted(vocabulary), n=1, cutoff=0.75)
+CREDENTIAL_KEY_HINT = (
+    "credentials are never written in a plan; they go by reference "
+    "(env:NAME, file:PATH or prefect:BLOCK) in the fields made for them: "
+    "registry auth, credentials sections and dns tsig.secret"
+)
+
+
+def unknown_field(field: str, allowed: set[str]) -> str:
+    """The message for a key the model does not know, with a suggestion drawn from the
+    keys allowed at that place (never the key itself)."""
+    shown = f"`{for_terminal(field)}`"
+    if is_credential_key(field):
+        return f"unknown field {shown} here; {CREDENTIAL_KEY_HINT}"
+    candidates = sorted(name for name in allowed if name != field)
+    close = difflib.get_close_matches(field, candidates, n=1, cutoff=0.75)
+    if not close:
+        # Case or separators only (`DR_Replicas`, `dr-replicas`): still the same key.
+        squashed = {re.sub(r"[-_ ]", "", name.lower()): name for name in candidates}
+        match = squashed.get(re.sub(r"[-_ ]", "", field.lower()))
+        close = [match] if match else []
     hint = f"; did you mean `{close[0]}`?" if close else ""
-    return f"unknown field `{field}`{hint}"
+    return f"unknown field {shown}{hint}"
+
+
+def fields_at(root: type[BaseModel], loc: Loc) -> set[str]:
+    """The keys allowed in the mapping at pydantic location ``loc`` below ``root``.
+
+    Follows fields, list items and the tags pydantic adds for discriminated unions
+    (``registry.oci``). An empty set when the location cannot be followed.
+    """
+    current: list[type[BaseModel]] = [root]
+    for part in loc:
+        if isinstance(part, int):
+            continue  # a list item: the element type is already what we hold
+        tagged = [m for m in current if _tag_of(m) == part]
+        if tagged and len(current) > 1:
+            current = tagged
+            continue
+        fields = [m.model_fields[part] for m in current if part in m.model_fields]
+        if not fields:
+            return set()
+        current = _models_in(fields[0].annotation)
+    return {name for model in current for name in model.model_fields}
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The model classes a field annotation can hold (through Optional, unions, tuples)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _models_in(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType, tuple, list):
+        return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+    return []
+
+
+def _tag_of(model: type[BaseModel]) -> str | None:
+    """The discriminator value of a union member (``kind: oci`` -> ``"oci"``), if any."""
+    for name in _DISCRIMINATORS:
+        field = model.model_fields.get(name)
+        if field is not None and typing.get_origin(field.annotation) is Literal:
+            args = typing.get_args(field.annotation)
+            return str(args[0]) if args else None
+    return None
 
 
 def _unquote(text: object) -> str:
@@ -176,19 +243,3 @@ def _or_list(text: object) -> str:
     if len(names) <= 1:
         return "".join(names)
     return ", ".join(names[:-1]) + " or " + names[-1]
-
-
-def schema_vocabulary(schema: dict[str, Any]) -> set[str]:
-    """Every property name anywhere in a JSON schema: the words a plan may use as keys."""
-    names: set[str] = set()
-    stack: list[Any] = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            props = node.get("properties")
-            if isinstance(props, dict):
-                names.update(props)
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return names

@@ -7,18 +7,20 @@ column and field path. It raises nothing else, whatever the file holds.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Iterator
-from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_validator
 
 from drills.errors import PlanError, PlanProblem
-from drills.plan.errors import schema_vocabulary, translate
+from drills.plan.errors import CREDENTIAL_KEY_HINT, translate
+from drills.plan.lint import PlanWarning, findings
 from drills.plan.models import (
     Approval,
     AwsAccess,
@@ -57,8 +59,10 @@ from drills.plan.models import (
 )
 from drills.plan.refs import SecretRef, find_literal_credentials, resolve_secret
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
-from drills.plan.types import PlanName
-from drills.plan.yamlfile import YamlDocument, format_loc, parse_yaml, read_plan_text
+from drills.plan.types import PlanName, Text
+from drills.plan.urls import storage_key
+from drills.plan.yamlfile import Loc, Position, YamlDocument, format_loc, parse_yaml, read_plan_text
+from drills.text import for_terminal
 
 log = logging.getLogger("drills.plan")
 
@@ -83,6 +87,7 @@ __all__ = [
     "Objectives",
     "OciAuth",
     "OciRegistry",
+    "PlanWarning",
     "RecordType",
     "Registry",
     "Rfc2136Dns",
@@ -102,14 +107,19 @@ __all__ = [
     "plan_digest",
     "plan_from_text",
     "plan_schema",
+    "plan_warnings",
 ]
+
+# More GPUs than any single cluster holds: a plan asking for them is a typo (gpu and
+# dr_replicas multiplied), and a DR pool sized from it would be fiction.
+MAX_DR_GPUS = 100_000
 
 
 class DrillPlan(PlanModel):
     """A whole drill plan, as validated from YAML (see plans/gpu-platform.example.yaml)."""
 
     name: PlanName
-    description: Annotated[str, Field(max_length=4000)] = ""
+    description: Annotated[Text, Field(max_length=4000)] = ""
     sites: Sites
     workloads: Annotated[
         tuple[Workload, ...],
@@ -128,16 +138,20 @@ class DrillPlan(PlanModel):
     schedule: Schedule | None = None
     approval: Approval = Approval()
 
-    # The plan file's directory, for relative paths in it; not part of the plan itself.
+    # Where the plan came from, for relative paths and for locating warnings; not part
+    # of the plan itself.
     _source_dir: Path | None = PrivateAttr(default=None)
+    _source: str = PrivateAttr(default="<plan>")
+    _positions: dict[Loc, Position] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _cross_section_rules(self) -> DrillPlan:
         primary, dr = self.sites.primary, self.sites.dr
-        rules: list[Rule] = []
+        rules: list[Rule] = [*self._capacity_rules()]
         # The same bucket name on the same storage is the same bucket: no copy at all.
-        # On separate storage (per-site MinIO, say) equal names are fine.
-        if primary.objects.endpoint_url == dr.objects.endpoint_url:
+        # On separate storage (per-site MinIO, say) equal names are fine. Endpoints are
+        # compared normalised: a trailing slash or a default port is the same storage.
+        if storage_key(primary.objects.endpoint_url) == storage_key(dr.objects.endpoint_url):
             rules += [
                 (
                     ("datasets", i, "dr_bucket"),
@@ -161,6 +175,30 @@ class DrillPlan(PlanModel):
             ]
         raise_rules("plan", rules)
         return self
+
+    def _capacity_rules(self) -> list[Rule]:
+        serving = [w for w in self.workloads if w.tier is not Tier.BATCH and w.dr_replicas > 0]
+        rules: list[Rule] = []
+        if not serving:
+            message = (
+                "no critical or normal workload has DR replicas: a drill would fence the "
+                "primary and switch DNS with nothing behind it"
+            )
+            rules.append((("workloads",), message))
+        total = self.dr_gpus()
+        if total > MAX_DR_GPUS:
+            biggest = max(range(len(self.workloads)), key=lambda i: self.workloads[i].dr_gpus)
+            message = (
+                f"the workloads need {total:,} GPUs at DR (gpu × dr_replicas), more than "
+                f"any single cluster holds (at most {MAX_DR_GPUS:,} here)"
+            )
+            rules.append((("workloads", biggest, "dr_replicas"), message))
+        return rules
+
+    @property
+    def warnings(self) -> tuple[PlanWarning, ...]:
+        """What validation accepted but an SRE should look at; see :func:`plan_warnings`."""
+        return plan_warnings(self)
 
     @property
     def source_dir(self) -> Path | None:
@@ -221,12 +259,12 @@ def load_plan(path: str | Path) -> DrillPlan:
         file = Path(path)
         text, problems = read_plan_text(file, source)
         if text is None:
-            raise PlanError(problems)
+            raise _plan_error(problems)
         return _validate(text, source, file.resolve().parent)
     except PlanError:
         raise
     except (RecursionError, MemoryError, ValueError, OSError) as exc:
-        raise PlanError([_unexpected(source, exc)]) from None
+        raise _plan_error([_unexpected(source, exc)]) from None
 
 
 def plan_from_text(text: str, source: str = "<plan>") -> DrillPlan:
@@ -236,60 +274,108 @@ def plan_from_text(text: str, source: str = "<plan>") -> DrillPlan:
     except PlanError:
         raise
     except (RecursionError, MemoryError, ValueError) as exc:
-        raise PlanError([_unexpected(source, exc)]) from None
+        raise _plan_error([_unexpected(source, exc)]) from None
 
 
 def _unexpected(source: str, exc: BaseException) -> PlanProblem:
     # Not expected to happen; the type is enough to report, and the text might quote input.
-    log.warning("plan %s could not be checked: %s", source, type(exc).__name__)
+    log.warning("plan %s could not be checked: %s", for_terminal(source), type(exc).__name__)
     return PlanProblem(
         source, None, None, "", f"the plan could not be checked ({type(exc).__name__})"
+    )
+
+
+def _plan_error(problems: list[PlanProblem]) -> PlanError:
+    """The PlanError for ``problems``, each made safe to print: whatever the plan held
+    (an ESC sequence in a key, say) shows as a visible escape."""
+    return PlanError(
+        [
+            dataclasses.replace(
+                p,
+                file=for_terminal(p.file),
+                path=for_terminal(p.path),
+                message=for_terminal(p.message),
+            )
+            for p in problems
+        ]
     )
 
 
 def _validate(text: str, source: str, source_dir: Path | None) -> DrillPlan:
     doc = parse_yaml(text, source)
     if doc.data is None:
-        raise PlanError(doc.problems or [doc.problem(None, (), "the plan file is empty")])
+        raise _plan_error(doc.problems or [doc.problem(None, (), "the plan file is empty")])
     if not isinstance(doc.data, dict):
         kind = "a list" if isinstance(doc.data, list) else "a single value"
         message = f"the plan must be a mapping of fields (name, sites, workloads, ...), not {kind}"
-        raise PlanError([*doc.problems, doc.problem(doc.values.get(()), (), message)])
+        raise _plan_error([*doc.problems, doc.problem(doc.values.get(()), (), message)])
     # Duplicate keys and unreadable values do not stop validation: the operator gets
     # every problem in one run. A field the YAML layer already reported is not reported twice.
     problems = list(doc.problems)
+    plan = None
     try:
         plan = DrillPlan.model_validate(doc.data)
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_input=True)
         reported = {p.path for p in doc.problems}
-        problems += [p for p in translate(errors, doc, _vocabulary()) if p.path not in reported]
-    problems = _merge_credential_problems(doc, problems)
-    if problems:
-        raise PlanError(_in_file_order(problems))
+        problems += [p for p in translate(errors, doc, DrillPlan) if p.path not in reported]
+    problems = _merge_credential_problems(doc, doc.data, problems)
+    if plan is not None and not problems:
+        # What the models hold, after every conversion, is what gets stored and printed:
+        # scan that too, not only what the YAML said.
+        problems = _merge_credential_problems(doc, plan.model_dump(mode="json"), problems)
+        problems += _same_cluster_problems(doc, plan, source_dir or Path.cwd())
+    if problems or plan is None:
+        raise _plan_error(_in_file_order(problems))
     plan._source_dir = source_dir
+    plan._source = source
+    plan._positions = doc.values
     return plan
 
 
-def _merge_credential_problems(doc: YamlDocument, problems: list[PlanProblem]) -> list[PlanProblem]:
+def _merge_credential_problems(
+    doc: YamlDocument, data: Any, problems: list[PlanProblem]
+) -> list[PlanProblem]:
     """Add literal-credential findings; each replaces pydantic's problem for the same field."""
-    findings = {
-        format_loc(loc): (loc, msg, at_key)
-        for loc, msg, at_key in find_literal_credentials(doc.data)
+    found = {
+        format_loc(loc): (loc, msg, at_key) for loc, msg, at_key in find_literal_credentials(data)
     }
     unknown: dict[str, str] = {}
     merged: list[PlanProblem] = []
     for problem in problems:
-        if problem.path not in findings:
+        if problem.path not in found:
             merged.append(problem)
         elif problem.message.startswith("unknown field"):
             unknown[problem.path] = problem.message
-    for path, (loc, message, at_key) in findings.items():
+    for path, (loc, message, at_key) in found.items():
         if path in unknown and not at_key:
-            message = f"{unknown[path]}; its value {message}"
-        at = doc.keys.get(loc) if at_key else doc.values.get(loc)
+            # A credential-named key's message already says where credentials go.
+            said = CREDENTIAL_KEY_HINT in unknown[path]
+            message = f"{unknown[path]}; its value {message.split(';')[0] if said else message}"
+        at = doc.keys.get(loc) if at_key else _nearest(doc.values, loc)
         merged.append(doc.problem(at, loc, message))
     return list(dict.fromkeys(merged))
+
+
+def _same_cluster_problems(doc: YamlDocument, plan: DrillPlan, base: Path) -> list[PlanProblem]:
+    """Two kubeconfig paths that are one file (a symlink, `./a` and `a`) with one context
+    are one cluster. (Whether two files name one API server is a runtime check.)"""
+    p, d = plan.sites.primary.kubernetes, plan.sites.dr.kubernetes
+    if p.kubeconfig is None or d.kubeconfig is None or p.context != d.context:
+        return []
+    if _real(p.kubeconfig, base) != _real(d.kubeconfig, base):
+        return []
+    loc: Loc = ("sites", "dr", "kubernetes", "kubeconfig")
+    message = (
+        "is the same file as the primary's kubeconfig, with the same context: "
+        "both sites would be the one cluster"
+    )
+    return [doc.problem(_nearest(doc.values, loc), loc, message)]
+
+
+def _real(path: Path, base: Path) -> str:
+    path = path.expanduser()
+    return os.path.realpath(path if path.is_absolute() else base / path)
 
 
 def _in_file_order(problems: list[PlanProblem]) -> list[PlanProblem]:
@@ -297,9 +383,22 @@ def _in_file_order(problems: list[PlanProblem]) -> list[PlanProblem]:
     return sorted(problems, key=lambda p: (p.line is None, p.line or 0, p.column or 0))
 
 
-@cache
-def _vocabulary() -> set[str]:
-    return schema_vocabulary(plan_schema())
+def plan_warnings(plan: DrillPlan) -> tuple[PlanWarning, ...]:
+    """Warnings about a valid plan, each with its field path and, when the plan came from
+    a file, its line and column. Printed by `drills plan validate`; for readiness too."""
+    located = []
+    for loc, code, message in findings(plan):
+        line, column = _nearest(plan._positions, loc) or (None, None)
+        located.append(PlanWarning(code, plan._source, line, column, format_loc(loc), message))
+    return tuple(located)
+
+
+def _nearest(positions: dict[Loc, Position], loc: Loc) -> Position | None:
+    # A defaulted field (max_ttl left out) points at the section that omitted it.
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in positions:
+            return positions[loc[:end]]
+    return None
 
 
 # --- schema and digest --------------------------------------------------------------

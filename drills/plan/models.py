@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import ipaddress
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from drills.plan.durations import Duration, PositiveDuration
+from drills.plan.durations import Duration, PositiveDuration, format_duration
 from drills.plan.refs import SecretRef
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
 from drills.plan.types import (
@@ -26,6 +25,7 @@ from drills.plan.types import (
     CronExpr,
     DnsName,
     DnsServer,
+    FilePath,
     HostedZoneId,
     HttpUrl,
     ImageRef,
@@ -34,9 +34,15 @@ from drills.plan.types import (
     Label,
     ObjectPrefix,
     ShortText,
+    Text,
     TimeZone,
     check_fqdn,
 )
+from drills.plan.urls import service_key
+
+# Fencing, bringing DR up, switching DNS and one smoke probe take longer than this
+# even on a warm DR pool; an RTO below it is a typo (1ms, 10s for 10m) that fails every drill.
+MIN_RTO_SECONDS = 30.0
 
 StrictInt = Annotated[int, Field(strict=True)]
 StrictBool = Annotated[bool, Field(strict=True)]
@@ -85,7 +91,7 @@ class TsigAlgorithm(StrEnum):
 class KubernetesAccess(PlanModel):
     """Either a kubeconfig file (and optionally a context in it) or the in-cluster account."""
 
-    kubeconfig: Path | None = None
+    kubeconfig: FilePath | None = None
     context: ShortText | None = None
     in_cluster: StrictBool = False
 
@@ -227,12 +233,12 @@ class Sites(PlanModel):
     @model_validator(mode="after")
     def _distinct(self) -> Sites:
         rules: list[Rule] = []
-        if self.primary.endpoint == self.dr.endpoint:
+        if service_key(self.primary.endpoint) == service_key(self.dr.endpoint):
             rules.append(
                 (
                     ("dr", "endpoint"),
-                    "must differ from the primary endpoint, or the fence "
-                    "check cannot tell the sites apart",
+                    "must be another service than the primary endpoint (same scheme, host "
+                    "and port here), or the fence check cannot tell the sites apart",
                 )
             )
         p, d = self.primary.kubernetes, self.dr.kubernetes
@@ -258,6 +264,17 @@ class Workload(PlanModel):
     writer: StrictBool = Field(False, description="Stopped at the primary before DR comes up.")
     gpu: Annotated[StrictInt, Field(ge=0, le=64, description="nvidia.com/gpu per replica.")] = 0
     images: tuple[ImageRef, ...] = Field((), description="Empty: read from the cluster.")
+
+    @model_validator(mode="after")
+    def _critical_has_replicas(self) -> Workload:
+        if self.tier is Tier.CRITICAL and self.dr_replicas == 0:
+            message = (
+                "a critical workload needs at least 1 DR replica: a drill would fence the "
+                "primary and switch DNS with nothing behind it (use tier normal or batch "
+                "for a workload that may stay down)"
+            )
+            raise_rules("workload", [(("dr_replicas",), message)])
+        return self
 
     @property
     def key(self) -> str:
@@ -352,6 +369,12 @@ class DnsSwitch(PlanModel):
             rules.append(
                 (("dr_value",), "must differ from primary_value, or the switch is a no-op")
             )
+        if self.record.type is RecordType.CNAME:
+            rules += [
+                ((field,), "a CNAME cannot point at its own name: resolvers would loop")
+                for field, value in parsed.items()
+                if value == self.record.name
+            ]
         rules.extend(self._zone_rules())
         raise_rules("dns", rules)
         return self
@@ -391,12 +414,23 @@ class Objectives(PlanModel):
     rto: PositiveDuration
     rpo: PositiveDuration
 
+    @model_validator(mode="after")
+    def _feasible(self) -> Objectives:
+        if self.rto < MIN_RTO_SECONDS:
+            message = (
+                f"an RTO of {format_duration(self.rto)} is below any feasible takeover: "
+                "fencing, bringing DR up, switching DNS and a smoke probe take at least "
+                f"{format_duration(MIN_RTO_SECONDS)}"
+            )
+            raise_rules("objectives", [(("rto",), message)])
+        return self
+
 
 class SmokeProbe(PlanModel):
     name: ShortText
     url: HttpUrl
     expect_status: Annotated[StrictInt, Field(ge=100, le=599)] = 200
-    expect_body: str | None = Field(None, description="A substring the body must contain.")
+    expect_body: Text | None = Field(None, description="A substring the body must contain.")
     timeout: PositiveDuration = 30.0
 
 

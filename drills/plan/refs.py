@@ -13,6 +13,7 @@ import itertools
 import os
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -21,8 +22,13 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from drills.errors import PermanentError
+from drills.plan.files import FileRefusedError, read_regular_file
+from drills.text import control_characters, sensitive_params, split_url
 
 RefKind = Literal["env", "file", "prefect"]
+
+# A credential file is a token, a password or a key: a few kilobytes at most.
+MAX_SECRET_FILE_BYTES = 1024 * 1024
 
 REFERENCE_HINT = "give a reference such as env:NAME, file:PATH or prefect:BLOCK"
 LITERAL_CREDENTIAL = f"looks like a literal credential; {REFERENCE_HINT}"
@@ -63,6 +69,9 @@ class SecretRef(str):
             raise ValueError("env: must be followed by an environment variable name, e.g. env:NAME")
         if kind == "file" and not rest.strip():
             raise ValueError("file: must be followed by a path, e.g. file:secrets/token")
+        if kind == "file" and control_characters(rest):
+            # A NUL cannot be in a path at all; other controls are a paste accident.
+            raise ValueError("file: path contains a control character (such as NUL)")
         if kind == "prefect" and not _BLOCK_NAME.fullmatch(rest):
             raise ValueError(
                 "prefect: must be followed by a Secret block name "
@@ -122,25 +131,53 @@ def _read_secret_file(target: str, base_dir: Path, raw_path: str) -> str:
     if not path.is_absolute():
         path = base_dir / path
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular_file(path, MAX_SECRET_FILE_BYTES).decode("utf-8")
+    except FileRefusedError as exc:
+        raise PermanentError(target, f"{path} {exc.reason}") from None
     except FileNotFoundError:
         raise PermanentError(target, f"file {path} does not exist") from None
-    except IsADirectoryError:
-        raise PermanentError(target, f"{path} is a directory, not a file") from None
     except PermissionError:
         raise PermanentError(target, f"cannot read file {path}: permission denied") from None
     except UnicodeDecodeError:
         raise PermanentError(target, f"file {path} is not UTF-8 text") from None
     except OSError as exc:
         raise PermanentError(target, f"cannot read file {path}: {exc.strerror}") from None
+    except ValueError:  # a path the OS cannot take
+        raise PermanentError(target, "the file path is not valid") from None
     value = text.rstrip("\r\n")
     if not value:
         raise PermanentError(target, f"file {path} is empty")
     return value
 
 
+def prefect_api_url() -> str | None:
+    """The Prefect API URL that Prefect would use here, or None when none is configured.
+
+    With none, Prefect's client would start a temporary server of its own (tens of
+    seconds, and telemetry) and look the block up in that empty server: never useful.
+    """
+    configured = os.environ.get("PREFECT_API_URL", "").strip()
+    if configured:
+        return configured
+    # Profiles, prefect.toml, .env and pyproject.toml can set it too; Prefect's settings
+    # read them all. Importing the settings starts nothing. Prefect is imported here, and
+    # only when a `prefect:` reference is resolved: the one place the core may use it
+    # (the exception is written down in .importlinter).
+    try:
+        from prefect.settings import get_current_settings
+    except ImportError:
+        return None
+    url = get_current_settings().api.url
+    return str(url) if url else None
+
+
 def _load_prefect_secret(target: str, block: str) -> str:
-    # Imported here so that drills/ keeps working (and importing fast) without Prefect.
+    if prefect_api_url() is None:
+        raise PermanentError(
+            target,
+            "no Prefect server is configured (set PREFECT_API_URL, or select a Prefect "
+            "profile that sets it)",
+        )
     try:
         from prefect.blocks.system import Secret
     except ImportError:
@@ -168,7 +205,6 @@ def _load_prefect_secret(target: str, block: str) -> str:
 _AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")
 # Bounded repetitions keep these linear on the multi-megabyte strings a fuzzer sends.
 _PEM_PRIVATE = re.compile(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
-_URL_PASSWORD = re.compile(r"://[^/\s:@]{0,256}:[^/\s@]{1,1024}@")
 
 _CREDENTIAL_WORDS = {"password", "passwd", "passphrase", "pwd", "secret", "token", "apikey"}
 _CREDENTIAL_PAIRS = {
@@ -182,6 +218,7 @@ _CREDENTIAL_PAIRS = {
 }
 
 
+@lru_cache(maxsize=4096)  # plans repeat a few dozen key names thousands of times
 def is_credential_key(key: str) -> bool:
     """True for a key named like a credential: ``password``, ``api_key``, ``AUTH_TOKEN``..."""
     words = [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
@@ -196,13 +233,55 @@ def looks_like_reference(value: str) -> bool:
 
 def credential_pattern(text: str) -> str | None:
     """Name the kind of credential found in ``text`` (never the credential), or None."""
-    if _AWS_KEY_ID.search(text):
+    if len(text) >= 20 and _AWS_KEY_ID.search(text):
         return "looks like an AWS access key id; " + REFERENCE_HINT
-    if _PEM_PRIVATE.search(text):
+    if "-----BEGIN" in text and _PEM_PRIVATE.search(text):
         return "contains a PEM private key; " + REFERENCE_HINT
-    if _URL_PASSWORD.search(text):
+    return url_credential(text)
+
+
+def url_credential(text: str) -> str | None:
+    """Describe a credential carried by a URL anywhere in ``text``: a password in its
+    user info, or a credential-like query parameter (``sig=``, ``access_token=``...)."""
+    # Cheap tests first: almost every string has neither "://" nor "=".
+    has_url, has_param = "://" in text, "=" in text
+    if not has_url and not has_param:
+        return None
+    if has_url and "@" in text and _url_with_password(text):
         return "contains a URL with a password (user:password@); " + REFERENCE_HINT
+    if has_param:
+        for match in _QUERY_PAIR.finditer(text):
+            names = sensitive_params(match.group(0)[1:])
+            if names:
+                return (
+                    f"contains a URL whose query parameter {_param_name(names[0])} "
+                    f"carries a credential; {REFERENCE_HINT}"
+                )
     return None
+
+
+# `?name=value`, `&name=value`, `#name=value` (OAuth puts tokens in fragments), `;name=value`.
+_QUERY_PAIR = re.compile(r"[?&#;][A-Za-z0-9_.%~-]{1,64}=[^&#;\s]+")
+
+
+def _param_name(name: str) -> str:
+    # The name says which parameter to remove; it is the value that is the credential.
+    if len(name) > 40 or _AWS_KEY_ID.search(name) or not name.isprintable():
+        return "(name not shown)"
+    return f"`{name}`"
+
+
+def _url_with_password(text: str) -> bool:
+    # Word by word, so the work is linear in the text whatever it holds; a password
+    # may contain '/', which ends RFC 3986's authority, so split_url reads loosely.
+    for word in text.split():
+        if "://" not in word or "@" not in word:
+            continue
+        for piece in word.split("://")[1:]:
+            parts = split_url("x://" + piece)
+            if parts and ":" in parts[1]:
+                return True
+    return False
 
 
 Path_ = tuple[Any, ...]
@@ -212,8 +291,9 @@ def find_literal_credentials(data: Any, path: Path_ = ()) -> Iterator[tuple[Path
     """Yield ``(path, message, at_key)`` for every inline credential anywhere in plan data.
 
     Checked: credential-looking strings (AWS key ids, PEM private keys, URLs with a
-    password), in keys and values alike; and credential-named keys (``password``,
-    ``api_key``...) holding a scalar that is not a reference.
+    password or a credential in their query), in keys and values alike; and
+    credential-named keys (``password``, ``api_key``...) holding a scalar that is not
+    a reference. ``data`` is decoded data (what the models receive), never source text.
     """
     if isinstance(data, dict):
         for key, value in data.items():

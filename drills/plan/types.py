@@ -7,17 +7,26 @@ a message written for an operator. Messages echo the input only through
 
 from __future__ import annotations
 
+import datetime as dt
 import ipaddress
 import re
 import zoneinfo
 from collections.abc import Callable
+from pathlib import Path, PurePath
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
+from drills.plan import cron
+from drills.plan.cron import small_int
+from drills.plan.durations import format_duration
 from drills.plan.refs import safe_repr
+from drills.plan.urls import check_http_url
+from drills.text import control_characters, visible
+
+# A drill fences the primary each time it runs; more often than this is a mistake.
+MIN_DRILL_INTERVAL = dt.timedelta(hours=1)
 
 
 def invalid(message: str) -> PydanticCustomError:
@@ -70,23 +79,6 @@ def check_region(value: str) -> str:
     return value
 
 
-def check_http_url(value: str) -> str:
-    try:
-        parts = urlsplit(value)
-        port = parts.port
-    except ValueError:
-        raise ValueError("is not a valid URL") from None
-    if parts.scheme not in ("http", "https"):
-        raise ValueError("must be an http:// or https:// URL")
-    if not parts.hostname:
-        raise ValueError("must name a host, e.g. https://host:port/path")
-    if port == 0:
-        raise ValueError("port 0 is not a valid port")
-    if any(c.isspace() for c in value):
-        raise ValueError("must not contain spaces")
-    return value
-
-
 def check_fqdn(value: str) -> str:
     """Validate a DNS name and return it lowercased and absolute (with a trailing dot)."""
     name = value.lower().rstrip(".") if value != "." else ""
@@ -122,7 +114,10 @@ def check_image(value: str) -> str:
 
 
 def check_prefix(value: str) -> str:
-    if value.startswith("/") or len(value) > 1024 or any(c in value for c in "\r\n\0"):
+    problem = _control_problem(value, "")
+    if problem:
+        raise ValueError(problem)
+    if value.startswith("/") or len(value) > 1024:
         raise ValueError("must be a key prefix such as runs/ (no leading '/', one line)")
     return value
 
@@ -166,71 +161,69 @@ def check_aws_secret_id(value: str) -> str:
     return value
 
 
-def small_int(text: str) -> int | None:
-    """``int(text)`` for up to six ASCII digits, else None (no unicode digits, no huge numbers)."""
-    return int(text) if re.fullmatch(r"[0-9]{1,6}", text) else None
+# --- text and paths -------------------------------------------------------------
 
 
-# --- cron ---------------------------------------------------------------------
+def _control_problem(value: str, allow: str) -> str | None:
+    found = control_characters(value, allow)
+    if not found:
+        return None
+    index, char = found[0]
+    return (
+        f"contains a control character ({visible(char)} at character {index + 1}); "
+        "only printable text is allowed here"
+    )
 
-_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-_DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
-# (field name, lowest, highest, names for values starting at `lowest`)
-_CRON_FIELDS: tuple[tuple[str, int, int, list[str]], ...] = (
-    ("minute", 0, 59, []),
-    ("hour", 0, 23, []),
-    ("day-of-month", 1, 31, []),
-    ("month", 1, 12, _MONTHS),
-    ("day-of-week", 0, 7, _DAYS),
-)
-_CRON_MACROS = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+
+def check_printable(value: str) -> str:
+    """One line of printable text: no ESC sequences, NULs or bidi overrides."""
+    problem = _control_problem(value, "")
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def check_text(value: str) -> str:
+    """Printable text that may run over several lines (newlines and tabs allowed)."""
+    problem = _control_problem(value, "\n\t")
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _file_path(value: Any) -> Any:
+    if isinstance(value, str | PurePath):
+        text = str(value)
+        if not text.strip():
+            raise invalid("must be a file path, not empty")
+        found = control_characters(text)
+        if found:
+            index, char = found[0]
+            raise invalid(
+                f"a file path cannot contain a control character ({visible(char)} at "
+                f"character {index + 1})"
+            )
+        if len(text) > 4096:
+            raise invalid("is longer than any file path (4096 characters)")
+    return value
 
 
 def check_cron(value: str) -> str:
-    """Validate a five-field cron expression (ranges, lists, steps, month and day names)."""
-    text = " ".join(value.split())
-    if text.lower() in _CRON_MACROS:
-        return text
-    fields = text.split(" ")
-    if len(fields) != 5:
+    """Validate a cron expression, and that it fires, and not more often than hourly."""
+    text = cron.normalise(value)
+    timing = cron.cadence(text)
+    if not timing.fires:
         raise ValueError(
-            f"cron must have 5 fields (minute hour day-of-month month day-of-week), "
-            f"got {len(fields)}"
+            f"never fires: no day in the next {cron.HORIZON_DAYS // 366} years matches its "
+            "day-of-month, month and day-of-week"
         )
-    for part, (name, low, high, names) in zip(fields, _CRON_FIELDS, strict=True):
-        for item in part.split(","):
-            _check_cron_item(item, name, low, high, names)
+    if timing.shortest is not None and timing.shortest < MIN_DRILL_INTERVAL:
+        raise ValueError(
+            f"fires every {format_duration(timing.shortest.total_seconds())}; each drill "
+            "fences the primary and fails over, so a schedule may fire at most hourly "
+            "(drills are usually weekly to quarterly)"
+        )
     return text
-
-
-def _check_cron_item(item: str, name: str, low: int, high: int, names: list[str]) -> None:
-    where = f"cron {name} field"
-    body, slash, step = item.partition("/")
-    steps = small_int(step)
-    if slash and (steps is None or not 1 <= steps <= high - low + 1):
-        raise ValueError(
-            f"{where}: step {safe_repr(step)} must be a number from 1 to {high - low + 1}"
-        )
-    if body == "*":
-        return
-    first, dash, last = body.partition("-")
-    start = _cron_value(first, where, low, high, names)
-    if dash:
-        end = _cron_value(last, where, low, high, names)
-        if end < start:
-            raise ValueError(f"{where}: range {safe_repr(body)} runs backwards")
-
-
-def _cron_value(text: str, where: str, low: int, high: int, names: list[str]) -> int:
-    if text.lower() in names:
-        return names.index(text.lower()) + low
-    number = small_int(text)
-    if number is None:
-        hint = f" or a name ({names[0]}–{names[-1]})" if names else ""
-        raise ValueError(f"{where}: {safe_repr(text)} is not a number from {low} to {high}{hint}")
-    if not low <= number <= high:
-        raise ValueError(f"{where}: {number} is out of range {low}–{high}")
-    return number
 
 
 # --- the annotated types --------------------------------------------------------
@@ -242,6 +235,7 @@ K8sName = Annotated[str, _checked(check_k8s_name)]
 BucketName = Annotated[str, _checked(check_bucket)]
 AwsRegion = Annotated[str, _checked(check_region)]
 HttpUrl = Annotated[str, _checked(check_http_url), Field(json_schema_extra={"format": "uri"})]
+FilePath = Annotated[Path, BeforeValidator(_file_path)]
 DnsName = Annotated[str, _checked(check_fqdn)]
 DnsServer = Annotated[str, _checked(check_dns_server)]
 ObjectPrefix = Annotated[str, _checked(check_prefix)]
@@ -251,4 +245,5 @@ CronExpr = Annotated[str, _checked(check_cron)]
 AwsAccountId = Annotated[str, BeforeValidator(_registry_id), _checked(check_registry_id)]
 HostedZoneId = Annotated[str, _checked(check_hosted_zone)]
 AwsSecretId = Annotated[str, _checked(check_aws_secret_id)]
-ShortText = Annotated[str, Field(min_length=1, max_length=200)]
+ShortText = Annotated[str, Field(min_length=1, max_length=200), _checked(check_printable)]
+Text = Annotated[str, _checked(check_text)]

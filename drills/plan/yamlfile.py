@@ -4,7 +4,10 @@ PyYAML's composer gives a node graph in which every node has a start mark; we
 build the Python data ourselves from that graph so that a validation error at
 ``workloads[3].tier`` can be pointed at a line and column. Building it
 ourselves also lets us refuse what ``yaml.safe_load`` silently accepts:
-duplicate keys, and alias bombs that expand a few lines into gigabytes.
+duplicate keys; tags that turn text into something else (``!!binary`` hides a
+password from every check that reads strings); and alias bombs, which expand a
+few lines into gigabytes, or one big string into thousands of copies that each
+cost a scan.
 """
 
 from __future__ import annotations
@@ -17,21 +20,44 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from drills.errors import PlanProblem
+from drills.plan.files import FileRefusedError, read_regular_file
 from drills.plan.refs import credential_pattern
+from drills.text import for_terminal
 
 Loc = tuple[str | int, ...]
 Position = tuple[int, int]
 
 MAX_BYTES = 2 * 1024 * 1024  # a plan is a few kilobytes; anything this big is a mistake
 MAX_DEPTH = 40  # deeper than any plan needs; also keeps pydantic far from recursion limits
-MAX_NODES = 100_000  # caps alias expansion ("billion laughs") long before memory suffers
+# What aliases may add to a file, beyond what it holds itself. Every later step (the
+# build, the credential scan, validation) costs in proportion to the expanded data, so
+# this, not a node count, is what bounds the work. A plan uses an alias or two for a
+# shared section; a large value repeated thousands of times is an attack or an accident.
+MAX_ALIAS_VALUES = 100_000
+MAX_ALIAS_CHARS = 1024 * 1024
 
-# libyaml, when PyYAML has it (its wheels do): it caps nesting at 1000 levels and
-# scans in linear time, where the pure-Python scanner is quadratic in flow nesting.
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_YAML = "tag:yaml.org,2002:"
+_MERGE_TAG = _YAML + "merge"
+_STR_TAG = _YAML + "str"
+# What a plan is made of. Every other tag (!!binary, !!set, !!omap, !!timestamp,
+# !!python/..., !custom) makes a value that is not what its text says.
+_PLAIN_TAGS = frozenset(_YAML + t for t in ("str", "int", "float", "bool", "null", "seq", "map"))
 
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-_STR_TAG = "tag:yaml.org,2002:str"
+
+def _loader_class() -> Any:
+    # libyaml, when PyYAML has it (its wheels do): it caps nesting at 1000 levels and
+    # scans in linear time, where the pure-Python scanner is quadratic in flow nesting.
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    # Without the implicit timestamp, `2024-01-01` stays the text it is; so any
+    # timestamp tag left is an explicit `!!timestamp`, which is refused.
+    resolvers = {
+        first: [(tag, regexp) for tag, regexp in entries if tag != _YAML + "timestamp"]
+        for first, entries in base.yaml_implicit_resolvers.items()
+    }
+    return type("PlanLoader", (base,), {"yaml_implicit_resolvers": resolvers})
+
+
+_LOADER: Any = _loader_class()
 
 
 @dataclass
@@ -50,15 +76,16 @@ class YamlDocument:
 
 
 def format_loc(loc: Loc) -> str:
-    """``("workloads", 3, "tier")`` -> ``"workloads[3].tier"``."""
+    """``("workloads", 3, "tier")`` -> ``"workloads[3].tier"``; keys shown safely."""
     out = ""
     for part in loc:
-        if isinstance(part, str) and credential_pattern(part):
-            part = "<key not shown>"  # a key can hold a pasted credential too
         if isinstance(part, int):
             out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
+            continue
+        if credential_pattern(part):
+            part = "<key not shown>"  # a key can hold a pasted credential too
+        part = for_terminal(part)  # and an ESC sequence, as any text can
+        out += f".{part}" if out else part
     return out
 
 
@@ -69,20 +96,21 @@ def read_plan_text(path: Path, source: str) -> tuple[str | None, list[PlanProble
         return None, [PlanProblem(source, line, column, "", message)]
 
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
+        raw = read_regular_file(path, MAX_BYTES)
+    except FileRefusedError as exc:
+        if exc.reason.startswith("is larger"):
+            return fail(f"the plan file {exc.reason}; is it really a plan?")
+        if exc.reason.startswith("is "):
+            return fail(f"this {exc.reason}; give a plan file")
+        return fail(f"this is not a valid file path ({exc.reason})")
     except FileNotFoundError:
         return fail("the plan file does not exist")
-    except IsADirectoryError:
-        return fail("this is a directory, not a plan file")
     except PermissionError:
         return fail("the plan file cannot be read: permission denied")
     except OSError as exc:
         return fail(f"the plan file cannot be read: {exc.strerror or type(exc).__name__}")
-    except ValueError:  # e.g. a NUL byte in the path
+    except ValueError:  # e.g. a path the OS cannot take
         return fail("this is not a valid file path")
-    if len(raw) > MAX_BYTES:
-        return fail(f"the plan file is larger than {MAX_BYTES // 1024} KiB; is it really a plan?")
     try:
         return raw.decode("utf-8-sig"), []
     except UnicodeDecodeError as exc:
@@ -92,11 +120,12 @@ def read_plan_text(path: Path, source: str) -> tuple[str | None, list[PlanProble
         return fail(f"the plan file is not UTF-8 text (byte 0x{raw[exc.start]:02x})", line, column)
 
 
-def parse_yaml(text: str, source: str) -> YamlDocument:
+def parse_yaml(text: str, source: str, *, max_bytes: int = MAX_BYTES) -> YamlDocument:
     """Compose ``text`` and build its data. Problems are collected, never raised."""
     doc = YamlDocument(source)
-    if len(text) > MAX_BYTES:
-        doc.problems.append(doc.problem(None, (), "the plan is too large to be a plan"))
+    if len(text) > max_bytes:
+        limit = f"{max_bytes // (1024 * 1024)} MiB"
+        doc.problems.append(doc.problem(None, (), f"the text is larger than {limit}"))
         return doc
     try:
         # libyaml encodes the text to UTF-8 first; a lone surrogate (only possible in
@@ -106,31 +135,89 @@ def parse_yaml(text: str, source: str) -> YamlDocument:
         at = _position_of_index(text, exc.start)
         doc.problems.append(doc.problem(at, (), "the plan contains a character that is not valid"))
         return doc
-    try:
-        root = yaml.compose(text, Loader=_LOADER)
-    except yaml.MarkedYAMLError as exc:
-        doc.problems.append(_syntax_problem(doc, exc))
-        return doc
-    except yaml.reader.ReaderError as exc:
-        line, column = _position_of_index(text, exc.position)
-        doc.problems.append(
-            doc.problem((line, column), (), "the plan contains a character YAML does not allow")
-        )
-        return doc
-    except yaml.YAMLError as exc:
-        doc.problems.append(doc.problem(None, (), f"invalid YAML: {exc}"))
-        return doc
-    except RecursionError:
-        doc.problems.append(doc.problem(None, (), "the YAML is nested too deeply"))
-        return doc
+    root = _compose(doc, text)
     if root is None:
-        doc.problems.append(doc.problem(None, (), "the plan file is empty"))
+        if not doc.problems:
+            doc.problems.append(doc.problem(None, (), "the plan file is empty"))
+        return doc
+    # No `*` anywhere means no alias: nothing can expand, and the count can be skipped.
+    too_much = _expansion_problem(root) if "*" in text else None
+    if too_much:
+        node, message = too_much
+        doc.problems.append(doc.problem(_pos(node), (), message))
         return doc
     builder = _Builder(doc)
     doc.data = builder.build(root, (), 0)
     if builder.exhausted:
         doc.data = None
     return doc
+
+
+def _expansion_problem(root: Node) -> tuple[Node, str] | None:
+    """Say so when aliases expand the file past the limits; counted without building.
+
+    Sizes are memoised per node, so this costs what the file holds, not what it expands
+    to. The problem points at the anchor whose repetition costs most.
+    """
+    memo: dict[int, tuple[int, int]] = {}
+    repeats: dict[int, tuple[Node, int]] = {}
+    own = [0, 0]  # values and characters that the file itself holds
+
+    def size(node: Node, depth: int) -> tuple[int, int]:
+        known = memo.get(id(node))
+        if known is not None:
+            repeats[id(node)] = (node, repeats.get(id(node), (node, 0))[1] + 1)
+            return known
+        memo[id(node)] = (1, 0)  # a recursive anchor refers to itself: count it once
+        text = len(node.value) if isinstance(node, ScalarNode) else 0
+        own[0] += 1
+        own[1] += text
+        if isinstance(node, ScalarNode) or depth > MAX_DEPTH:  # too deep: the build says so
+            result = (1, text)
+        else:
+            children = node.value if isinstance(node, SequenceNode) else _pairs(node)
+            sizes = [size(child, depth + 1) for child in children]
+            result = (1 + sum(n for n, _ in sizes), sum(c for _, c in sizes))
+        memo[id(node)] = result
+        return result
+
+    values, chars = size(root, 0)
+    if values - own[0] > MAX_ALIAS_VALUES:
+        what = f"more than {MAX_ALIAS_VALUES:,} values"
+        field = 0
+    elif chars - own[1] > MAX_ALIAS_CHARS:
+        what = f"more than {MAX_ALIAS_CHARS // (1024 * 1024)} MiB of text"
+        field = 1
+    else:
+        return None
+    node, count = max(repeats.values(), key=lambda item: memo[id(item[0])][field] * item[1])
+    message = (
+        f"aliases (*name) expand this file by {what}, far beyond any plan; the anchor "
+        f"here is repeated {count:,} times"
+    )
+    return node, message
+
+
+def _pairs(node: Node) -> list[Node]:
+    return [part for pair in node.value for part in pair]
+
+
+def _compose(doc: YamlDocument, text: str) -> Node | None:
+    try:
+        node: Node | None = yaml.compose(text, Loader=_LOADER)
+        return node
+    except yaml.MarkedYAMLError as exc:
+        doc.problems.append(_syntax_problem(doc, exc))
+    except yaml.reader.ReaderError as exc:
+        line, column = _position_of_index(text, exc.position)
+        doc.problems.append(
+            doc.problem((line, column), (), "the plan contains a character YAML does not allow")
+        )
+    except yaml.YAMLError as exc:
+        doc.problems.append(doc.problem(None, (), f"invalid YAML: {for_terminal(str(exc))}"))
+    except RecursionError:
+        doc.problems.append(doc.problem(None, (), "the YAML is nested too deeply"))
+    return None
 
 
 def _syntax_problem(doc: YamlDocument, exc: yaml.MarkedYAMLError) -> PlanProblem:
@@ -141,7 +228,7 @@ def _syntax_problem(doc: YamlDocument, exc: yaml.MarkedYAMLError) -> PlanProblem
         message = "invalid YAML: this anchor (&name) is already defined earlier in the file"
     elif exc.context:
         message += f" ({exc.context})"
-    return doc.problem(position, (), message)
+    return doc.problem(position, (), for_terminal(message))
 
 
 def _position_of_index(text: str, index: int) -> Position:
@@ -150,11 +237,26 @@ def _position_of_index(text: str, index: int) -> Position:
 
 
 def _shown(key: str) -> str:
-    return "(not shown)" if credential_pattern(key) else f"`{key}`"
+    return "(not shown)" if credential_pattern(key) else f"`{for_terminal(key)}`"
 
 
 def _pos(node: Node) -> Position:
     return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def shown_tag(tag: str) -> str:
+    """A tag as a plan writes it: ``!!binary``, ``!custom`` (never a credential)."""
+    short = "!!" + tag[len(_YAML) :] if tag.startswith(_YAML) else tag
+    if len(short) > 40 or credential_pattern(short):
+        return "a custom tag"
+    return f"`{for_terminal(short)}`"
+
+
+def _tag_problem(tag: str) -> str:
+    return (
+        f"this value cannot be read: the YAML tag {shown_tag(tag)} is not allowed in a plan "
+        "(only plain text, numbers, true/false, null, lists and mappings)"
+    )
 
 
 class _Builder:
@@ -162,7 +264,6 @@ class _Builder:
 
     def __init__(self, doc: YamlDocument) -> None:
         self.doc = doc
-        self.nodes = 0
         self.exhausted = False
         self.constructor = yaml.SafeLoader("")
 
@@ -172,17 +273,14 @@ class _Builder:
     def build(self, node: Node, loc: Loc, depth: int) -> Any:
         if self.exhausted:
             return None
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            self.exhausted = True
-            message = f"the plan expands to more than {MAX_NODES} values; too many aliases?"
-            self.add(node, (), message)
-            return None
         if depth > MAX_DEPTH:
             self.exhausted = True
             self.add(node, (), f"the plan is nested more than {MAX_DEPTH} levels deep")
             return None
         self.doc.values.setdefault(loc, _pos(node))
+        if node.tag not in _PLAIN_TAGS:
+            self.add(node, loc, _tag_problem(node.tag))
+            return None
         if isinstance(node, MappingNode):
             return self._mapping(node, loc, depth)
         if isinstance(node, SequenceNode):
@@ -199,12 +297,10 @@ class _Builder:
             OverflowError,
             LookupError,
             AttributeError,
-        ) as exc:
-            # An explicit tag on text its constructor cannot take: !!python/object, an
-            # integer too long to convert, an empty `!!int` (IndexError inside PyYAML),
-            # a `!!timestamp` that is no date (AttributeError inside PyYAML).
-            reason = "unsupported YAML tag" if isinstance(exc, yaml.YAMLError) else "unreadable"
-            self.add(node, loc, f"this value cannot be read ({reason} {node.tag!r})")
+        ):
+            # A plain tag on text its constructor cannot take: an integer too long to
+            # convert, an empty `!!int` (IndexError inside PyYAML).
+            self.add(node, loc, f"this value cannot be read as {shown_tag(node.tag)}")
             return None
 
     def _mapping(self, node: MappingNode, loc: Loc, depth: int) -> dict[Any, Any]:
@@ -251,6 +347,9 @@ class _Builder:
     def _key(self, key_node: Node, loc: Loc) -> str | None:
         if not isinstance(key_node, ScalarNode):
             self.add(key_node, loc, "a key must be a plain word, not a list or mapping")
+            return None
+        if key_node.tag not in _PLAIN_TAGS:
+            self.add(key_node, loc, _tag_problem(key_node.tag))
             return None
         # Keys are compared as written: `1:` or `on:` is the text "1"/"on", not a number/bool.
         if key_node.tag != _STR_TAG and key_node.value in ("", "~", "null"):

@@ -85,7 +85,10 @@ def test_validate_resolve_reports_unresolved_references_without_values(
     secret_value = "tsig-value-must-not-appear"
     (tmp_path / "tsig.secret").write_text(secret_value + "\n", encoding="utf-8")
     for name in ("primary", "dr"):
-        kubeconfig = {"contexts": [{"name": name, "context": {"cluster": name}}]}
+        kubeconfig = {
+            "clusters": [{"name": name, "cluster": {"server": "https://10.0.0.1:6443"}}],
+            "contexts": [{"name": name, "context": {"cluster": name}}],
+        }
         (tmp_path / f"{name}.kubeconfig").write_text(json.dumps(kubeconfig), encoding="utf-8")
     result = runner.invoke(app, ["plan", "validate", str(plan), "--resolve"])
     assert result.exit_code == 0, result.output
