@@ -82,6 +82,14 @@ class StepFailed(DrillError):  # noqa: N818 - the name the design notes give
         super().__init__(f"step {step} failed: {cause}")
 
 
+class RunRefused(DrillError):  # noqa: N818 - it is a decision, not a failure of ours
+    """A takeover refused before its first change: nothing here could prove it safe.
+
+    Two sites that are one, or a primary whose service was never seen from outside
+    (so no fence of it could be verified), are refused whatever the readiness says.
+    """
+
+
 class LabError(DrillError):
     """The local lab could not start, stop or be found."""
 
@@ -89,7 +97,7 @@ class LabError(DrillError):
 @dataclass(frozen=True)
 class UndoFailure:
     seq: int
-    step: str
+    kind: str
     target: str
     cause: str
 
@@ -99,5 +107,5 @@ class RollbackIncompleteError(DrillError):
 
     def __init__(self, failures: list[UndoFailure]) -> None:
         self.failures = failures
-        lines = "; ".join(f"{f.step} {f.target}: {f.cause}" for f in failures)
+        lines = "; ".join(f"{f.kind} {f.target}: {f.cause}" for f in failures)
         super().__init__(f"{len(failures)} change(s) could not be undone: {lines}")

@@ -1,7 +1,7 @@
 """The `minimum-takeover-drill` flow: the takeover drill (or a real incident) under Prefect.
 
 Thin by design: the phases, journal, rollback and measurements live in
-drills/drill.py. This file only maps each phase onto a Prefect task, the
+drills/takeover/. This file only maps each phase onto a Prefect task, the
 approval gate onto a pause that waits for typed input, and the stored run onto
 a Markdown report and a table of phases.
 """
@@ -25,6 +25,7 @@ from drills.errors import DrillError
 from drills.plan import load_plan
 from drills.plan.durations import format_duration
 from drills.store.history import HistoryStore
+from drills.store.kinds import Mode, RunStatus
 from drills.store.report import render_markdown, report_data
 from drills.takeover.cancellation import cancel_on_signals
 from drills.takeover.drill import (
@@ -40,7 +41,6 @@ from flows.artifacts import artifact_key
 
 # A declared_at this far ahead of our clock is a typo or a wrong zone, not clock skew.
 FUTURE_TOLERANCE = dt.timedelta(minutes=5)
-SUCCESSFUL = ("succeeded", "dry-run")
 
 
 class ApprovalInput(RunInput):
@@ -162,7 +162,7 @@ def minimum_takeover_drill(
     flow_run_id = current_flow_run.id
     request = DrillRequest(
         drill_plan,
-        mode=mode,
+        mode=Mode(mode),
         dry_run=dry_run,
         operator=operator,
         reason=reason,
@@ -185,11 +185,11 @@ def minimum_takeover_drill(
     publish(history, result, drill_plan.name)
     summary = summarize(result, drill_plan.name, flow_run_id)
     logger.info("run %s of %s: %s", result.run_id, drill_plan.name, summary["status"])
-    if result.status == "cancelled":
+    if result.status == RunStatus.CANCELLED:
         # Cancelled, not Failed: the run stopped cleanly where it was asked to. The
         # worker would mark it Cancelled anyway, but only after reading a traceback.
         return Cancelled(message=f"run {result.run_id}: {result.error or 'cancelled'}")
-    if result.status not in SUCCESSFUL:
+    if not result.status.succeeded:
         # Only now, with the history written, the rollback done and the report
         # published: Prefect must show the run as failed.
         raise DrillError(f"run {result.run_id} ended {result.status}: {result.error or '—'}")

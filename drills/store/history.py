@@ -12,15 +12,16 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy import Engine, Select, create_engine, event, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from drills.store.models import AuditEvent, Base, DrillRun, ReadinessSnapshot
+from drills.store.kinds import Mode, RunStatus
+from drills.store.models import AuditEvent, Base, DrillRun, JournalEntry, ReadinessSnapshot
 
 DEFAULT_URL = "sqlite:///.drills/history.db"
-SUCCESSFUL = ("succeeded",)
+Query = TypeVar("Query", bound=Select[Any])
 
 
 def database_url() -> str:
@@ -34,6 +35,23 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def filter_runs(
+    query: Query,
+    *,
+    plan: str | None = None,
+    mode: str | None = None,
+    verdict: str | None = None,
+) -> Query:
+    """A query of runs narrowed to a plan, a mode and a verdict, each only when given."""
+    if plan:
+        query = query.where(DrillRun.plan == plan)
+    if mode:
+        query = query.where(DrillRun.mode == mode)
+    if verdict:
+        query = query.where(DrillRun.verdict == verdict)
+    return query
 
 
 def make_engine(url: str) -> Engine:
@@ -84,14 +102,16 @@ class HistoryStore:
 
     # -- runs ----------------------------------------------------------------
     def last_successful_drill(self, plan: str) -> DrillRun | None:
+        """The newest run that counts for the drill cadence."""
+        proving = [status for status in RunStatus if status.counts_for_cadence]
         with self.session() as s:
             query = (
                 select(DrillRun)
                 .where(
                     DrillRun.plan == plan,
-                    DrillRun.mode == "drill",
+                    DrillRun.mode == Mode.DRILL,
                     DrillRun.dry_run.is_(False),
-                    DrillRun.status.in_(SUCCESSFUL),
+                    DrillRun.status.in_(proving),
                 )
                 .order_by(DrillRun.started_at.desc())
                 .limit(1)
@@ -135,13 +155,7 @@ class HistoryStore:
         offset: int = 0,
     ) -> list[DrillRun]:
         """Runs newest first, filtered and paged in SQL."""
-        query = select(DrillRun)
-        if plan:
-            query = query.where(DrillRun.plan == plan)
-        if mode:
-            query = query.where(DrillRun.mode == mode)
-        if verdict:
-            query = query.where(DrillRun.verdict == verdict)
+        query = filter_runs(select(DrillRun), plan=plan, mode=mode, verdict=verdict)
         query = query.order_by(DrillRun.started_at.desc()).limit(limit).offset(offset)
         with self.session() as s:
             return list(s.scalars(query).all())
@@ -154,6 +168,12 @@ class HistoryStore:
                 .order_by(DrillRun.started_at.desc())
             )
             return list(s.scalars(query).all())
+
+    def journal(self, run_id: str) -> list[JournalEntry]:
+        """A run's journal, in the order its changes were made."""
+        with self.session() as s:
+            query = select(JournalEntry).where(JournalEntry.run_id == run_id)
+            return list(s.scalars(query.order_by(JournalEntry.seq)).all())
 
     # -- audit ---------------------------------------------------------------
     def audit(

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, ClassVar
+import typing
+from enum import StrEnum
+from typing import Any, ClassVar, TypeVar
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, Index, Integer, String, Text
+from pydantic import BaseModel
+from sqlalchemy import JSON, Boolean, DateTime, Float, Index, Integer, String, Text, type_coerce
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeDecorator
+
+from drills.store.details import RunDetails
+from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
+
+E = TypeVar("E", bound=StrEnum)
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):
@@ -25,6 +34,44 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
         if value is not None and value.tzinfo is None:
             return value.replace(tzinfo=dt.UTC)
         return value
+
+
+class EnumText(TypeDecorator[E]):
+    """A StrEnum kept as its plain string, so stores written before the enum read the same.
+
+    Any string binds, so a filter on an unknown word finds nothing instead of raising;
+    what is written comes from typed code.
+    """
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum: type[E], length: int) -> None:
+        super().__init__(length)
+        self.enum = enum
+
+    def process_bind_param(self, value: E | str | None, dialect: Any) -> str | None:
+        return None if value is None else str(value)
+
+    def process_result_value(self, value: str | None, dialect: Any) -> E | None:
+        return None if value is None else self.enum(value)
+
+
+class DetailsJSON(TypeDecorator[RunDetails]):
+    """A run's details: JSON in the database, a RunDetails in Python (a dict also binds)."""
+
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(
+        self, value: RunDetails | dict[str, Any] | None, dialect: Any
+    ) -> dict[str, Any]:
+        if not isinstance(value, RunDetails):
+            value = RunDetails.model_validate(value or {})
+        return value.to_json()
+
+    def process_result_value(self, value: dict[str, Any] | None, dialect: Any) -> RunDetails:
+        return RunDetails.model_validate(value or {})
 
 
 class Base(DeclarativeBase):
@@ -57,11 +104,11 @@ class DrillRun(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     plan: Mapped[str] = mapped_column(String(128))
     plan_digest: Mapped[str] = mapped_column(String(80))
-    mode: Mapped[str] = mapped_column(String(16))
+    mode: Mapped[Mode] = mapped_column(EnumText(Mode, 16))
     dry_run: Mapped[bool] = mapped_column(Boolean, default=False)
     operator: Mapped[str] = mapped_column(String(128))
     reason: Mapped[str] = mapped_column(Text, default="")
-    status: Mapped[str] = mapped_column(String(32))
+    status: Mapped[RunStatus] = mapped_column(EnumText(RunStatus, 32))
     started_at: Mapped[dt.datetime]
     t0: Mapped[dt.datetime | None]
     restored_at: Mapped[dt.datetime | None]
@@ -69,10 +116,10 @@ class DrillRun(Base):
     rto_seconds: Mapped[float | None] = mapped_column(Float)
     client_rto_seconds: Mapped[float | None] = mapped_column(Float)
     rpo_seconds: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    verdict: Mapped[str | None] = mapped_column(String(32))
+    verdict: Mapped[Verdict | None] = mapped_column(EnumText(Verdict, 32))
     timeline: Mapped[list[Any]] = mapped_column(JSON, default=list)
     readiness: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    details: Mapped[RunDetails] = mapped_column(DetailsJSON, default=RunDetails)
     flow_run_id: Mapped[str | None] = mapped_column(String(64))
     error: Mapped[str | None] = mapped_column(Text)
 
@@ -84,13 +131,26 @@ class JournalEntry(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(String(64))
     seq: Mapped[int] = mapped_column(Integer)
-    step: Mapped[str] = mapped_column(String(128))
+    # The kind of change (e.g. "workload.scale"); its column keeps the first name it had,
+    # "step", so the journals of existing stores still read.
+    kind: Mapped[str] = mapped_column("step", String(128))
     target: Mapped[str] = mapped_column(String(256))
     original: Mapped[dict[str, Any]]
     intended: Mapped[dict[str, Any]]
-    state: Mapped[str] = mapped_column(String(16))  # pending | applied | undone | failed
+    state: Mapped[EntryState] = mapped_column(EnumText(EntryState, 16))
     created_at: Mapped[dt.datetime]
     updated_at: Mapped[dt.datetime]
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as reports and `drills recover` show it."""
+        return {
+            "seq": self.seq,
+            "change": self.kind,
+            "target": self.target,
+            "original": self.original,
+            "intended": self.intended,
+            "state": self.state,
+        }
 
 
 class Lease(Base):
@@ -113,3 +173,29 @@ class AuditEvent(Base):
     accepted: Mapped[bool] = mapped_column(Boolean)
     reason: Mapped[str] = mapped_column(Text)
     detail: Mapped[dict[str, Any]]
+
+
+def details_value(*path: str) -> ColumnElement[Any]:
+    """A value inside runs' details, read in SQL so that no run need be loaded.
+
+    The path is checked against RunDetails: a renamed field fails here, at once, rather
+    than as a query that quietly finds nothing.
+    """
+    model: type[BaseModel] = RunDetails
+    for depth, name in enumerate(path):
+        if name not in model.model_fields:
+            raise KeyError(f"{'.'.join(path[: depth + 1])} is not a field of a run's details")
+        if depth < len(path) - 1:
+            model = _nested_model(model, name)
+    value: ColumnElement[Any] = type_coerce(DrillRun.details, JSON)
+    for name in path:
+        value = value[name]
+    return value
+
+
+def _nested_model(model: type[BaseModel], name: str) -> type[BaseModel]:
+    annotation = model.model_fields[name].annotation
+    for candidate in typing.get_args(annotation) or (annotation,):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    raise KeyError(f"{name} of {model.__name__} holds no fields")

@@ -7,12 +7,14 @@ downloads, so the three can never disagree.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import asdict
 from typing import Any
 
 from drills.plan.durations import format_duration
 from drills.store.history import HistoryStore
+from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun
-from drills.takeover.journal import Journal
+from drills.text import for_markdown, for_terminal
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -20,18 +22,8 @@ def _iso(value: dt.datetime | None) -> str | None:
 
 
 def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
-    details = run.details or {}
-    journal = [
-        {
-            "seq": c.seq,
-            "change": c.step,
-            "target": c.target,
-            "original": c.original,
-            "intended": c.intended,
-            "state": c.state,
-        }
-        for c in Journal(store, run.id).changes()
-    ]
+    details = run.details
+    measurement = details.measurement
     return {
         "run": {
             "id": run.id,
@@ -50,16 +42,19 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
             "flow_run_id": run.flow_run_id,
             "error": run.error,
         },
-        "measurement": details.get("measurement"),
+        # As recorded: a run's measurement may predate some of today's fields.
+        "measurement": measurement.model_dump(mode="json", exclude_unset=True)
+        if measurement
+        else None,
         "rto_seconds": run.rto_seconds,
         "client_rto_seconds": run.client_rto_seconds,
         "rpo_seconds": run.rpo_seconds,
-        "approval": details.get("approval"),
-        "unfenced": bool(details.get("unfenced")),
+        "approval": asdict(details.approval) if details.approval else None,
+        "unfenced": details.unfenced,
         "phases": run.timeline,
-        "journal": journal,
-        "planned_changes": details.get("planned", []),
-        "state_differences": details.get("drift", {}),
+        "journal": [entry.to_json() for entry in store.journal(run.id)],
+        "planned_changes": details.planned,
+        "state_differences": details.drift,
         "readiness": run.readiness,
     }
 
@@ -71,25 +66,38 @@ def _secs(value: float | None) -> str:
     return f"{value:.2f}s" if value < 60 else format_duration(round(value))
 
 
+def _text(value: object) -> str:
+    """Free text (an operator's reason, a server's error) as inert Markdown."""
+    return for_markdown(str(value))
+
+
+def _code(value: object) -> str:
+    """A value shown as code: a backtick in it would end the span early."""
+    return "`" + for_terminal(str(value)).replace("`", "'") + "`"
+
+
 def render_markdown(data: dict[str, Any]) -> str:
+    """The run as Markdown. Everything that came from outside the code (plan names,
+    people's words, servers' answers) goes through _text or _code, so a report can't
+    be made to draw a table or a verdict of its own."""
     run = data["run"]
     m = data.get("measurement") or {}
     lines = [
-        f"# Drill report `{run['id']}` — plan `{run['plan']}`",
+        f"# Drill report {_code(run['id'])} — plan {_code(run['plan'])}",
         "",
         f"- **Mode:** {run['mode']}{' (dry run)' if run['dry_run'] else ''}",
-        f"- **Operator:** {run['operator']} — **reason:** {run['reason'] or '—'}",
+        f"- **Operator:** {_text(run['operator'])} — **reason:** {_text(run['reason'] or '—')}",
         f"- **Started:** {run['started_at']} — **T0:** {run['t0'] or '—'}"
         f" — **finished:** {run['finished_at'] or 'unfinished'}",
         f"- **Status:** {run['status']} — **verdict:** **{run['verdict'] or '—'}**",
-        f"- **Plan digest:** `{run['plan_digest']}`",
+        f"- **Plan digest:** {_code(run['plan_digest'])}",
     ]
     if run.get("error"):
-        lines.append(f"- **Error:** {run['error']}")
+        lines.append(f"- **Error:** {_text(run['error'])}")
     if data.get("approval"):
         a = data["approval"]
         answer = "approved" if a["approved"] else "refused"
-        lines.append(f"- **Approval:** {answer} by {a['approver']}: {a['comment']}")
+        lines.append(f"- **Approval:** {answer} by {_text(a['approver'])}: {_text(a['comment'])}")
     if data.get("unfenced"):
         lines.append("- **WARNING:** the primary was unreachable and was NOT fenced (forced).")
     lines += ["", "## Objectives", "", "| measure | value | target |", "|---|---|---|"]
@@ -98,7 +106,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         f"| client-visible RTO (incl. old TTL) | {_secs(data['client_rto_seconds'])} | — |"
     )
     for name, lag in (data.get("rpo_seconds") or {}).items():
-        lines.append(f"| RPO `{name}` | {_secs(lag)} | {_secs(m.get('rpo_target_seconds'))} |")
+        lines.append(f"| RPO {_code(name)} | {_secs(lag)} | {_secs(m.get('rpo_target_seconds'))} |")
     lines += ["", "## Phases", "", "| phase | status | duration |", "|---|---|---|"]
     for phase in data["phases"] or []:
         lines.append(f"| {phase['name']} | {phase['status']} | {_secs(phase['seconds'])} |")
@@ -107,32 +115,35 @@ def render_markdown(data: dict[str, Any]) -> str:
             continue
         lines += ["", f"### {phase['name']}", ""]
         for step in phase["steps"]:
-            result = f": {step['result']}" if step["result"] else ""
-            lines.append(f"- `{step['status']}` {step['name']} ({_secs(step['seconds'])}){result}")
+            result = f": {_text(step['result'])}" if step["result"] else ""
+            lines.append(
+                f"- {_code(step['status'])} {for_terminal(step['name'])} "
+                f"({_secs(step['seconds'])}){result}"
+            )
     lines += ["", "## Changes (journal)", ""]
     if data["journal"]:
         lines += ["| # | change | target | original → intended | state |", "|---|---|---|---|---|"]
         for c in data["journal"]:
             lines.append(
-                f"| {c['seq']} | {c['change']} | `{c['target']}` | "
-                f"`{c['original']}` → `{c['intended']}` | {c['state']} |"
+                f"| {c['seq']} | {c['change']} | {_code(c['target'])} | "
+                f"{_code(c['original'])} → {_code(c['intended'])} | {c['state']} |"
             )
     else:
         lines.append("No change was made.")
     if data["planned_changes"]:
         lines += ["", "## Intended changes (dry run)", ""]
-        lines += [f"- {p}" for p in data["planned_changes"]]
-    if run["mode"] == "drill" and not run["dry_run"] and run["status"] != "aborted":
+        lines += [f"- {_text(p)}" for p in data["planned_changes"]]
+    if run["mode"] == Mode.DRILL and not run["dry_run"] and run["status"] != RunStatus.ABORTED:
         lines += ["", "## State after the drill", ""]
         diff = data["state_differences"]
         lines.append(
             "Identical to the snapshot taken before the drill."
             if not diff
-            else f"**{len(diff)} difference(s)** from the snapshot: {diff}"
+            else f"**{len(diff)} difference(s)** from the snapshot: {_text(diff)}"
         )
     readiness = data.get("readiness") or {}
     if readiness.get("results"):
         lines += ["", "## Readiness at T0", "", "| check | status | summary |", "|---|---|---|"]
         for r in readiness["results"]:
-            lines.append(f"| `{r['id']}` | {r['status']} | {r['summary'].replace('|', '/')} |")
+            lines.append(f"| {_code(r['id'])} | {r['status']} | {_text(r['summary'])} |")
     return "\n".join(lines) + "\n"

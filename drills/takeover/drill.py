@@ -13,44 +13,33 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Any, TypeVar
 
 from drills.checks.readiness import run_readiness
 from drills.checks.runner import ReadinessReport
-from drills.errors import DrillError
+from drills.errors import DrillError, RunRefused
 from drills.plan import DrillPlan, plan_digest
+from drills.store.details import Approval, RunDetails
 from drills.store.history import HistoryStore
+from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.takeover.journal import Journal
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
 from drills.takeover.measure import Measurement, measure
 from drills.takeover.snapshot import Snapshot, differences, take
 from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
-from drills.takeover.steps.phases import (
-    PhaseContext,
-    bring_up,
-    fence_primary,
-    smoke,
-    switch_dns,
-    wait_endpoint,
-)
-from drills.takeover.steps.rollback import safe_rollback
+from drills.takeover.steps.phases import PhaseContext, preflight_guard, smoke
+from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
+from drills.takeover.steps.sequence import TAKEOVER, list_changes
 from drills.takeover.timeline import Listener, Timeline
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.drill")
 
-Mode = Literal["drill", "incident"]
 T = TypeVar("T")
 PhaseRunner = Callable[[str, Callable[[], Any]], Any]
-
-
-@dataclass(frozen=True)
-class Approval:
-    approved: bool
-    approver: str
-    comment: str = ""
 
 
 class DrillAborted(DrillError):  # noqa: N818 - it is not an error of ours: the drill stopped on purpose
@@ -60,7 +49,7 @@ class DrillAborted(DrillError):  # noqa: N818 - it is not an error of ours: the 
 @dataclass(frozen=True)
 class DrillRequest:
     plan: DrillPlan
-    mode: Mode = "drill"
+    mode: Mode = Mode.DRILL
     dry_run: bool = False
     operator: str = "unknown"
     reason: str = ""
@@ -74,6 +63,10 @@ class DrillRequest:
     plan_path: str | None = None  # kept in the run record, so `drills recover` can reload it
     lease_s: float = LEASE_S
 
+    def __post_init__(self) -> None:
+        # Callers outside typed code (a flow's parameters, a test) may give the plain word.
+        object.__setattr__(self, "mode", Mode(self.mode))
+
 
 @dataclass
 class DrillHooks:
@@ -82,15 +75,15 @@ class DrillHooks:
     approve: Callable[[DrillRequest], Approval] | None = None
     confirm: Callable[[list[PlannedChange]], bool] | None = None
     listener: Listener | None = None
-    point: Callable[[str], None] | None = None
+    crash_point: Callable[[str], None] | None = None
     run_phase: PhaseRunner = field(default=lambda _name, body: body())
 
 
 @dataclass
 class DrillResult:
     run_id: str
-    status: str
-    verdict: str | None
+    status: RunStatus
+    verdict: Verdict | None
     measurement: Measurement | None
     timeline: Timeline
     planned: list[PlannedChange] = field(default_factory=list)
@@ -115,7 +108,7 @@ class Drill:
         self.journal = Journal(history, self.run_id)
         self.t0: dt.datetime | None = None
         self.readiness: ReadinessReport | None = None
-        self.details: dict[str, Any] = {"approval": None, "unfenced": False}
+        self.details = RunDetails(plan_path=request.plan_path)
 
     # -- the run ---------------------------------------------------------------
     def run(self) -> DrillResult:
@@ -137,8 +130,6 @@ class Drill:
 
     def _run(self) -> DrillResult:
         req = self.request
-        if req.plan_path:
-            self.details["plan_path"] = req.plan_path
         self.history.create_run(
             DrillRun(
                 id=self.run_id,
@@ -148,15 +139,15 @@ class Drill:
                 dry_run=req.dry_run,
                 operator=req.operator,
                 reason=req.reason,
-                status="running",
+                status=RunStatus.RUNNING,
                 started_at=_now(),
                 flow_run_id=req.flow_run_id,
-                details=dict(self.details),
+                details=self.details,
             )
         )
         with Targets(self.plan) as targets:
             executor = ChangeExecutor(
-                targets, self.journal, dry_run=req.dry_run, point=self.hooks.point or _none
+                targets, self.journal, dry_run=req.dry_run, crash_point=self.hooks.crash_point
             )
             ctx = PhaseContext(
                 self.plan,
@@ -164,7 +155,7 @@ class Drill:
                 executor,
                 self.timeline,
                 force_unfenced=req.force_unfenced,
-                incident=req.mode == "incident",
+                incident=req.mode == Mode.INCIDENT,
                 tier_deadline_s=req.tier_deadline_s,
                 fence_deadline_s=req.fence_deadline_s,
                 dns_deadline_s=req.dns_deadline_s,
@@ -174,46 +165,45 @@ class Drill:
         return result
 
     def _run_phases(self, ctx: PhaseContext) -> DrillResult:
-        drill_mode = self.request.mode == "drill"
+        drill_mode = self.request.mode == Mode.DRILL
         before: Snapshot = {}
         try:
-            self._preflight()
+            self._preflight(ctx)
             if drill_mode:
                 before = take(self.plan, ctx.targets)
                 # Durable before the first change: `drills recover` verifies against it.
-                self.details["snapshot_before"] = before
-                self.history.update_run(self.run_id, details=dict(self.details))
+                self.details.snapshot_before = before
+                self.history.update_run(self.run_id, details=self.details)
             self._declare()
             self._approve()
             if self.request.dry_run:
                 return self._dry_run(ctx)
             self._confirm(ctx)
-            self._phase("fence", lambda: fence_primary(ctx))
-            self._phase("bring-up", lambda: bring_up(ctx))
-            self._phase("dns", lambda: switch_dns(ctx))
-            restored = self._phase("smoke", lambda: smoke(ctx))
-            self.details["unfenced"] = bool(ctx.facts.get("unfenced"))
+            for phase in TAKEOVER:
+                self._phase(phase.name, partial(phase.run, ctx))
+            restored = self._phase("smoke", partial(smoke, ctx))
+            self.details.unfenced = bool(ctx.facts.get("unfenced"))
             with self.timeline.phase("measure"), self.timeline.step("RTO and RPO") as step:
                 measurement = self._measure(ctx, restored)
                 step.evidence = measurement.to_json()
                 step.result = measurement.summary()
             if not drill_mode:
-                return self._result("succeeded", measurement)
-            self._phase("failback", lambda: self._failback(ctx))
+                return self._result(RunStatus.SUCCEEDED, measurement)
+            self._phase("failback", partial(self._failback, ctx))
             drift = self._verify(ctx, before, "verify failback")
-            status = "succeeded" if not drift else "failback-drift"
+            status = RunStatus.SUCCEEDED if not drift else RunStatus.FAILBACK_DRIFT
             return self._result(status, measurement, drift=drift)
-        except DrillAborted as exc:
-            return self._result("aborted", None, error=str(exc))
+        except (DrillAborted, RunRefused) as exc:
+            return self._result(RunStatus.ABORTED, None, error=str(exc))
         except KeyboardInterrupt as exc:
             # A cancel (Ctrl-C, SIGTERM from a scheduler) is not a failure: stop cleanly.
             error = str(exc) or "cancelled by an interrupt"
             log.warning("run %s %s", self.run_id, error)
             if not drill_mode:
-                return self._incident_stopped("cancelled", error)
+                return self._incident_stopped(RunStatus.CANCELLED, error)
             result = self._rollback(ctx, before, error)
-            if result.status == "rolled-back":
-                result.status, result.verdict = "cancelled", "cancelled"
+            if result.status == RunStatus.ROLLED_BACK:
+                result.status, result.verdict = RunStatus.CANCELLED, Verdict.CANCELLED
             return result
         except (DrillError, Exception) as exc:
             # Whatever went wrong, even a bug of ours, must not leave production half
@@ -223,10 +213,10 @@ class Drill:
                 "run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError)
             )
             if not drill_mode:
-                return self._incident_stopped("failed", error)
+                return self._incident_stopped(RunStatus.FAILED, error)
             return self._rollback(ctx, before, error)
 
-    def _incident_stopped(self, status: str, error: str) -> DrillResult:
+    def _incident_stopped(self, status: RunStatus, error: str) -> DrillResult:
         """An incident never fails back on its own: it stops, and says what the operator may do."""
         if self.journal.to_undo():
             error += (
@@ -242,15 +232,20 @@ class Drill:
 
     def _failback(self, ctx: PhaseContext) -> None:
         safe_rollback(ctx.executor, self.plan, self.timeline)
-        self._wait_primary_back(ctx)
+        wait_primary_serves(self.plan, self.timeline, deadline_s=self.request.tier_deadline_s)
 
     # -- phases that do not change anything ----------------------------------------
-    def _preflight(self) -> None:
-        with self.timeline.phase("preflight"), self.timeline.step("readiness checks") as step:
+    def _preflight(self, ctx: PhaseContext) -> None:
+        with self.timeline.phase("preflight"):
+            self._readiness()
+            preflight_guard(ctx, self.readiness)
+
+    def _readiness(self) -> None:
+        with self.timeline.step("readiness checks") as step:
             self.readiness = run_readiness(self.plan, history=self.history)
             blocking = [r.id for r in self.readiness.blocking]
             step.evidence = {"blocking": blocking, "checks": len(self.readiness.results)}
-            if blocking and self.request.mode == "drill":
+            if blocking and self.request.mode == Mode.DRILL:
                 step.result = f"blocked by {', '.join(blocking)}"
                 raise DrillAborted(f"preflight: blocking readiness failures: {', '.join(blocking)}")
             if blocking:
@@ -269,32 +264,21 @@ class Drill:
             if self.hooks.approve is None:
                 raise DrillAborted("the plan requires approval and nobody can give it here")
             answer = self.hooks.approve(self.request)
-            self.details["approval"] = {
-                "approved": answer.approved,
-                "approver": answer.approver,
-                "comment": answer.comment,
-            }
-            step.evidence = dict(self.details["approval"])
+            self.details.approval = answer
+            step.evidence = asdict(answer)
             if not answer.approved:
                 raise DrillAborted(f"not approved by {answer.approver}: {answer.comment}")
 
     def _dry_run(self, ctx: PhaseContext) -> DrillResult:
-        with self.timeline.phase("dry-run"):
-            fence_primary(ctx)
-            bring_up(ctx)
-            switch_dns(ctx)
-        return self._result("dry-run", None, planned=list(ctx.executor.planned))
+        return self._result(RunStatus.DRY_RUN, None, planned=list_changes(ctx, "dry-run"))
 
     def _confirm(self, ctx: PhaseContext) -> None:
         if self.hooks.confirm is None:
             return
         preview = ChangeExecutor(ctx.targets, self.journal, dry_run=True)
+        # A timeline of its own: the preview is not part of the run.
         dry = PhaseContext(self.plan, ctx.targets, preview, Timeline())
-        with dry.timeline.phase("preview"):  # a timeline of its own, not the run's
-            fence_primary(dry)
-            bring_up(dry)
-            switch_dns(dry)
-        if not self.hooks.confirm(preview.planned):
+        if not self.hooks.confirm(list_changes(dry, "preview")):
             raise DrillAborted("the operator did not confirm the changes")
 
     def _measure(self, ctx: PhaseContext, restored: dt.datetime) -> Measurement:
@@ -308,14 +292,6 @@ class Drill:
             old_ttl=float(ctx.facts.get("old_ttl", 0)),
             readiness=self.readiness,
         )
-
-    def _wait_primary_back(self, ctx: PhaseContext) -> None:
-        with self.timeline.step("primary serves again") as step:
-            step.result = wait_endpoint(
-                str(self.plan.sites.primary.endpoint),
-                serving_wanted=True,
-                deadline_s=self.request.tier_deadline_s,
-            )
 
     def _verify(self, ctx: PhaseContext, before: Snapshot, name: str) -> dict[str, Any]:
         with self.timeline.phase(name), self.timeline.step("compare with the snapshot") as step:
@@ -332,14 +308,14 @@ class Drill:
                 safe_rollback(ctx.executor, self.plan, self.timeline)
             drift = self._verify(ctx, before, "verify rollback") if before else {}
         except DrillError as exc:
-            return self._result("rollback-failed", None, error=f"{error}; rollback: {exc}")
-        status = "rolled-back" if not drift else "rollback-failed"
+            return self._result(RunStatus.ROLLBACK_FAILED, None, error=f"{error}; rollback: {exc}")
+        status = RunStatus.ROLLED_BACK if not drift else RunStatus.ROLLBACK_FAILED
         return self._result(status, None, drift=drift, error=error)
 
     # -- records -----------------------------------------------------------------
     def _result(
         self,
-        status: str,
+        status: RunStatus,
         measurement: Measurement | None,
         *,
         planned: list[PlannedChange] | None = None,
@@ -347,8 +323,8 @@ class Drill:
         error: str | None = None,
     ) -> DrillResult:
         verdict = measurement.verdict if measurement else None
-        if status not in ("succeeded", "dry-run"):
-            verdict = "failed" if status != "aborted" else "aborted"
+        if not status.succeeded:
+            verdict = Verdict.ABORTED if status == RunStatus.ABORTED else Verdict.FAILED
         return DrillResult(
             self.run_id, status, verdict, measurement, self.timeline, planned or [],
             drift or {}, error,
@@ -361,17 +337,17 @@ class Drill:
         until an operator decides with `drills recover RUN --complete` or `--hold`.
         """
         return (
-            self.request.mode == "incident"
-            and result.status != "succeeded"
+            self.request.mode == Mode.INCIDENT
+            and result.status != RunStatus.SUCCEEDED
             and bool(self.journal.to_undo())
         )
 
     def _finish(self, result: DrillResult) -> None:
         m = result.measurement
-        self.details["planned"] = [p.describe() for p in result.planned]
-        self.details["drift"] = result.drift
+        self.details.planned = [p.describe() for p in result.planned]
+        self.details.drift = result.drift
         if m is not None:
-            self.details["measurement"] = m.to_json()
+            self.details.measurement = m.record()
         self.history.update_run(
             self.run_id,
             status=result.status,
@@ -391,12 +367,16 @@ class Drill:
             self.history.update_run(self.run_id, timeline=self.timeline.to_json())
         if self.hooks.listener is not None:
             self.hooks.listener(event, phase, step)
-        if event in ("phase-start", "phase-end") and self.hooks.point is not None:
-            self.hooks.point(f"phase:{phase.name}:{event.removeprefix('phase-')}")
+        if event in ("phase-start", "phase-end") and self.hooks.crash_point is not None:
+            self.hooks.crash_point(f"phase:{phase.name}:{event.removeprefix('phase-')}")
 
 
-def _none(_: str) -> None:
-    return None
-
-
-__all__ = ["Approval", "Drill", "DrillAborted", "DrillHooks", "DrillRequest", "DrillResult"]
+__all__ = [
+    "Approval",
+    "Drill",
+    "DrillAborted",
+    "DrillHooks",
+    "DrillRequest",
+    "DrillResult",
+    "Mode",
+]

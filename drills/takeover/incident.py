@@ -1,9 +1,11 @@
 """Declaring an incident: the checks before a real failover starts, and its audit trail.
 
-The dashboard's button comes here. Every declaration, accepted or refused, is written
-to the audit log with who, when, what and why. Starting the run itself is left to an
-``IncidentLauncher`` (the dashboard gives one over Prefect's ``run_deployment``), so
-this module stays free of Prefect and can be tested against any launcher.
+The dashboard's button and `drills serve run declare-incident` both come here, so a
+declaration is checked, refused and audited the same way wherever it is made. Every
+declaration, accepted or refused, is written to the audit log with who, when, what and
+why. Starting the run itself is left to an ``IncidentLauncher`` (both give one over the
+Prefect REST API, drills.orchestrator.flow_runs), so this module stays free of Prefect
+and can be tested against any launcher.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from drills.errors import DrillError
 from drills.store.history import HistoryStore
+from drills.store.kinds import Mode
 from drills.store.models import DrillRun
 
 log = logging.getLogger("drills.takeover.incident")
@@ -62,6 +65,8 @@ class IncidentRequest:
     confirmation: str
     declared_at: dt.datetime  # T0: the moment the person declared it
     force_unfenced: bool = False
+    # Further parameters of the flow (tier_deadline_s, say); the fields above win over them.
+    extra_parameters: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -75,8 +80,9 @@ class Declaration:
 def incident_parameters(request: IncidentRequest) -> dict[str, Any]:
     """The parameters of the `declare-incident` deployment."""
     return {
+        **request.extra_parameters,
         "plan": request.plan_path,
-        "mode": "incident",
+        "mode": Mode.INCIDENT,
         "operator": request.operator,
         "reason": request.reason,
         "declared_at": request.declared_at.isoformat(),
@@ -105,7 +111,7 @@ def _still_running(run: DrillRun, launcher: IncidentLauncher) -> bool:
 
 
 def _decision_needed(run: DrillRun) -> str:
-    if run.mode == "incident":
+    if run.mode == Mode.INCIDENT:
         what = (
             f"`drills recover {run.id} --complete` finishes that takeover, "
             f"`drills recover {run.id} --hold` keeps DR as it is"
@@ -135,7 +141,7 @@ def blocking_runs(
     running = [
         ActiveRun(run.id, "history", run.status)
         for run in unfinished
-        if run.mode == "incident" and going[run.id]
+        if run.mode == Mode.INCIDENT and going[run.id]
     ]
     known = {run.flow_run_id for run in unfinished if run.flow_run_id}
     running += [

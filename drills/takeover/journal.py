@@ -12,14 +12,13 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import func, select
 
 from drills.store.history import HistoryStore
+from drills.store.kinds import EntryState
 from drills.store.models import JournalEntry
-
-EntryState = Literal["pending", "applied", "undone", "failed"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class Change:
     """One journalled change, as recovery needs it: enough to undo with nothing else."""
 
     seq: int
-    step: str  # the kind of change, e.g. "workload.scale"; picks the undo
+    kind: str  # e.g. "workload.scale": picks the read and write that undo it
     target: str  # what it touches, e.g. "primary/Deployment/serving/llm-server"
     original: dict[str, Any]
     intended: dict[str, Any]
@@ -35,7 +34,7 @@ class Change:
 
     @property
     def needs_undo(self) -> bool:
-        return self.state in ("pending", "applied")
+        return self.state.needs_undo
 
 
 class Journal:
@@ -46,7 +45,7 @@ class Journal:
         self._lock = threading.Lock()
 
     def record(
-        self, step: str, target: str, original: dict[str, Any], intended: dict[str, Any]
+        self, kind: str, target: str, original: dict[str, Any], intended: dict[str, Any]
     ) -> int:
         """Write the original state down before acting; returns the entry's sequence number."""
         now = dt.datetime.now(dt.UTC)
@@ -59,11 +58,11 @@ class Journal:
                 JournalEntry(
                     run_id=self.run_id,
                     seq=seq,
-                    step=step,
+                    kind=kind,
                     target=target,
                     original=original,
                     intended=intended,
-                    state="pending",
+                    state=EntryState.PENDING,
                     created_at=now,
                     updated_at=now,
                 )
@@ -81,16 +80,10 @@ class Journal:
             entry.updated_at = dt.datetime.now(dt.UTC)
 
     def changes(self) -> list[Change]:
-        with self.store.session() as s:
-            rows = s.scalars(
-                select(JournalEntry)
-                .where(JournalEntry.run_id == self.run_id)
-                .order_by(JournalEntry.seq)
-            ).all()
-            return [
-                Change(r.seq, r.step, r.target, r.original, r.intended, r.state)  # type: ignore[arg-type]
-                for r in rows
-            ]
+        return [
+            Change(e.seq, e.kind, e.target, e.original, e.intended, e.state)
+            for e in self.store.journal(self.run_id)
+        ]
 
     def to_undo(self) -> list[Change]:
         """Applied or possibly applied changes, newest first: the order to roll back in."""

@@ -9,6 +9,8 @@ from typing import Any
 from drills.checks.runner import ReadinessReport
 from drills.plan import DrillPlan
 from drills.plan.durations import format_duration
+from drills.store.details import MeasurementRecord
+from drills.store.kinds import Verdict
 
 
 @dataclass(frozen=True)
@@ -22,7 +24,7 @@ class Measurement:
     rpo_seconds: dict[str, float | None]
     rto_target: float
     rpo_target: float
-    verdict: str  # met | missed
+    verdict: Verdict  # met or missed
 
     def summary(self) -> str:
         rpo = max((v for v in self.rpo_seconds.values() if v is not None), default=0.0)
@@ -33,19 +35,23 @@ class Measurement:
             f"{self.verdict}"
         )
 
+    def record(self) -> MeasurementRecord:
+        """As the run's details keep it."""
+        return MeasurementRecord(
+            t0=self.t0,
+            restored=self.restored,
+            dns_switched=self.dns_switched,
+            old_ttl_seconds=self.old_ttl,
+            rto_seconds=round(self.rto_seconds, 3),
+            client_rto_seconds=round(self.client_rto_seconds, 3),
+            rpo_seconds=self.rpo_seconds,
+            rto_target_seconds=self.rto_target,
+            rpo_target_seconds=self.rpo_target,
+            verdict=self.verdict,
+        )
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "t0": self.t0.isoformat(),
-            "restored": self.restored.isoformat(),
-            "dns_switched": self.dns_switched.isoformat(),
-            "old_ttl_seconds": self.old_ttl,
-            "rto_seconds": round(self.rto_seconds, 3),
-            "client_rto_seconds": round(self.client_rto_seconds, 3),
-            "rpo_seconds": self.rpo_seconds,
-            "rto_target_seconds": self.rto_target,
-            "rpo_target_seconds": self.rpo_target,
-            "verdict": self.verdict,
-        }
+        return self.record().model_dump(mode="json")
 
 
 def rpo_at_t0(plan: DrillPlan, readiness: ReadinessReport | None) -> dict[str, float | None]:
@@ -95,5 +101,5 @@ def measure(
         rpo_seconds=rpo,
         rto_target=plan.objectives.rto,
         rpo_target=plan.objectives.rpo,
-        verdict="met" if met else "missed",
+        verdict=Verdict.MET if met else Verdict.MISSED,
     )

@@ -6,7 +6,7 @@ compare the state with the snapshot the run stored before its first change.
 
 Incident mode: never fail back on its own. It reports the journal and the
 current state, then does what the operator chose:
-- ``complete``: run the takeover phases again (fence, bring up, DNS, smoke).
+- ``complete``: walk the takeover again (fence, bring up, DNS), then smoke.
   Changes already made are skipped by the executor, so this is idempotent.
 - ``hold``: keep what was done, finish only the fence (the primary closed and
   verified from outside, so both sites can never serve), and settle the
@@ -22,37 +22,38 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 from drills.errors import DrillError
 from drills.plan import DrillPlan, load_plan
+from drills.store.details import RecoverAttempt
 from drills.store.history import HistoryStore
+from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
-from drills.takeover.journal import Change, Journal
+from drills.takeover.journal import Journal
 from drills.takeover.lease import PlanLease
 from drills.takeover.snapshot import differences, take
 from drills.takeover.steps.changes import KINDS
 from drills.takeover.steps.executor import ChangeExecutor
-from drills.takeover.steps.phases import (
-    PhaseContext,
-    bring_up,
-    fence_primary,
-    smoke,
-    switch_dns,
-    wait_endpoint,
-)
-from drills.takeover.steps.rollback import safe_rollback
+from drills.takeover.steps.phases import PhaseContext
+from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
+from drills.takeover.steps.sequence import resume
 from drills.takeover.timeline import Timeline
-from drills.targets.dns import normalize_value
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.recover")
 
 Action = Literal["rollback", "complete", "hold"]
-RECOVERED = "recovered"
-RECOVER_FAILED = "recover-failed"
-NEEDS_DECISION = "needs-decision"
+
+
+class RecoverStatus(StrEnum):
+    # Only reported, never recorded: an incident waits for a person's --complete or --hold.
+    NEEDS_DECISION = "needs-decision"
+    # What a recover that acted records as the run's status.
+    RECOVERED = RunStatus.RECOVERED.value
+    RECOVER_FAILED = RunStatus.RECOVER_FAILED.value
 
 
 class RecoverError(DrillError):
@@ -63,9 +64,9 @@ class RecoverError(DrillError):
 class RecoverReport:
     run_id: str
     plan: str
-    mode: str
+    mode: Mode
     action: Action | None
-    status: str
+    status: RecoverStatus
     journal: list[dict[str, Any]]
     state: dict[str, Any]
     undone: list[str] = field(default_factory=list)
@@ -111,21 +112,14 @@ def pick_run(history: HistoryStore, run_id: str | None, plan: str | None) -> Dri
 
 def plan_of(run: DrillRun, path: Path | None = None) -> DrillPlan:
     """The plan to reach the run's targets: the file given, or the one the run recorded."""
-    source = path or (Path(p) if (p := (run.details or {}).get("plan_path")) else None)
+    recorded = run.details.plan_path
+    source = path or (Path(recorded) if recorded else None)
     if source is None:
         raise RecoverError(f"run {run.id} did not record its plan file; give it with --plan-file")
     plan = load_plan(source)
     if plan.name != run.plan:
         raise RecoverError(f"{source} is plan {plan.name}, but run {run.id} is of plan {run.plan}")
     return plan
-
-
-def journal_rows(changes: list[Change]) -> list[dict[str, Any]]:
-    return [
-        {"seq": c.seq, "change": c.step, "target": c.target, "original": c.original,
-         "intended": c.intended, "state": c.state}
-        for c in changes
-    ]  # fmt: skip
 
 
 def recover(
@@ -138,7 +132,7 @@ def recover(
     deadline_s: float = 120.0,
 ) -> RecoverReport:
     """Recover ``run``; in incident mode ``action`` None only reports."""
-    if run.mode == "drill":
+    if run.mode == Mode.DRILL:
         if action not in (None, "rollback"):
             raise RecoverError("a drill is always rolled back; --complete/--hold are for incidents")
         action = "rollback"
@@ -149,8 +143,8 @@ def recover(
     # holder on this host is taken over at once, one elsewhere once its lease expires.
     with PlanLease(history, plan.name, run.id), Targets(plan) as targets:
         report = RecoverReport(
-            run.id, plan.name, run.mode, action, NEEDS_DECISION,
-            journal_rows(journal.changes()), take(plan, targets),
+            run.id, plan.name, run.mode, action, RecoverStatus.NEEDS_DECISION,
+            [entry.to_json() for entry in history.journal(run.id)], take(plan, targets),
         )  # fmt: skip
         if action is None:
             return report
@@ -161,9 +155,11 @@ def recover(
                     _roll_back(report, executor, plan, run, deadline_s)
                 else:
                     _take_over(report, executor, plan, action, force_unfenced, deadline_s)
-            report.status = RECOVERED if not report.drift else RECOVER_FAILED
+            report.status = (
+                RecoverStatus.RECOVERED if not report.drift else RecoverStatus.RECOVER_FAILED
+            )
         except DrillError as exc:
-            report.status, report.error = RECOVER_FAILED, str(exc)
+            report.status, report.error = RecoverStatus.RECOVER_FAILED, str(exc)
             log.error("recover of run %s failed: %s", run.id, exc)
         report.state = take(plan, targets)
     _record(history, run, report)
@@ -179,11 +175,8 @@ def _roll_back(
 ) -> None:
     undone = safe_rollback(executor, plan, report.timeline, deadline_s=deadline_s)
     report.undone = [c.target for c in undone]
-    with report.timeline.step("primary serves again") as step:
-        step.result = wait_endpoint(
-            str(plan.sites.primary.endpoint), serving_wanted=True, deadline_s=deadline_s
-        )
-    before = (run.details or {}).get("snapshot_before")
+    wait_primary_serves(plan, report.timeline, deadline_s=deadline_s)
+    before = run.details.snapshot_before
     with report.timeline.step("compare with the snapshot before the drill") as step:
         if before is None:
             # Stored before the first change: without it the run never changed anything.
@@ -215,57 +208,40 @@ def _take_over(
         fence_deadline_s=deadline_s,
         dns_deadline_s=deadline_s,
     )
-    fence_primary(ctx)
-    if action == "complete":
-        bring_up(ctx)
-        if _dns_switched(ctx):
-            with report.timeline.step("DNS already answers DR on every server") as step:
-                step.status = "skipped"
-        else:
-            switch_dns(ctx)
-        smoke(ctx)
+    resume(ctx, complete=action == "complete")
     _settle_pending(executor)
-
-
-def _dns_switched(ctx: PhaseContext) -> bool:
-    # The switch waits for the zone serial to move; a switch already made never moves it.
-    dns = ctx.plan.dns
-    answers = ctx.targets.dns.read(dns.record.name, str(dns.record.type))
-    wanted = [normalize_value(str(dns.record.type), dns.dr_value)]
-    return bool(answers) and all(list(a.values) == wanted for a in answers)
 
 
 def _settle_pending(executor: ChangeExecutor) -> None:
     """A crash between journal and write leaves ``pending``: record what really happened."""
     for change in executor.journal.changes():
-        if change.state != "pending":
+        if change.state != EntryState.PENDING:
             continue
-        now = KINDS[change.step].read(executor.targets, change.target)
+        now = KINDS[change.kind].read(executor.targets, change.target)
         if {k: now.get(k) for k in change.intended} == change.intended:
-            executor.journal.mark(change.seq, "applied")
+            executor.journal.mark(change.seq, EntryState.APPLIED)
         elif now == change.original:
-            executor.journal.mark(change.seq, "failed")
+            executor.journal.mark(change.seq, EntryState.FAILED)
 
 
 def _record(history: HistoryStore, run: DrillRun, report: RecoverReport) -> None:
-    if report.status == NEEDS_DECISION:
+    if report.status == RecoverStatus.NEEDS_DECISION:
         return
-    details = dict(run.details or {})
-    attempts = list(details.get("recover", []))
-    attempts.append(
-        {"at": _now().isoformat(), "action": report.action, "status": report.status,
-         "undone": report.undone, "drift": report.drift, "error": report.error}
+    status = RunStatus(report.status)
+    attempt = RecoverAttempt(
+        at=_now(), action=report.action, status=status, undone=report.undone,
+        drift=report.drift, error=report.error,
     )  # fmt: skip
-    details["recover"] = attempts
+    details = run.details.model_copy(update={"recover": [*run.details.recover, attempt]})
     fields: dict[str, Any] = {
-        "status": report.status,
+        "status": status,
         "details": details,
         "timeline": list(run.timeline or []) + report.timeline.to_json(),
     }
-    if report.status == RECOVERED:
+    if status == RunStatus.RECOVERED:
         # A failed recover leaves the run unfinished: nothing new may start on top of it.
         fields["finished_at"] = _now()
-        fields["verdict"] = run.verdict or "failed"
+        fields["verdict"] = run.verdict or Verdict.FAILED
         if report.action == "complete" and run.restored_at is None:
             fields["restored_at"] = _now()
     else:
@@ -275,12 +251,10 @@ def _record(history: HistoryStore, run: DrillRun, report: RecoverReport) -> None
 
 
 __all__ = [
-    "NEEDS_DECISION",
-    "RECOVERED",
-    "RECOVER_FAILED",
     "Action",
     "RecoverError",
     "RecoverReport",
+    "RecoverStatus",
     "pick_run",
     "plan_of",
     "recover",

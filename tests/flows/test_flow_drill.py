@@ -21,6 +21,7 @@ import yaml
 from drills.lab import topology
 from drills.lab.runtime import LabInfo
 from drills.plan import load_plan
+from drills.store.details import Approval
 from drills.store.history import HistoryStore
 from tests.support.drill import lab_plan, snapshot
 from tests.support.services import own_lab
@@ -124,7 +125,7 @@ def test_flow_waits_for_approval_then_drills_and_publishes_its_report(flow_lab: 
 
     stored = HistoryStore().get_run(summary["run_id"])
     assert stored is not None and stored.flow_run_id == summary["flow_run_id"]
-    assert stored.details["approval"] == {"approved": True, "approver": "lead-sre", "comment": "go"}
+    assert stored.details.approval == Approval(approved=True, approver="lead-sre", comment="go")
     # Each phase that changes something ran as a task run of its own, in order.
     assert task_run_names(summary["flow_run_id"]) == [
         "fence",

@@ -70,7 +70,7 @@ def test_a_crash_point_fires_only_on_its_name_and_occurrence(
     assert crashpoints.wanted() is None
     crashpoints.point("phase:fence:start")  # no target: nothing happens
     probe = (
-        "from drills import crashpoints\n"
+        "from drills.takeover import crashpoints\n"
         "for i in range(3):\n"
         "    crashpoints.point('other')\n"
         "    crashpoints.point('x')\n"
@@ -94,7 +94,7 @@ def test_sigkill_at_every_point_then_recover_restores_the_original_state(
 
     points: list[str] = []
     request = DrillRequest(plan, operator="tests", tier_deadline_s=20, plan_path=str(plan_file))
-    result = Drill(request, HistoryStore(db), DrillHooks(point=points.append)).run()
+    result = Drill(request, HistoryStore(db), DrillHooks(crash_point=points.append)).run()
     assert result.status == "succeeded", result.error
     assert snapshot(plan) == original
     kinds = {p.split(" ")[-1] for p in points if not p.startswith("phase:")}

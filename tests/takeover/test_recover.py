@@ -13,10 +13,11 @@ from typer.testing import CliRunner
 from drills.cli import app
 from drills.lab.runtime import LabInfo
 from drills.store.history import HistoryStore
-from drills.takeover.drill import Drill, DrillHooks, DrillRequest, Mode
+from drills.store.kinds import Mode, RunStatus
+from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.journal import Journal
 from drills.takeover.lease import UnfinishedRunError
-from drills.takeover.recover import RECOVERED, RecoverError, pick_run, plan_of, recover
+from drills.takeover.recover import RecoverError, RecoverStatus, pick_run, plan_of, recover
 from drills.takeover.steps.executor import ChangeExecutor
 from drills.targets.sites import Targets
 from tests.support.drill import back_to_normal, lab_plan, snapshot
@@ -38,11 +39,11 @@ def history(tmp_path: Path) -> HistoryStore:
     return HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
 
 
-def crash_at(info: LabInfo, history: HistoryStore, where: str, mode: Mode = "drill") -> str:
+def crash_at(info: LabInfo, history: HistoryStore, where: str, mode: Mode = Mode.DRILL) -> str:
     """Run a drill (or incident) that dies at the point ``where``; returns its run id."""
     plan = lab_plan(info)
 
-    def point(name: str) -> None:
+    def crash_point(name: str) -> None:
         if name == where:
             raise Crash(name)
 
@@ -50,7 +51,7 @@ def crash_at(info: LabInfo, history: HistoryStore, where: str, mode: Mode = "dri
         plan, mode=mode, operator="tests", tier_deadline_s=20,
         plan_path=str(Path(info.state_dir) / "plan.yaml"),
     )  # fmt: skip
-    drill = Drill(request, history, DrillHooks(point=point))
+    drill = Drill(request, history, DrillHooks(crash_point=crash_point))
     with pytest.raises(Crash):
         drill.run()
     return drill.run_id
@@ -71,28 +72,29 @@ def test_recover_rolls_a_crashed_drill_back_twice_and_after_a_partial_recover(
     run_id = crash_at(recover_lab, history, "phase:smoke:start")
     assert snapshot(plan) != original  # DR up, DNS switched, primary fenced
     stored = history.get_run(run_id)
-    assert stored is not None and stored.details["snapshot_before"] == original
+    assert stored is not None and stored.details.snapshot_before == original
     with pytest.raises(UnfinishedRunError):  # nothing new starts on top of it
         Drill(DrillRequest(plan, operator="tests"), history).run()
 
     # A recover that itself died after switching DNS back, before anything else.
     with Targets(plan) as targets:
-        ChangeExecutor(targets, Journal(history, run_id)).rollback(lambda c: c.step == "dns.record")
+        ChangeExecutor(targets, Journal(history, run_id)).rollback(lambda c: c.kind == "dns.record")
     assert snapshot(plan) != original
 
     run = pick_run(history, None, plan.name)
     assert run.id == run_id
     first = recover(history, plan_of(run), run)
-    assert first.status == RECOVERED, first.error
+    assert first.status == RecoverStatus.RECOVERED, first.error
     assert first.drift == {} and snapshot(plan) == original
     assert "api.drills.test./A" not in first.undone  # already back: no second write
     assert serving(recover_lab.endpoints["primary"]) and not serving(recover_lab.endpoints["dr"])
 
     again = recover(history, plan, history.get_run(run_id))  # type: ignore[arg-type]
-    assert again.status == RECOVERED and again.undone == [] and snapshot(plan) == original
+    assert again.status == RecoverStatus.RECOVERED and again.undone == []
+    assert snapshot(plan) == original
     done = history.get_run(run_id)
-    assert done is not None and done.finished_at is not None and done.status == RECOVERED
-    assert [a["status"] for a in done.details["recover"]] == [RECOVERED, RECOVERED]
+    assert done is not None and done.finished_at is not None and done.status == RunStatus.RECOVERED
+    assert [a.status for a in done.details.recover] == [RunStatus.RECOVERED] * 2
     assert history.unfinished_runs(plan.name) == []
     with pytest.raises(RecoverError, match="no unfinished run"):
         pick_run(history, None, plan.name)
@@ -122,7 +124,7 @@ def test_a_crashed_incident_is_reported_then_held_or_completed(
     original = snapshot(plan)
     dr_target = "dr/Deployment/serving/llm-server"
     run_id = crash_at(
-        recover_lab, history, f"workload.scale {dr_target} journalled", mode="incident"
+        recover_lab, history, f"workload.scale {dr_target} journalled", mode=Mode.INCIDENT
     )
     db = history.url
     try:
@@ -136,7 +138,7 @@ def test_a_crashed_incident_is_reported_then_held_or_completed(
         pending = [c for c in Journal(history, run_id).changes() if c.target == dr_target]
         assert pending and pending[0].state == "failed"  # never written: settled, not guessed
         stored = history.get_run(run_id)
-        assert stored is not None and stored.status == RECOVERED and stored.finished_at
+        assert stored is not None and stored.status == RunStatus.RECOVERED and stored.finished_at
 
         done = CliRunner().invoke(app, ["recover", run_id, "--complete", "--db", db])
         assert done.exit_code == 0, done.output

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from drills.errors import DrillError, RollbackIncompleteError, UndoFailure
+from drills.store.kinds import EntryState
 from drills.takeover.journal import Change, Journal
 from drills.takeover.steps.changes import KINDS, State
 from drills.targets.sites import Targets
@@ -30,7 +31,7 @@ class PlannedChange:
         return f"{self.kind} {self.target}: {self.current} → {self.intended}"
 
 
-def _no_point(_: str) -> None:
+def _no_crash_point(_: str) -> None:
     return None
 
 
@@ -41,14 +42,14 @@ class ChangeExecutor:
         journal: Journal,
         *,
         dry_run: bool = False,
-        point: Callable[[str], None] = _no_point,
+        crash_point: Callable[[str], None] | None = None,
     ) -> None:
         self.targets = targets
         self.journal = journal
         self.dry_run = dry_run
         self.planned: list[PlannedChange] = []
         # Named moments inside a change; the crash tests stop the process at each one.
-        self._point = point
+        self._crash_point = crash_point or _no_crash_point
 
     def apply(self, kind_name: str, target: str, intended: State) -> State:
         """Make ``target`` be ``intended``; returns the state it had before."""
@@ -60,14 +61,14 @@ class ChangeExecutor:
         if {k: current.get(k) for k in intended} == intended:
             return current  # already so: nothing to change, nothing to undo
         seq = self.journal.record(kind_name, target, current, intended)
-        self._point(f"{kind_name} {target} journalled")
+        self._crash_point(f"{kind_name} {target} journalled")
         try:
             kind.write(self.targets, target, intended)
         except DrillError:
             self._settle_failed_write(seq, kind_name, target, current)
             raise
-        self._point(f"{kind_name} {target} written")
-        self.journal.mark(seq, "applied")
+        self._crash_point(f"{kind_name} {target} written")
+        self.journal.mark(seq, EntryState.APPLIED)
         log.info("%s %s: %s -> %s", kind_name, target, current, intended)
         return current
 
@@ -83,7 +84,7 @@ class ChangeExecutor:
         except DrillError:
             return
         if now == original:
-            self.journal.mark(seq, "failed")
+            self.journal.mark(seq, EntryState.FAILED)
 
     def rollback(self, select: Callable[[Change], bool] = lambda _: True) -> list[Change]:
         """Undo every applied or possibly applied change (of those selected), newest first.
@@ -94,18 +95,18 @@ class ChangeExecutor:
         undone: list[Change] = []
         failures: list[UndoFailure] = []
         for change in filter(select, self.journal.to_undo()):
-            kind = KINDS[change.step]
+            kind = KINDS[change.kind]
             try:
                 # Already back (a second recover, or a change that never took): no write.
                 if kind.read(self.targets, change.target) != change.original:
                     kind.write(self.targets, change.target, change.original)
-                    self._point(f"undo {change.step} {change.target} written")
+                    self._crash_point(f"undo {change.kind} {change.target} written")
             except DrillError as exc:
-                failures.append(UndoFailure(change.seq, change.step, change.target, str(exc)))
+                failures.append(UndoFailure(change.seq, change.kind, change.target, str(exc)))
                 continue
-            self.journal.mark(change.seq, "undone")
+            self.journal.mark(change.seq, EntryState.UNDONE)
             undone.append(change)
-            log.info("undid %s %s -> %s", change.step, change.target, change.original)
+            log.info("undid %s %s -> %s", change.kind, change.target, change.original)
         if failures:
             raise RollbackIncompleteError(failures)
         return undone

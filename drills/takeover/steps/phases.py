@@ -16,7 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from drills.errors import StepFailed, TargetError
+from drills.checks.base import Status
+from drills.checks.identity import distinct_result
+from drills.checks.runner import ReadinessReport
+from drills.errors import RunRefused, StepFailed, TargetError
 from drills.plan import ControllerFence, DrillPlan, Workload
 from drills.takeover.steps.changes import ingress_address, record_address, workload_address
 from drills.takeover.steps.executor import ChangeExecutor
@@ -27,6 +30,12 @@ from drills.targets.sites import Targets
 
 FENCED_CLASS = "drills-fenced"  # an IngressClass no controller serves
 POLL_S = 0.05
+PROBE_READ_S = 2.0
+# "Stopped" is what several probes in a row saw: one lost answer is not a fenced site.
+STOPPED_PROBES = 3
+# How long the preflight looks for an endpoint's answer: long enough to ride out a blip.
+SIGHT_WINDOW_S = 5.0
+SIGHT_POLL_S = 0.2
 
 
 @dataclass
@@ -83,68 +92,207 @@ def waiting_pool(workers: int) -> Iterator[tuple[ThreadPoolExecutor, threading.E
 
 
 def wait_endpoint(url: str, *, serving_wanted: bool, deadline_s: float) -> str:
-    """Probe a site endpoint from outside until it is (or is no longer) serving."""
-    want = "serves" if serving_wanted else "stops serving"
-    with new_client(read_timeout=2.0) as client:
+    """Probe a site endpoint from outside until it is (or is no longer) serving.
+
+    "No longer serving" must hold on several probes in a row: one lost answer is not
+    a stopped site. A refused or hung connection counts as stopped, so call this only
+    for an endpoint seen answering before (the preflight makes sure of both sites'):
+    the silence of one that never answered proves nothing.
+    """
+    if serving_wanted:
+        return _wait_probe(url, "serves", lambda r: r.ok, needed=1, deadline_s=deadline_s)
+    return _wait_probe(
+        url, "stops serving", lambda r: not r.ok, needed=STOPPED_PROBES, deadline_s=deadline_s
+    )
+
+
+def _wait_probe(
+    url: str, want: str, holds: Callable[[ProbeResult], bool], *, needed: int, deadline_s: float
+) -> str:
+    with new_client(read_timeout=PROBE_READ_S) as client:
+        streak = 0
 
         def test() -> tuple[bool, str]:
-            result: ProbeResult = serving(client, url)
-            return result.ok == serving_wanted, f"{url} answered {result.status or result.detail}"
+            nonlocal streak
+            result = serving(client, url)
+            streak = streak + 1 if holds(result) else 0
+            return streak >= needed, f"{url} answered {result.describe()}"
 
         return wait_until(f"{url} {want}", test, deadline_s)
+
+
+def look(
+    url: str,
+    *,
+    serving_wanted: bool,
+    window_s: float = SIGHT_WINDOW_S,
+    stop: threading.Event | None = None,
+) -> ProbeResult:
+    """Look at an endpoint from outside for a while: until it serves (or, without
+    ``serving_wanted``, answers at all), the window ends or ``stop`` is set; the last
+    probe's result either way."""
+    deadline = time.monotonic() + window_s
+    stopped = stop or threading.Event()
+    with new_client(read_timeout=PROBE_READ_S) as client:
+        while True:
+            result = serving(client, url)
+            if (result.ok if serving_wanted else result.answered) or time.monotonic() >= deadline:
+                return result
+            if stopped.wait(SIGHT_POLL_S):
+                return result
+
+
+# -- 0. preflight: what must be seen before anything changes ------------------------
+def preflight_guard(ctx: PhaseContext, readiness: ReadinessReport | None) -> None:
+    """Refuse, before the first change, a takeover whose safety nothing could show.
+
+    Raises RunRefused for two sites that are one (in every mode: a takeover onto itself
+    is never right), and for a fence that could not be verified from outside: in a
+    drill, a primary not seen serving or a DR endpoint not seen answering; in an
+    incident, a primary that does not answer at all, unless --force-unfenced.
+    """
+    with ctx.timeline.step("primary and DR are distinct") as step:
+        checked = distinct_result(readiness)
+        step.result = f"{checked.status}: {checked.summary}" if checked else "not checked"
+        if checked is not None and checked.status is Status.FAIL:
+            step.evidence = dict(checked.evidence)
+            why = f"{checked.summary}. {checked.remediation}"
+            raise RunRefused(f"preflight: refused in every mode: {why}")
+    with ctx.timeline.step("site endpoints seen from outside") as step:
+        seen = _look_at_sites(ctx)
+        step.evidence = {
+            role: {"url": url, "answer": r.describe()} for role, (url, r) in seen.items()
+        }
+        problems = _sighting_problems(ctx, seen)
+        if problems:
+            step.result = "refused"
+            raise RunRefused("preflight: " + " ".join(problems))
+        step.result = _sighting_summary(ctx, seen["primary"][1])
+
+
+def _look_at_sites(ctx: PhaseContext) -> dict[str, tuple[str, ProbeResult]]:
+    drill = not ctx.incident
+    wanted = {"primary": drill, "dr": False}  # a drill needs the primary serving; DR answering
+    urls = {role: str(site.endpoint) for role, site in ctx.plan.sites.items()}
+    with waiting_pool(2) as (pool, stop):
+        futures = {r: pool.submit(look, urls[r], serving_wanted=wanted[r], stop=stop) for r in urls}
+        seen = {r: (urls[r], f.result()) for r, f in futures.items()}
+    ctx.facts["primary_seen"] = seen["primary"][1]
+    return seen
+
+
+def _sighting_problems(ctx: PhaseContext, seen: dict[str, tuple[str, ProbeResult]]) -> list[str]:
+    (p_url, p), (d_url, d) = seen["primary"], seen["dr"]
+    if ctx.incident:
+        if p.answered or ctx.force_unfenced:
+            return []
+        return [
+            f"the primary endpoint {p_url} does not answer ({p.detail}): it may still serve "
+            "users and take writes, and nothing here can verify a fence of it. Take over "
+            "anyway only with --force-unfenced; the report will say the primary was not fenced."
+        ]
+    problems = []
+    if not p.ok:
+        problems.append(
+            f"the primary endpoint {p_url} does not serve ({p.describe()}): a drill must see "
+            "the primary serve before it fences it, or the fence proves nothing. Fix "
+            "sites.primary.endpoint, or the path from here to it."
+        )
+    if not d.answered:
+        problems.append(
+            f"the DR endpoint {d_url} does not answer ({d.detail}): nothing could verify from "
+            "outside that DR stops serving at failback. Fix sites.dr.endpoint, or the path "
+            "from here to it."
+        )
+    return problems
+
+
+def _sighting_summary(ctx: PhaseContext, primary: ProbeResult) -> str:
+    if primary.answered:
+        return f"primary answered {primary.describe()}"
+    ctx.facts["unfenced"] = True
+    return f"primary silent ({primary.detail}): continuing UNFENCED as forced (--force-unfenced)"
 
 
 # -- 3. fence the primary ---------------------------------------------------------
 def fence_primary(ctx: PhaseContext) -> None:
     site = ctx.plan.sites.primary
+    url = str(site.endpoint)
+    # What the fence will be verified against: the preflight's sighting, or (a takeover
+    # resumed by `drills recover`) a look now, before any change.
+    seen = None if ctx.dry_run else ctx.facts.get("primary_seen") or _look_before_fence(ctx, url)
+    if seen is not None and not seen.answered:
+        _unfenced(ctx, f"its endpoint {url} does not answer ({seen.detail})")
     try:
-        with ctx.timeline.step("close primary ingress") as step:
-            if isinstance(site.ingress, ControllerFence):
-                d = site.ingress.deployment
-                address = workload_address("primary", "Deployment", d.namespace, d.name)
-                before = ctx.executor.apply("workload.scale", address, {"replicas": 0})
-            else:
-                before = {}
-                for obj in site.ingress.objects:
-                    address = ingress_address("primary", obj.namespace, obj.name)
-                    before[address] = ctx.executor.apply(
-                        "ingress.class", address, {"ingressClassName": FENCED_CLASS}
-                    )
-            step.evidence = {"before": before}
-        with ctx.timeline.step("stop primary writers") as step:
-            for w in ctx.plan.writers:
-                address = workload_address("primary", str(w.kind), w.namespace, w.name)
-                ctx.executor.apply("workload.scale", address, {"replicas": 0})
-            step.evidence = {"writers": [w.key for w in ctx.plan.writers]}
+        _close_primary(ctx)
     except TargetError as exc:
         if not ctx.incident:
             raise
-        _unfenced(ctx, exc)
+        _unfenced(ctx, str(exc))
         return
-    if ctx.dry_run:
+    if seen is None:  # a dry run
         return
     with ctx.timeline.step("verify primary fenced from outside") as step:
-        detail = wait_endpoint(
-            str(site.endpoint), serving_wanted=False, deadline_s=ctx.fence_deadline_s
-        )
+        if seen.answered:
+            detail = wait_endpoint(url, serving_wanted=False, deadline_s=ctx.fence_deadline_s)
+        else:
+            detail = f"UNVERIFIED: {url} never answered here; continuing unfenced as forced"
         wait_until("no primary writer pods", lambda: _writer_pods(ctx), ctx.fence_deadline_s)
         step.result = detail
-        step.evidence = {"endpoint": str(site.endpoint), "writer_pods": 0}
+        step.evidence = {"endpoint": url, "seen_before": seen.describe(), "writer_pods": 0}
 
 
-def _unfenced(ctx: PhaseContext, cause: TargetError) -> None:
-    """Incident mode with the primary unreachable: go on only if a person said so."""
+def _look_before_fence(ctx: PhaseContext, url: str) -> ProbeResult:
+    with ctx.timeline.step("primary endpoint seen from outside") as step:
+        seen = look(url, serving_wanted=False)
+        step.result = seen.describe()
+        ctx.facts["primary_seen"] = seen
+        return seen
+
+
+def _close_primary(ctx: PhaseContext) -> None:
+    site = ctx.plan.sites.primary
+    with ctx.timeline.step("close primary ingress") as step:
+        if isinstance(site.ingress, ControllerFence):
+            d = site.ingress.deployment
+            address = workload_address("primary", "Deployment", d.namespace, d.name)
+            before = ctx.executor.apply("workload.scale", address, {"replicas": 0})
+        else:
+            before = {}
+            for obj in site.ingress.objects:
+                address = ingress_address("primary", obj.namespace, obj.name)
+                before[address] = ctx.executor.apply(
+                    "ingress.class", address, {"ingressClassName": FENCED_CLASS}
+                )
+        step.evidence = {"before": before}
+    with ctx.timeline.step("stop primary writers") as step:
+        for w in ctx.plan.writers:
+            address = workload_address("primary", str(w.kind), w.namespace, w.name)
+            ctx.executor.apply("workload.scale", address, {"replicas": 0})
+        step.evidence = {"writers": [w.key for w in ctx.plan.writers]}
+
+
+def _unfenced(ctx: PhaseContext, cause: str) -> None:
+    """The primary cannot be fenced, or its fence seen: go on only if a person said so.
+
+    A drill never goes on; an incident only with --force-unfenced.
+    """
     with ctx.timeline.step("primary unreachable") as step:
-        step.evidence = {"cause": str(cause)}
-        if not ctx.force_unfenced:
-            step.result = "refused to continue unfenced"
-            raise StepFailed(
-                "fence primary",
-                f"the primary is unreachable ({cause}); it may still serve writes. "
-                "Continue only with --force-unfenced (or the dashboard's checkbox).",
-            )
-        step.result = "continuing UNFENCED on explicit confirmation"
-        ctx.facts["unfenced"] = True
+        step.evidence = {"cause": cause}
+        if ctx.incident and ctx.force_unfenced:
+            step.result = "continuing UNFENCED on explicit confirmation"
+            ctx.facts["unfenced"] = True
+            return
+        step.result = "refused to continue unfenced"
+        raise StepFailed(
+            "fence primary",
+            f"the primary is unreachable ({cause}); it may still serve writes. "
+            + (
+                "Continue only with --force-unfenced (or the dashboard's checkbox)."
+                if ctx.incident
+                else "A drill never goes on without a verified fence."
+            ),
+        )
 
 
 def _writer_pods(ctx: PhaseContext) -> tuple[bool, str]:

@@ -15,7 +15,7 @@ from drills.takeover.timeline import Timeline
 
 
 def _is_dns(change: Change) -> bool:
-    return change.step == "dns.record"
+    return change.kind == "dns.record"
 
 
 def _at_dr(change: Change) -> bool:
@@ -42,3 +42,11 @@ def safe_rollback(
         undone += primary
         step.evidence = {"undone": [c.target for c in primary]}
     return undone
+
+
+def wait_primary_serves(plan: DrillPlan, timeline: Timeline, *, deadline_s: float) -> None:
+    """After a failback: the primary reopened, verified from outside."""
+    with timeline.step("primary serves again") as step:
+        step.result = wait_endpoint(
+            str(plan.sites.primary.endpoint), serving_wanted=True, deadline_s=deadline_s
+        )
