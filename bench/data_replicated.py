@@ -143,14 +143,14 @@ def child(plan_path: str) -> int:
     """Run data.replicated on the plan; print its evidence as JSON. Runs in the child."""
     from drills.checks import data  # noqa: F401 - registers the checks
     from drills.checks.base import REGISTRY
+    from drills.checks.readiness import check_context
     from drills.checks.runner import run_one
     from drills.plan import load_plan
     from drills.targets.sites import Targets
 
     plan = load_plan(Path(plan_path))
     with Targets(plan) as targets:
-        context = {"plan": plan, "targets": targets, "now": dt.datetime.now(dt.UTC)}
-        result = run_one(REGISTRY.get("data.replicated"), context)
+        result = run_one(REGISTRY.get("data.replicated"), check_context(plan, targets, None))
     out = {"status": result.status.value, "summary": result.summary, **result.evidence}
     out["duration_s"] = result.duration_s
     print(json.dumps(out, default=str))

@@ -31,6 +31,7 @@ import yaml
 from bench import PLACEHOLDER_DNS
 from drills.checks.base import REGISTRY, Status
 from drills.checks.images import images_synced  # noqa: F401 - registers the check
+from drills.checks.readiness import check_context
 from drills.checks.runner import run_one
 from drills.lab.images import Image, build_image, push_oci
 from drills.lab.registry import RegistryServer
@@ -131,7 +132,7 @@ def _ours(primary: RegistryServer, dr: RegistryServer, refs: list[Ref]) -> set[s
 
 def _check(plan: DrillPlan) -> set[str]:
     with Targets(plan) as targets:
-        result = run_one(REGISTRY.get("images.synced"), {"plan": plan, "targets": targets})
+        result = run_one(REGISTRY.get("images.synced"), check_context(plan, targets, None))
     if result.status is Status.ERROR:
         raise RuntimeError(result.summary)
     mismatches = result.evidence["digest_mismatch"]

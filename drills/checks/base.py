@@ -1,6 +1,6 @@
 """What a readiness check is, and the registry that holds them.
 
-A check is a small function with keyword arguments that returns an
+A check is a small function of one typed ``CheckContext`` that returns an
 ``Outcome``; the runner adds identity and timing to make a frozen
 ``CheckResult``. The registry refuses a duplicate id at import time, and can
 be injected (tests build their own) instead of being a hidden global.
@@ -8,11 +8,17 @@ be injected (tests build their own) instead of being a hidden global.
 
 from __future__ import annotations
 
+import datetime as dt
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from drills.plan import DrillPlan
+    from drills.store.history import HistoryStore
+    from drills.targets.sites import Targets
 
 Tier = Literal["critical", "normal", "batch"]
 EXAMPLES = 5  # how many examples of each problem evidence keeps
@@ -80,7 +86,20 @@ class CheckResult:
         )
 
 
-CheckFunc = Callable[..., Outcome]
+@dataclass(frozen=True)
+class CheckContext:
+    """Everything a check may use, the same for every check of one run."""
+
+    plan: DrillPlan
+    targets: Targets  # each site's adapters, built on first use and shared by the checks
+    history: HistoryStore | None  # None: the run keeps no history (the cadence check warns)
+    now: dt.datetime  # one moment for the whole run, so ages compare across checks
+    # HMAC key of the secret fingerprints: random per run, so fingerprints compare within
+    # a run and never across. Secret like the values it protects: never shown.
+    fingerprint_key: bytes = field(repr=False)
+
+
+CheckFunc = Callable[[CheckContext], Outcome]
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 from sqlalchemy.exc import SQLAlchemyError
 
-from drills.checks.base import Outcome, Status, check
+from drills.checks.base import CheckContext, Outcome, Status, check
 from drills.errors import TemporaryError
-from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
 
@@ -30,7 +27,7 @@ def _last_successful(history: HistoryStore, plan: str) -> DrillRun | None:
 
 
 @check("drill.cadence", title="Drilled within a quarter", category="Cadence", timeout_s=10)
-def drill_cadence(*, plan: DrillPlan, history: HistoryStore | None, now: dt.datetime) -> Outcome:
+def drill_cadence(ctx: CheckContext) -> Outcome:
     """The last successful drill of this plan, in the history store, is at most 92 days
     old: a quarterly drill, with a day of slack.
 
@@ -42,6 +39,7 @@ def drill_cadence(*, plan: DrillPlan, history: HistoryStore | None, now: dt.date
     very drill that fixes them. Without a history store the check warns, as it cannot
     tell.
     """
+    plan, history, now = ctx.plan, ctx.history, ctx.now
     evidence: dict[str, object] = {"plan": plan.name, "max_age_days": MAX_DRILL_AGE_DAYS}
     if history is None:
         return Outcome(

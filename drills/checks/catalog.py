@@ -9,7 +9,7 @@ import drills.checks
 from drills.checks.base import REGISTRY, CheckRegistry
 
 # Modules of the package that hold machinery, not checks.
-_MACHINERY = frozenset({"base", "runner", "catalog"})
+_MACHINERY = frozenset({"base", "runner", "catalog", "readiness", "view"})
 
 
 def load_checks() -> CheckRegistry:
@@ -19,4 +19,4 @@ def load_checks() -> CheckRegistry:
     return REGISTRY
 
 
-CATEGORIES = ("Images", "Data", "Secrets", "Cluster", "DNS", "Cadence")
+CATEGORIES = ("Plan", "Images", "Data", "Secrets", "Cluster", "DNS", "Cadence")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from drills.checks.base import EXAMPLES, Outcome, Status, check, tier_status, worst
+from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status, worst
 from drills.checks.base import Tier as TierName
 from drills.checks.cluster_model import (
     GPU,
@@ -20,7 +20,7 @@ from drills.checks.cluster_model import (
 )
 from drills.checks.template_diff import template_drift
 from drills.errors import TargetError
-from drills.plan import DrillPlan, Tier
+from drills.plan import Tier
 from drills.targets.sites import Targets
 
 DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
@@ -29,13 +29,14 @@ CUDA_FULL = "nvidia.com/cuda.runtime-version.full"
 
 
 @check("cluster.reachable", title="DR cluster reachable", category="Cluster", timeout_s=15)
-def cluster_reachable(*, targets: Targets) -> Outcome:
+def cluster_reachable(ctx: CheckContext) -> Outcome:
     """The DR cluster's API server answers ``/version`` within the timeout.
 
     Without it nothing can be scaled up at DR: an unreachable DR API fails and
     blocks. The primary is asked too, for information only: in an incident the
     primary is expected to be down, and the takeover goes on without it.
     """
+    targets = ctx.targets
     sites: dict[str, Any] = {}
     for role, site in (("dr", targets.dr), ("primary", targets.primary)):
         try:
@@ -61,13 +62,14 @@ def cluster_reachable(*, targets: Targets) -> Outcome:
 
 
 @check("cluster.version_skew", title="Kubernetes version skew", category="Cluster", timeout_s=15)
-def cluster_version_skew(*, targets: Targets) -> Outcome:
+def cluster_version_skew(ctx: CheckContext) -> Outcome:
     """The DR cluster runs the same Kubernetes major, and a minor within one of the primary's.
 
     Manifests, admission policies and operators validated against the primary's
     minor can break on a cluster two minors away (removed APIs, changed
     defaults), in the middle of a takeover. A larger skew fails and blocks.
     """
+    targets = ctx.targets
     p_major, p_minor, p_git = targets.primary.kube.version()
     d_major, d_minor, d_git = targets.dr.kube.version()
     evidence = {"primary": p_git, "dr": d_git, "minor_skew": abs(d_minor - p_minor)}
@@ -93,7 +95,7 @@ def _tier(demands: list[Demand], tier: Tier) -> list[Demand]:
 
 
 @check("cluster.nodes_ready", title="DR nodes ready", category="Cluster", timeout_s=20)
-def cluster_nodes_ready(*, plan: DrillPlan, targets: Targets) -> Outcome:
+def cluster_nodes_ready(ctx: CheckContext) -> Outcome:
     """Enough DR nodes are Ready and schedulable to host the critical tier.
 
     "Enough" means: every critical replica that requests GPUs can be placed on
@@ -103,6 +105,7 @@ def cluster_nodes_ready(*, plan: DrillPlan, targets: Targets) -> Outcome:
     come from the plan's ``gpu`` field, else from the primary's pod templates.
     Too few nodes fails and blocks: the critical tier would stay Pending.
     """
+    plan, targets = ctx.plan, ctx.targets
     facts, usable = _usable_nodes(targets)
     demands, note = plan_demands(plan, targets.primary.kube, targets.dr.kube)
     replicas = [
@@ -148,7 +151,7 @@ def cluster_nodes_ready(*, plan: DrillPlan, targets: Targets) -> Outcome:
 
 
 @check("cluster.gpu_capacity", title="DR GPU capacity", category="Cluster", timeout_s=20)
-def cluster_gpu_capacity(*, plan: DrillPlan, targets: Targets) -> Outcome:
+def cluster_gpu_capacity(ctx: CheckContext) -> Outcome:
     """Allocatable GPUs, CPU and memory on usable DR nodes cover the critical tier at DR replicas.
 
     Requests are read from each workload's pod template at the primary (the
@@ -158,6 +161,7 @@ def cluster_gpu_capacity(*, plan: DrillPlan, targets: Targets) -> Outcome:
     and blocks; one that appears only once the normal tier is added warns.
     This compares allocatable capacity, not what other pods at DR already use.
     """
+    plan, targets = ctx.plan, ctx.targets
     _, usable = _usable_nodes(targets)
     have = capacity(usable)
     demands, note = plan_demands(plan, targets.primary.kube, targets.dr.kube)
@@ -241,7 +245,7 @@ def _parity(name: str, primary: Counter[str], dr: Counter[str]) -> tuple[Status,
 
 
 @check("cluster.gpu_driver_parity", title="GPU driver parity", category="Cluster", timeout_s=15)
-def cluster_gpu_driver_parity(*, targets: Targets) -> Outcome:
+def cluster_gpu_driver_parity(ctx: CheckContext) -> Outcome:
     """DR GPU nodes run the NVIDIA driver and CUDA versions the primary's GPU nodes run.
 
     Read from the GPU feature discovery labels (``nvidia.com/cuda.driver-version.full``,
@@ -250,6 +254,7 @@ def cluster_gpu_driver_parity(*, targets: Targets) -> Outcome:
     labels) fails and blocks: images built for one driver major may not start on
     another. The same major with another minor or patch warns.
     """
+    targets = ctx.targets
     p_drivers, p_cuda = _versions([node_facts(n) for n in targets.primary.kube.nodes()])
     d_drivers, d_cuda = _versions([node_facts(n) for n in targets.dr.kube.nodes()])
     evidence: dict[str, Any] = {
@@ -294,7 +299,7 @@ def cluster_gpu_driver_parity(*, targets: Targets) -> Outcome:
 
 
 @check("cluster.standby_parity", title="Standby parity", category="Cluster", timeout_s=20)
-def cluster_standby_parity(*, plan: DrillPlan, targets: Targets) -> Outcome:
+def cluster_standby_parity(ctx: CheckContext) -> Outcome:
     """Every plan workload exists at DR (a standby, at 0 replicas or more) with the primary's
     pod template: container names, images (registry host stripped, since each site pulls
     from its own registry), resources, env names, ports, command and args.
@@ -302,6 +307,7 @@ def cluster_standby_parity(*, plan: DrillPlan, targets: Targets) -> Outcome:
     Drift means the standby would start something other than what runs today.
     A missing or drifted critical workload fails and blocks; normal or batch warns.
     """
+    plan, targets = ctx.plan, ctx.targets
     primary = fetch_workloads(targets.primary.kube, plan.workloads)
     dr = fetch_workloads(targets.dr.kube, plan.workloads)
     missing, not_at_primary, drifted = [], [], []

@@ -16,8 +16,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
-from drills.checks.base import EXAMPLES, Outcome, Status, check
-from drills.plan import Dataset, DatasetKind, DrillPlan
+from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
+from drills.plan import Dataset, DatasetKind
 from drills.plan.durations import format_duration
 from drills.targets.objects import LifecycleRule, ObjectInfo
 from drills.targets.objects_compare import (
@@ -114,7 +114,7 @@ def _names(items: Iterable[str]) -> str:
 
 
 @check("data.replicated", title="Datasets replicated to DR", category="Data", timeout_s=300)
-def data_replicated(*, plan: DrillPlan, targets: Targets) -> Outcome:
+def data_replicated(ctx: CheckContext) -> Outcome:
     """Every object under each dataset's prefix at the primary exists in the DR bucket
     with the same size and ETag (or, when an ETag is multipart-style and the two
     differ only by part sizes, the same full-object checksum).
@@ -129,6 +129,7 @@ def data_replicated(*, plan: DrillPlan, targets: Targets) -> Outcome:
     allowed: DR is add-only. Pairs whose multipart ETags differ and that carry no
     common checksum cannot be proven equal: they warn.
     """
+    plan, targets = ctx.plan, ctx.targets
     if not plan.datasets:
         return Outcome(Status.PASS, "No datasets in the plan: nothing to replicate.")
     diffs = _each(plan.datasets, lambda ds: dataset_diff(targets, ds))
@@ -190,7 +191,7 @@ def _replication_hint(broken: list[tuple[Dataset, DatasetDiff]]) -> str:
 
 
 @check("data.rpo", title="Replication lag within RPO", category="Data", timeout_s=300)
-def data_rpo(*, plan: DrillPlan, targets: Targets, now: dt.datetime) -> Outcome:
+def data_rpo(ctx: CheckContext) -> Outcome:
     """The replication lag of each dataset, measured from what is readable at DR,
     is within the dataset's `rpo_target`.
 
@@ -202,6 +203,7 @@ def data_rpo(*, plan: DrillPlan, targets: Targets, now: dt.datetime) -> Outcome:
     over target fails and blocks the drill: the takeover would lose more data than
     the plan allows.
     """
+    plan, targets, now = ctx.plan, ctx.targets, ctx.now
     if not plan.datasets:
         return Outcome(Status.PASS, "No datasets in the plan: no replication lag to measure.")
     diffs = _each(plan.datasets, lambda ds: dataset_diff(targets, ds))
@@ -252,7 +254,7 @@ def data_rpo(*, plan: DrillPlan, targets: Targets, now: dt.datetime) -> Outcome:
 
 
 @check("data.checkpoint_fresh", title="Fresh checkpoint at DR", category="Data", timeout_s=120)
-def data_checkpoint_fresh(*, plan: DrillPlan, targets: Targets, now: dt.datetime) -> Outcome:
+def data_checkpoint_fresh(ctx: CheckContext) -> Outcome:
     """For each dataset of kind `checkpoint`, the newest checkpoint object readable at
     DR is younger than the dataset's `rpo_target` (`now - LastModified <= rpo_target`).
 
@@ -261,6 +263,7 @@ def data_checkpoint_fresh(*, plan: DrillPlan, targets: Targets, now: dt.datetime
     absent checkpoint fails and blocks the drill. The newest checkpoint at the
     primary is shown too: when it is as old, training stopped, not replication.
     """
+    plan, targets, now = ctx.plan, ctx.targets, ctx.now
     chosen = [ds for ds in plan.datasets if ds.kind is DatasetKind.CHECKPOINT]
     if not chosen:
         return Outcome(Status.PASS, "No checkpoint datasets in the plan: not applicable.")
@@ -383,7 +386,7 @@ _PROTECTION_HINTS = {
     category="Data",
     timeout_s=120,
 )
-def data_delete_protection(*, plan: DrillPlan, targets: Targets) -> Outcome:
+def data_delete_protection(ctx: CheckContext) -> Outcome:
     """The DR copy of each dataset survives a bad delete at the primary ("add only,
     never delete").
 
@@ -399,6 +402,7 @@ def data_delete_protection(*, plan: DrillPlan, targets: Targets) -> Outcome:
     Any violation fails and blocks the drill: a DR copy that deletes can reach is
     not the clean copy a takeover needs.
     """
+    plan, targets = ctx.plan, ctx.targets
     if not plan.datasets:
         return Outcome(Status.PASS, "No datasets in the plan: nothing to protect.")
     rows = [row for _, row in _each(plan.datasets, lambda ds: _protection(targets, ds))]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drills.checks.base import Outcome, Status, check, worst
+from drills.checks.base import CheckContext, Outcome, Status, check, worst
 from drills.errors import PermanentError
-from drills.plan import DrillPlan, Rfc2136Dns
+from drills.plan import Rfc2136Dns
 from drills.targets.dns import RecordAnswer, normalize_value
-from drills.targets.sites import Targets
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,7 @@ def _points_at(answer: RecordAnswer, primary: str, dr: str) -> str:
 
 
 @check("dns.ttl", title="DNS TTL within the plan's bounds", category="DNS", timeout_s=15)
-def dns_ttl(*, plan: DrillPlan, targets: Targets) -> Outcome:
+def dns_ttl(ctx: CheckContext) -> Outcome:
     """The switched record's TTL, on every authoritative server, is at most the plan's
     `dns.max_ttl`.
 
@@ -47,6 +46,7 @@ def dns_ttl(*, plan: DrillPlan, targets: Targets) -> Outcome:
 
     Lower a TTL well before a drill: resolvers honour the old, longer TTL until it runs out.
     """
+    plan, targets = ctx.plan, ctx.targets
     config = plan.dns
     name, rtype = config.record.name, config.record.type.value
     primary = normalize_value(rtype, config.primary_value)
@@ -128,7 +128,7 @@ def dns_ttl(*, plan: DrillPlan, targets: Targets) -> Outcome:
 
 
 @check("dns.control", title="DNS record can be switched", category="DNS", timeout_s=15)
-def dns_control(*, plan: DrillPlan, targets: Targets) -> Outcome:
+def dns_control(ctx: CheckContext) -> Outcome:
     """The DNS provider answers and our credentials can change the switched record,
     proven without changing it.
 
@@ -144,6 +144,7 @@ def dns_control(*, plan: DrillPlan, targets: Targets) -> Outcome:
     A refusal fails and blocks: without it, a takeover could not switch DNS. An
     unreachable provider is an error.
     """
+    plan, targets = ctx.plan, ctx.targets
     config = plan.dns
     name, rtype = config.record.name, config.record.type.value
     adapter = targets.dns

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from drills.checks.base import EXAMPLES, Outcome, Status, Tier, check, tier_status
+from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, Tier, check, tier_status
 from drills.plan import DrillPlan, Workload
 from drills.targets.registry import ImageName, Ref, Registry, parse_image
 from drills.targets.sites import Targets
@@ -51,7 +51,7 @@ class _Unresolved:
 
 
 @check("images.synced", title="Images synced to DR", category="Images", timeout_s=20)
-def images_synced(*, plan: DrillPlan, targets: Targets) -> Outcome:
+def images_synced(ctx: CheckContext) -> Outcome:
     """Every container image that a workload of the plan runs exists in the DR site's
     registry with the same manifest digest as in the primary's.
 
@@ -64,6 +64,7 @@ def images_synced(*, plan: DrillPlan, targets: Targets) -> Outcome:
     other code than the primary. A problem with an image of a critical workload
     fails and blocks the drill; one of normal or batch workloads only warns.
     """
+    plan, targets = ctx.plan, ctx.targets
     images, unresolved = _images_in_use(plan, targets)
     refs = [image.name.key for image in images.values()]
     with ThreadPoolExecutor(2, thread_name_prefix="images") as pool:

@@ -8,9 +8,9 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 
-from drills.checks.base import CheckResult, CheckSpec
+from drills.checks.base import CheckContext, CheckRegistry, CheckResult, CheckSpec
 from drills.checks.catalog import load_checks
-from drills.checks.runner import ReadinessReport, run_checks
+from drills.checks.runner import CheckCall, ReadinessReport, call_in_place, run_checks
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.targets.sites import Targets
@@ -18,8 +18,13 @@ from drills.targets.sites import Targets
 log = logging.getLogger("drills.checks.readiness")
 
 
-def select_checks(only: Iterable[str] = (), categories: Iterable[str] = ()) -> list[CheckSpec]:
-    return load_checks().select(only, categories)
+def select_checks(
+    only: Iterable[str] = (),
+    categories: Iterable[str] = (),
+    registry: CheckRegistry | None = None,
+) -> list[CheckSpec]:
+    """The checks asked for, from ``registry`` (every check of drills by default)."""
+    return (registry if registry is not None else load_checks()).select(only, categories)
 
 
 def check_context(
@@ -29,15 +34,15 @@ def check_context(
     *,
     now: dt.datetime | None = None,
     fingerprint_key: bytes | None = None,
-) -> dict[str, object]:
-    return {
-        "plan": plan,
-        "targets": targets,
-        "history": history,
-        "now": now or dt.datetime.now(dt.UTC),
+) -> CheckContext:
+    return CheckContext(
+        plan=plan,
+        targets=targets,
+        history=history,
+        now=now or dt.datetime.now(dt.UTC),
         # A fresh key per run: fingerprints can be compared within a run, never across.
-        "fingerprint_key": fingerprint_key or os.urandom(32),
-    }
+        fingerprint_key=fingerprint_key or os.urandom(32),
+    )
 
 
 def run_readiness(
@@ -48,17 +53,18 @@ def run_readiness(
     categories: Iterable[str] = (),
     store: bool = True,
     on_result: Callable[[CheckResult], None] | None = None,
+    registry: CheckRegistry | None = None,
+    call: CheckCall = call_in_place,
 ) -> ReadinessReport:
-    """Run the selected checks concurrently.
+    """Run the selected checks concurrently, each through ``call`` (see runner.CheckCall).
 
     The snapshot is stored when a history store is given and every check ran: a
     partial run (``only``/``categories``) must not pass for the plan's readiness.
     """
-    specs = select_checks(only, categories)
+    specs = select_checks(only, categories, registry)
     with Targets(plan) as targets:
-        report = run_checks(
-            specs, check_context(plan, targets, history), plan_name=plan.name, on_result=on_result
-        )
+        context = check_context(plan, targets, history)
+        report = run_checks(specs, context, on_result=on_result, call=call)
     if history is not None and store and not specs_filtered(only, categories):
         history.save_readiness(
             plan.name, report.checked_at, report.ok, len(report.blocking), report.to_json()

@@ -1,9 +1,14 @@
-"""Run readiness checks concurrently, each bounded by its own deadline."""
+"""Run readiness checks concurrently, each bounded by its own deadline.
+
+The one runner for the CLI, the dashboard, the drill's preflight and the Prefect flow:
+a caller that wants each check to run some other way (as a Prefect task run, say)
+gives a ``CheckCall`` that wraps it, and keeps the deadlines.
+"""
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
-import inspect
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -11,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from drills.checks.base import CheckResult, CheckSpec, Outcome, Status
+from drills.checks.base import CheckContext, CheckResult, CheckSpec, Outcome, Status
 from drills.errors import DrillError
 
 log = logging.getLogger("drills.checks")
@@ -47,12 +52,13 @@ class ReadinessReport:
         )
 
 
-def _call(spec: CheckSpec, context: Mapping[str, Any]) -> Outcome:
-    wanted = inspect.signature(spec.func).parameters
-    missing = [name for name in wanted if name not in context]
-    if missing:
-        raise DrillError(f"check {spec.id} asks for {', '.join(missing)}, which nothing provides")
-    return spec.func(**{name: context[name] for name in wanted})
+# How each check is called: given its spec and a function that runs it, return the
+# result. The default calls it in place; the Prefect flow makes each call a task run.
+CheckCall = Callable[[CheckSpec, Callable[[], CheckResult]], CheckResult]
+
+
+def call_in_place(spec: CheckSpec, run: Callable[[], CheckResult]) -> CheckResult:
+    return run()
 
 
 def _result(spec: CheckSpec, outcome: Outcome, duration: float) -> CheckResult:
@@ -79,10 +85,10 @@ def _error(spec: CheckSpec, cause: str, duration: float) -> CheckResult:
     return _result(spec, outcome, duration)
 
 
-def run_one(spec: CheckSpec, context: Mapping[str, Any]) -> CheckResult:
+def run_one(spec: CheckSpec, context: CheckContext) -> CheckResult:
     started = time.perf_counter()
     try:
-        outcome = _call(spec, context)
+        outcome = spec.func(context)
     except DrillError as exc:
         return _error(spec, str(exc), time.perf_counter() - started)
     except Exception as exc:  # a buggy check must not sink the whole run
@@ -92,22 +98,34 @@ def run_one(spec: CheckSpec, context: Mapping[str, Any]) -> CheckResult:
     return _result(spec, outcome, time.perf_counter() - started)
 
 
+def _run_called(spec: CheckSpec, context: CheckContext, call: CheckCall) -> CheckResult:
+    started = time.perf_counter()
+    try:
+        return call(spec, lambda: run_one(spec, context))
+    except Exception as exc:  # the wrapper failed (its orchestrator went away, say), not the check
+        log.exception("check %s could not be run", spec.id)
+        cause = f"the check could not be run: {type(exc).__name__}: {exc}"
+        return _error(spec, cause, time.perf_counter() - started)
+
+
 def run_checks(
     specs: Iterable[CheckSpec],
-    context: Mapping[str, Any],
+    context: CheckContext,
     *,
-    plan_name: str,
     max_workers: int = 8,
     on_result: Callable[[CheckResult], None] | None = None,
+    call: CheckCall = call_in_place,
 ) -> ReadinessReport:
     """Run every check at once; a check past its deadline is reported as an error."""
     specs = list(specs)
-    checked_at = dt.datetime.now(dt.UTC)
     started = time.perf_counter()
     results: dict[str, CheckResult] = {}
     pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="check")
+    # Each check sees the caller's context variables (a Prefect flow run's, say): a pool
+    # thread starts without them.
     futures: dict[Future[CheckResult], CheckSpec] = {
-        pool.submit(run_one, spec, context): spec for spec in specs
+        pool.submit(contextvars.copy_context().run, _run_called, spec, context, call): spec
+        for spec in specs
     }
     try:
         pending = set(futures)
@@ -132,4 +150,4 @@ def run_checks(
         # Don't wait for a hung check: its adapter calls carry their own timeouts.
         pool.shutdown(wait=False, cancel_futures=True)
     ordered = tuple(results[s.id] for s in specs)
-    return ReadinessReport(plan=plan_name, checked_at=checked_at, results=ordered)
+    return ReadinessReport(plan=context.plan.name, checked_at=context.now, results=ordered)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from drills.checks.base import EXAMPLES, Outcome, Status, check
+from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.checks.secret_reads import (
     Comparison,
     Rotation,
@@ -28,7 +28,7 @@ def _names(items: list[Comparison]) -> str:
 
 
 @check("secrets.synced", title="Secrets synced to DR", category="Secrets", timeout_s=20)
-def secrets_synced(*, plan: DrillPlan, targets: Targets, fingerprint_key: bytes) -> Outcome:
+def secrets_synced(ctx: CheckContext) -> Outcome:
     """Each secret of the plan exists at DR with the same key names and, key by key, the
     same value, compared by keyed fingerprint (HMAC-SHA256 under a random per-run key):
     a Kubernetes Secret in the DR cluster, or the Secrets Manager replica in the DR
@@ -38,6 +38,7 @@ def secrets_synced(*, plan: DrillPlan, targets: Targets, fingerprint_key: bytes)
     secrets.distinct_credentials). A secret missing or different at DR fails and
     blocks: workloads that mount it would not start, or start with stale credentials.
     """
+    plan, targets, fingerprint_key = ctx.plan, ctx.targets, ctx.fingerprint_key
     wanted = [s for s in plan_secrets(plan) if not s.per_site]
     skipped = [s.label for s in plan_secrets(plan) if s.per_site]
     results = [compare_at_sites(targets, fingerprint_key, s) for s in wanted]
@@ -77,7 +78,7 @@ def _rotations(plan: DrillPlan, targets: Targets) -> list[Rotation]:
 
 
 @check("secrets.rotation", title="Secrets rotated", category="Secrets", timeout_s=20)
-def secrets_rotation(*, plan: DrillPlan, targets: Targets, now: dt.datetime) -> Outcome:
+def secrets_rotation(ctx: CheckContext) -> Outcome:
     """Each secret was rotated or changed within the plan's ``secrets.max_age_days``.
 
     Kubernetes: the ``drills.dev/rotated-at`` annotation (ISO 8601) when present,
@@ -88,6 +89,7 @@ def secrets_rotation(*, plan: DrillPlan, targets: Targets, now: dt.datetime) -> 
     does not block (an old credential still opens the door at DR). A secret that
     cannot be found or dated warns.
     """
+    plan, targets, now = ctx.plan, ctx.targets, ctx.now
     limit = plan.secrets.max_age_days
     rows, stale, expired, unknown = [], [], [], []
     for r in _rotations(plan, targets):
@@ -155,9 +157,7 @@ def _distinct_json(c: Comparison) -> dict[str, Any]:
     category="Secrets",
     timeout_s=20,
 )
-def secrets_distinct_credentials(
-    *, plan: DrillPlan, targets: Targets, fingerprint_key: bytes
-) -> Outcome:
+def secrets_distinct_credentials(ctx: CheckContext) -> Outcome:
     """Secrets marked ``per_site`` (registry pull secrets, site-scoped API keys) differ
     between the primary and DR, key by key, compared by keyed fingerprint.
 
@@ -166,6 +166,7 @@ def secrets_distinct_credentials(
     itself still works). A per-site secret missing at DR fails and blocks: what
     it unlocks (pulling images, say) would fail there. Missing at the primary warns.
     """
+    plan, targets, fingerprint_key = ctx.plan, ctx.targets, ctx.fingerprint_key
     wanted = [s for s in plan_secrets(plan) if s.per_site]
     results = [compare_at_sites(targets, fingerprint_key, s) for s in wanted]
     shared = [c for c in results if c.identical]

@@ -310,44 +310,45 @@ def _address(target: str, host: str) -> str:
 @contextmanager
 def translated(target: str, timeout_s: float, *, key_name: str = "") -> Iterator[None]:
     """dnspython and socket failures as drills errors. Messages never carry key material."""
-    key = f" for key {key_name}" if key_name else ""
     try:
         yield
-    except dns.exception.Timeout:
-        raise TimedOut(target, f"timed out: no answer within {timeout_s:g}s", delay=0.0) from None
-    except dns.tsig.PeerBadSignature:
-        raise PermanentError(
-            target, f"TSIG key rejected (BADSIG): the server holds another secret{key}"
-        ) from None
-    except dns.tsig.PeerBadKey:
-        raise PermanentError(
-            target, f"TSIG key rejected (BADKEY): the server does not know the key{key}"
-        ) from None
-    except dns.tsig.PeerBadTime:
-        raise PermanentError(
-            target, "TSIG key rejected (BADTIME): the clocks differ; check NTP on both sides"
-        ) from None
-    except dns.tsig.PeerError as exc:
-        raise PermanentError(
-            target, f"TSIG rejected by the server ({type(exc).__name__})"
-        ) from None
-    except (dns.tsig.BadSignature, dns.tsig.BadTime, dns.message.UnknownTSIGKey) as exc:
-        raise PermanentError(
-            target, f"the answer's TSIG signature does not verify ({type(exc).__name__})"
-        ) from None
-    except dns.message.Truncated:
-        raise PermanentError(target, "the answer is truncated") from None
-    except (dns.exception.FormError, dns.query.BadResponse) as exc:
-        raise PermanentError(target, f"malformed answer ({type(exc).__name__})") from None
-    except EOFError:
-        raise TemporaryError(target, "the server closed the connection", delay=0.0) from None
-    except TimeoutError:
-        raise TimedOut(target, f"timed out: no answer within {timeout_s:g}s", delay=0.0) from None
-    except ConnectionRefusedError:
-        raise TemporaryError(target, "connection refused", delay=0.0) from None
-    except OSError as exc:
-        raise TemporaryError(
-            target, f"network error: {exc.strerror or type(exc).__name__}", delay=0.0
-        ) from None
-    except dns.exception.DNSException as exc:
-        raise PermanentError(target, f"DNS error ({type(exc).__name__})") from None
+    except (dns.exception.DNSException, EOFError, OSError) as exc:
+        raise _translation(exc, target, timeout_s, key_name) from None
+
+
+_TIMED_OUT = "timed out: no answer within {timeout:g}s"
+# Each failure, the drills error it becomes and its message; the first match wins, as in
+# a chain of `except` clauses (so subclasses come before their bases).
+_Caught = type[BaseException] | tuple[type[BaseException], ...]
+_FAILURES: tuple[tuple[_Caught, type[TargetError], str], ...] = (
+    (dns.exception.Timeout, TimedOut, _TIMED_OUT),
+    (dns.tsig.PeerBadSignature, PermanentError,
+     "TSIG key rejected (BADSIG): the server holds another secret{key}"),
+    (dns.tsig.PeerBadKey, PermanentError,
+     "TSIG key rejected (BADKEY): the server does not know the key{key}"),
+    (dns.tsig.PeerBadTime, PermanentError,
+     "TSIG key rejected (BADTIME): the clocks differ; check NTP on both sides"),
+    (dns.tsig.PeerError, PermanentError, "TSIG rejected by the server ({name})"),
+    ((dns.tsig.BadSignature, dns.tsig.BadTime, dns.message.UnknownTSIGKey), PermanentError,
+     "the answer's TSIG signature does not verify ({name})"),
+    (dns.message.Truncated, PermanentError, "the answer is truncated"),
+    ((dns.exception.FormError, dns.query.BadResponse), PermanentError, "malformed answer ({name})"),
+    (EOFError, TemporaryError, "the server closed the connection"),
+    (TimeoutError, TimedOut, _TIMED_OUT),
+    (ConnectionRefusedError, TemporaryError, "connection refused"),
+    (OSError, TemporaryError, "network error: {oserror}"),
+    (dns.exception.DNSException, PermanentError, "DNS error ({name})"),
+)  # fmt: skip
+
+
+def _translation(exc: BaseException, target: str, timeout_s: float, key_name: str) -> TargetError:
+    kind, message = next((k, m) for t, k, m in _FAILURES if isinstance(exc, t))
+    cause = message.format(
+        timeout=timeout_s,
+        key=f" for key {key_name}" if key_name else "",
+        name=type(exc).__name__,
+        oserror=(exc.strerror if isinstance(exc, OSError) else None) or type(exc).__name__,
+    )
+    if issubclass(kind, TemporaryError):
+        return kind(target, cause, delay=0.0)
+    return kind(target, cause)

@@ -21,6 +21,7 @@ import math
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import urllib3.exceptions
@@ -31,6 +32,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from drills.errors import PermanentError, TemporaryError
 from drills.plan import DrillPlan, KubernetesAccess, Site
+from drills.plan.kubeconfig import load_kubeconfig
 from drills.targets.kube_errors import (
     NotReadyInTime,
     WaitStopped,
@@ -70,6 +72,9 @@ def _configuration(role: str, access: KubernetesAccess, plan: DrillPlan) -> clie
             assert access.kubeconfig is not None  # the plan model guarantees one of the two
             path = plan.resolve_path(access.kubeconfig)
             where = str(path)
+            # The plan layer's check first: the client itself walks a malformed file
+            # into a TypeError, and blocks on a FIFO.
+            load_kubeconfig(path, access.context)
             config.load_kube_config(
                 config_file=str(path),
                 context=access.context,
@@ -120,6 +125,23 @@ def _lines(resp: RESTResponse) -> Iterator[bytes]:
         yield from (line for line in complete if line.strip())
     if buffer.strip():
         yield buffer
+
+
+@dataclass(frozen=True)
+class _Watched:
+    """The one workload ``wait_ready`` lists and watches."""
+
+    collection: str
+    namespace: str
+    name: str
+
+    @property
+    def params(self) -> dict[str, str]:
+        return {"namespace": self.namespace}
+
+    @property
+    def selector(self) -> tuple[str, str]:
+        return ("fieldSelector", f"metadata.name={self.name}")
 
 
 class KubeTarget:
@@ -277,6 +299,24 @@ class KubeTarget:
         path = "/apis/networking.k8s.io/v1/namespaces/{namespace}/ingresses/{name}"
         return self._get_or_none(path, {"namespace": namespace, "name": name})
 
+    def namespace(self, name: str) -> dict[str, Any] | None:
+        return self._get_or_none("/api/v1/namespaces/{name}", {"name": name})
+
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        path = "/api/v1/namespaces/{namespace}/configmaps/{name}"
+        return self._get_or_none(path, {"namespace": namespace, "name": name})
+
+    @property
+    def server(self) -> str:
+        """The API server's URL, as the kubeconfig (or the in-cluster account) gave it."""
+        return str(self._api.configuration.host)
+
+    @property
+    def ca_file(self) -> str | None:
+        """The CA bundle trusted for the API server; None when the system's (or none) is."""
+        ca = self._api.configuration.ssl_ca_cert
+        return str(ca) if ca else None
+
     # -- writes, for the drill ---------------------------------------------------
 
     def scale(self, namespace: str, kind: str, name: str, replicas: int) -> None:
@@ -311,70 +351,84 @@ class KubeTarget:
         blocked on a watch cannot be interrupted, so it watches in short windows.
         """
         kind = _kind(kind)
-        collection = _COLLECTIONS[kind]
-        params = {"namespace": namespace}
-        selector = ("fieldSelector", f"metadata.name={name}")
+        watched = _Watched(_COLLECTIONS[kind], namespace, name)
         deadline = time.monotonic() + deadline_s
         last: dict[str, Any] | None = None
         rv: str | None = None
         while True:
             if rv is None:
-                listing = self._json("GET", collection, params, query=[selector])
-                items = listing.get("items") or []
-                last = items[0] if items else None
+                last, rv = self._list_one(watched)
                 if last is not None and settled(last, replicas)[1]:
                     return last
-                rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
             if stop is not None and stop.is_set():
                 raise WaitStopped(self.target, f"{kind} {namespace}/{name}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             window = min(remaining, STOP_CHECK_S) if stop is not None else remaining
-            window_end = time.monotonic() + window
-            query = [
-                selector,
-                ("watch", "true"),
-                ("allowWatchBookmarks", "true"),
-                ("timeoutSeconds", str(math.ceil(window) + 1)),
-            ] + ([("resourceVersion", rv)] if rv else [])
-            # The socket waits a little past the window, so a silent stream ends in a
-            # read timeout just after it; the server-side timeout is a second bound.
-            try:
-                resp = self._send(
-                    "GET",
-                    collection,
-                    params,
-                    query=query,
-                    timeout=(self.connect_timeout, window + 0.25),
-                )
-                done, last, rv = self._follow(resp, last, rv, replicas)
-            except urllib3.exceptions.ReadTimeoutError as exc:
-                if time.monotonic() < window_end:
-                    raise translate(self.target, exc) from exc
-                continue  # the stream stayed quiet all window: nothing changed
-            except TimedOut:
-                if time.monotonic() < window_end:
-                    raise
-                continue  # no headers within the window: as quiet as an idle stream
-            except TemporaryError as exc:
-                # A dropped watch (reset, 5xx) loses nothing: re-list and watch again,
-                # within the same deadline.
-                log.info(
-                    "%s: watch of %s/%s broke (%s); re-listing",
-                    self.target,
-                    namespace,
-                    name,
-                    exc.cause,
-                )
-                time.sleep(min(self.retry.base_delay_s, max(0.0, deadline - time.monotonic())))
-                rv = None
-                continue
+            done, last, rv = self._watch_window(watched, window, deadline, last, rv, replicas)
             if done:
                 assert last is not None
                 return last
         ready = settled(last, replicas)[0] if last is not None else 0
         raise NotReadyInTime(self.target, f"{kind} {namespace}/{name}", ready, replicas, last)
+
+    def _list_one(self, watched: _Watched) -> tuple[dict[str, Any] | None, str]:
+        """The workload as listed now, and the resourceVersion to watch from."""
+        listing = self._json("GET", watched.collection, watched.params, query=[watched.selector])
+        items = listing.get("items") or []
+        rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+        return (items[0] if items else None), rv
+
+    def _watch_window(
+        self,
+        watched: _Watched,
+        window: float,
+        deadline: float,
+        last: dict[str, Any] | None,
+        rv: str,
+        replicas: int,
+    ) -> tuple[bool, dict[str, Any] | None, str | None]:
+        """Watch from ``rv`` for at most ``window`` seconds: (settled?, last object seen,
+        resourceVersion to resume at); a None resourceVersion asks for a re-list."""
+        window_end = time.monotonic() + window
+        query = [
+            watched.selector,
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(math.ceil(window) + 1)),
+        ] + ([("resourceVersion", rv)] if rv else [])
+        # The socket waits a little past the window, so a silent stream ends in a
+        # read timeout just after it; the server-side timeout is a second bound.
+        try:
+            resp = self._send(
+                "GET",
+                watched.collection,
+                watched.params,
+                query=query,
+                timeout=(self.connect_timeout, window + 0.25),
+            )
+            return self._follow(resp, last, rv, replicas)
+        except urllib3.exceptions.ReadTimeoutError as exc:
+            if time.monotonic() < window_end:
+                raise translate(self.target, exc) from exc
+            return False, last, rv  # the stream stayed quiet all window: nothing changed
+        except TimedOut:
+            if time.monotonic() < window_end:
+                raise
+            return False, last, rv  # no headers within the window: as quiet as an idle stream
+        except TemporaryError as exc:
+            # A dropped watch (reset, 5xx) loses nothing: re-list and watch again,
+            # within the same deadline.
+            log.info(
+                "%s: watch of %s/%s broke (%s); re-listing",
+                self.target,
+                watched.namespace,
+                watched.name,
+                exc.cause,
+            )
+            time.sleep(min(self.retry.base_delay_s, max(0.0, deadline - time.monotonic())))
+            return False, last, None
 
     def _follow(
         self, resp: RESTResponse, last: dict[str, Any] | None, rv: str | None, replicas: int

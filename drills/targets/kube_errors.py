@@ -64,20 +64,30 @@ def _tls_cause(exc: ApiException) -> str:
 def translate(target: str, exc: Exception) -> TargetError:
     """One client exception as a drills error that says what failed and whether to retry."""
     if isinstance(exc, ApiException):
-        status = int(exc.status or 0)
-        if status == 0:
-            cause = _tls_cause(exc)
-            if "CERTIFICATE_VERIFY_FAILED" in cause or "hostname" in cause.lower():
-                return PermanentError(target, cause)
-            return TemporaryError(target, cause, delay=0.0)
-        cause = f"HTTP {status}: {status_message(exc)}"
-        if status == 429 or status >= 500:
-            retry_after = str((exc.headers or {}).get("Retry-After", ""))
-            delay = float(retry_after) if retry_after.isdigit() else 0.0
-            return TemporaryError(target, cause, delay=delay)
-        # 401/403/404/409/422 and the rest: the credentials, object or request is wrong.
-        return PermanentError(target, cause)
-    # delay=0 below: no hint from the server, so a retry goes at the policy's own pace.
+        return _api_error(target, exc)
+    if isinstance(exc, urllib3.exceptions.HTTPError):
+        return _connection_error(target, exc)
+    return PermanentError(target, f"{type(exc).__name__}: {exc}")
+
+
+def _api_error(target: str, exc: ApiException) -> TargetError:
+    status = int(exc.status or 0)
+    if status == 0:
+        cause = _tls_cause(exc)
+        if "CERTIFICATE_VERIFY_FAILED" in cause or "hostname" in cause.lower():
+            return PermanentError(target, cause)
+        return TemporaryError(target, cause, delay=0.0)
+    cause = f"HTTP {status}: {status_message(exc)}"
+    if status == 429 or status >= 500:
+        retry_after = str((exc.headers or {}).get("Retry-After", ""))
+        delay = float(retry_after) if retry_after.isdigit() else 0.0
+        return TemporaryError(target, cause, delay=delay)
+    # 401/403/404/409/422 and the rest: the credentials, object or request is wrong.
+    return PermanentError(target, cause)
+
+
+def _connection_error(target: str, exc: urllib3.exceptions.HTTPError) -> TargetError:
+    # delay=0 throughout: no hint from the server, so a retry goes at the policy's own pace.
     if isinstance(exc, urllib3.exceptions.NewConnectionError):
         return TemporaryError(target, "connection refused or unreachable", delay=0.0)
     if isinstance(exc, urllib3.exceptions.TimeoutError):
@@ -89,9 +99,7 @@ def translate(target: str, exc: Exception) -> TargetError:
         return TemporaryError(target, "connection failed", delay=0.0)
     if isinstance(exc, urllib3.exceptions.ProtocolError):
         return TemporaryError(target, f"connection broken ({type(exc).__name__})", delay=0.0)
-    if isinstance(exc, urllib3.exceptions.HTTPError):
-        return TemporaryError(target, f"{type(exc).__name__}", delay=0.0)
-    return PermanentError(target, f"{type(exc).__name__}: {exc}")
+    return TemporaryError(target, f"{type(exc).__name__}", delay=0.0)
 
 
 def _preview(data: bytes) -> str:

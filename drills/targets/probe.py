@@ -7,6 +7,7 @@ answer with the original Host header: what a client sees right after the switch.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import threading
 import time
@@ -18,7 +19,7 @@ import httpx
 from drills.errors import TemporaryError
 from drills.plan import SmokeProbe
 from drills.targets.dns import DnsTarget
-from drills.targets.http import new_client
+from drills.targets.http import new_client, translate
 
 PROBE_TIMEOUT_S = 2.0
 
@@ -29,6 +30,19 @@ class ProbeResult:
     status: int | None
     detail: str
     address: str = ""
+    digest: str = ""  # of the status and the whole body: two answers compare by it
+
+    @property
+    def answered(self) -> bool:
+        """An HTTP answer came back, whatever its status; a refused or hung connection is not one.
+
+        Only an endpoint seen answering can later be seen to stop: the silence of one
+        that never answered proves nothing about what it serves to others.
+        """
+        return self.status is not None
+
+    def describe(self) -> str:
+        return f"HTTP {self.status} {self.detail!r}" if self.answered else self.detail
 
 
 def serving(client: httpx.Client, url: str) -> ProbeResult:
@@ -36,9 +50,13 @@ def serving(client: httpx.Client, url: str) -> ProbeResult:
     try:
         response = client.get(url)
     except httpx.HTTPError as exc:
-        return ProbeResult(False, None, f"no answer ({type(exc).__name__})")
+        return ProbeResult(False, None, f"no answer: {translate(url, exc).cause}")
+    digest = hashlib.sha256(f"{response.status_code}\n".encode() + response.content).hexdigest()
     return ProbeResult(
-        response.status_code == 200, response.status_code, response.text[:80].strip()
+        response.status_code == 200,
+        response.status_code,
+        response.text[:80].strip(),
+        digest=digest,
     )
 
 

@@ -104,17 +104,7 @@ class EcrImages:
         answer = self._batch_get(repository, references)
         if answer is None:
             return results
-        absent: set[str] = set()
-        for failure in answer.get("failures", []):
-            code = failure.get("failureCode", "")
-            failed_id = failure.get("imageId", {})
-            if code in _ABSENT:
-                absent.update(v for v in failed_id.values() if isinstance(v, str))
-                continue
-            cause = f"{code}: {failure.get('failureReason', '')} ({repository})"
-            if code in _RETRYABLE:
-                raise TemporaryError(self.target, cause)
-            raise PermanentError(self.target, cause)
+        absent = self._absent(repository, answer)
         images = answer.get("images", [])
         for image in images:
             image_id = image.get("imageId", {})
@@ -129,6 +119,21 @@ class EcrImages:
             for reference in unmatched:  # ask one by one which answer was whose
                 results.update(self._repository(repository, [reference]))
         return results
+
+    def _absent(self, repository: str, answer: dict[str, Any]) -> set[str]:
+        """The tags and digests the answer says are not there; any other failure raises."""
+        absent: set[str] = set()
+        for failure in answer.get("failures", []):
+            code = failure.get("failureCode", "")
+            failed_id = failure.get("imageId", {})
+            if code in _ABSENT:
+                absent.update(v for v in failed_id.values() if isinstance(v, str))
+                continue
+            cause = f"{code}: {failure.get('failureReason', '')} ({repository})"
+            if code in _RETRYABLE:
+                raise TemporaryError(self.target, cause)
+            raise PermanentError(self.target, cause)
+        return absent
 
     def _batch_get(self, repository: str, references: list[str]) -> dict[str, Any] | None:
         """``BatchGetImage``'s answer; None when the repository does not exist. A read: retried."""

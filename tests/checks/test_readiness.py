@@ -1,4 +1,5 @@
-"""Readiness end to end: the CLI and the Prefect flow on the clean and the drifted lab."""
+"""Readiness end to end: the CLI and the Prefect flow on the clean and the drifted lab, and
+the flow keeping each check's deadline."""
 
 from __future__ import annotations
 
@@ -6,32 +7,28 @@ import datetime as dt
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from drills.checks.base import CheckContext, CheckRegistry, Outcome, Status
 from drills.checks.readiness import select_checks
 from drills.lab.runtime import LabInfo
+from drills.orchestrator.rest import PrefectRest
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
+from tests.support.checks import DRIFT_FAILURES
+from tests.support.drill import offline_lab_plan_text
 
-# What `drills lab up --drift` seeds that a readiness check can see. (The DR deployment that
-# never becomes ready is a runtime fault: only a drill finds it.)
-DRIFT_FAILURES = {
-    "images.synced",
-    "data.replicated",
-    "data.rpo",
-    "data.checkpoint_fresh",
-    "secrets.synced",
-    "dns.ttl",
-}
 ALL_CHECKS = {
     "images.synced", "data.replicated", "data.rpo", "data.checkpoint_fresh",
     "data.delete_protection", "secrets.synced", "secrets.rotation",
     "secrets.distinct_credentials", "cluster.reachable", "cluster.version_skew",
     "cluster.nodes_ready", "cluster.gpu_capacity", "cluster.gpu_driver_parity",
-    "cluster.standby_parity", "dns.ttl", "dns.control", "drill.cadence",
+    "cluster.standby_parity", "dns.ttl", "dns.control", "drill.cadence", "sites.distinct",
+    "plan.warnings",
 }  # fmt: skip
 
 
@@ -157,3 +154,55 @@ def test_flow_publishes_the_same_table_as_the_cli(
     assert sorted(shown) == sorted(from_cli)
     assert {r["id"] for r in returned["results"]} == ALL_CHECKS
     assert HistoryStore(db).latest_readiness("lab") is not None
+
+
+HANG_S = 60.0
+
+
+def test_a_hanging_check_ends_in_the_flow_at_its_deadline(
+    prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flow runs the checks through the one runner: each is a task run of the flow
+    run, and one that hangs is an error at its own deadline, not a flow that hangs."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.states import State
+
+    from flows.readiness import readiness_flow
+
+    released = threading.Event()
+    registry = CheckRegistry()
+
+    @registry.check("test.hangs", title="Hangs", category="Cadence", timeout_s=1)
+    def hangs(ctx: CheckContext) -> Outcome:
+        """Waits for a release that comes only once the flow has ended."""
+        released.wait(HANG_S)
+        return Outcome(Status.PASS, "released")
+
+    @registry.check("test.answers", title="Answers", category="Cadence", timeout_s=30)
+    def answers(ctx: CheckContext) -> Outcome:
+        """Answers at once, from the typed context."""
+        return Outcome(Status.PASS, f"plan {ctx.plan.name} at {ctx.now:%Y}")
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(offline_lab_plan_text())
+    monkeypatch.setenv("DRILLS_DB_URL", f"sqlite:///{tmp_path / 'h.db'}")
+    started = time.monotonic()
+    try:
+        state: State[dict[str, object]] = readiness_flow(registry)(
+            plan=str(plan), store=False, return_state=True
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        released.set()
+    assert state.is_completed(), state
+    results = {r["id"]: r for r in state.result()["results"]}  # type: ignore[index]
+    assert results["test.hangs"]["status"] == "error"
+    assert results["test.hangs"]["summary"] == "timed out after 1s"
+    assert results["test.hangs"]["blocking"] is True
+    assert results["test.answers"]["status"] == "pass"
+    assert results["test.answers"]["summary"].startswith("plan lab at ")
+    assert elapsed < HANG_S / 3, f"the flow took {elapsed:.1f}s"
+    flow_run_id = str(state.state_details.flow_run_id)
+    with PrefectRest(str(PREFECT_API_URL.value())) as api:
+        tasks = dict(api.task_run_states(flow_run_id))
+    assert tasks["test.answers"] == "COMPLETED" and "test.hangs" in tasks

@@ -1,0 +1,92 @@
+"""Readiness check that the plan's two sites are two: a takeover onto itself is never right."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from drills.checks.base import CheckContext, CheckResult, Outcome, Status, check
+from drills.checks.runner import ReadinessReport
+from drills.targets.http import new_client
+from drills.targets.site_identity import (
+    Verdict,
+    compare_clusters,
+    compare_endpoints,
+    identify_cluster,
+    identify_endpoint,
+)
+
+CHECK_ID = "sites.distinct"
+PROBE_READ_S = 2.0
+
+_REMEDIATION = (
+    "Point sites.dr.kubernetes at the DR cluster's own kubeconfig (its own API server and "
+    "CA) and sites.dr.endpoint at the DR site's own service. A copy of the primary's "
+    "kubeconfig, the same file by another path, or another URL for the same server makes a "
+    "takeover fence the primary and then 'bring DR up' by restarting what it just stopped."
+)
+
+
+@check(CHECK_ID, title="Primary and DR are distinct", category="Cluster", timeout_s=20)
+def sites_distinct(ctx: CheckContext) -> Outcome:
+    """The primary and DR are two clusters and two services, as each answers for itself.
+
+    Clusters are told apart by the ``kube-system`` namespace UID (the usual cluster ID,
+    made when a cluster is created), else by the UID of ``kube-public/cluster-info``;
+    only when the clusters cannot both be asked (an incident, the primary down) by the
+    kubeconfig file and the API server's resolved address and CA. The service endpoints
+    are told apart by where their URLs lead (resolved address and port), and, when both
+    answer, by their answers: identical 200s are one site. The same cluster or the same
+    service at both sites fails and blocks; a takeover refuses to start on it, drill or
+    incident. Undecided (one side silent, identical errors) warns.
+    """
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        p_id, d_id = (pool.submit(identify_cluster, ctx.targets.site(r)) for r in ("primary", "dr"))
+        endpoints = _endpoints(ctx, pool)
+        clusters = compare_clusters(p_id.result(), d_id.result())
+        evidence: dict[str, Any] = {
+            "clusters": {
+                "primary": p_id.result().to_json(),
+                "dr": d_id.result().to_json(),
+                "verdict": clusters.to_json(),
+            },
+            "endpoints": endpoints[1],
+        }
+    return _outcome(clusters, endpoints[0], evidence)
+
+
+def _endpoints(ctx: CheckContext, pool: ThreadPoolExecutor) -> tuple[Verdict, dict[str, Any]]:
+    sites = ctx.plan.sites
+    with new_client(read_timeout=PROBE_READ_S) as client:
+        p, d = (
+            pool.submit(identify_endpoint, role, str(site.endpoint), client)
+            for role, site in sites.items()
+        )
+        verdict = compare_endpoints(p.result(), d.result())
+    return verdict, {
+        "primary": p.result().to_json(),
+        "dr": d.result().to_json(),
+        "verdict": verdict.to_json(),
+    }
+
+
+def _outcome(clusters: Verdict, endpoints: Verdict, evidence: dict[str, Any]) -> Outcome:
+    verdicts = (("cluster", clusters), ("service", endpoints))
+    same = [f"the same {what} at both sites ({v.by}: {v.detail})" for what, v in verdicts if v.same]
+    if same:
+        summary = f"primary and DR are one site: {'; '.join(same)}"
+        return Outcome(Status.FAIL, summary, evidence, _REMEDIATION, blocking=True)
+    undecided = [f"{what}: {v.detail}" for what, v in verdicts if v.same is None]
+    if undecided:
+        summary = f"could not confirm the sites are distinct: {'; '.join(undecided)}"
+        return Outcome(Status.WARN, summary, evidence, _REMEDIATION)
+    summary = f"two clusters ({clusters.by}: {clusters.detail}), two services ({endpoints.detail})"
+    return Outcome(Status.PASS, summary, evidence)
+
+
+def distinct_result(report: ReadinessReport | None) -> CheckResult | None:
+    """The ``sites.distinct`` result of a readiness run, if it ran."""
+    for result in report.results if report else ():
+        if result.id == CHECK_ID:
+            return result
+    return None
