@@ -1,60 +1,67 @@
 """The `readiness-check` flow: the plan's readiness checks as Prefect tasks.
 
-Thin by design: the checks, their runner and the rendering live in drills/;
-this file only maps them onto tasks and artifacts.
+Thin by design: the checks, their runner (with each check's deadline) and the
+rendering live in drills/; this file only makes each check a task run and
+publishes the artifacts.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
-from prefect import flow, get_run_logger, task
+from prefect import Flow, flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from drills.checks.base import CheckResult
-from drills.checks.readiness import check_context, select_checks
-from drills.checks.runner import ReadinessReport, run_one
+from drills.checks.base import CheckRegistry, CheckResult, CheckSpec
+from drills.checks.readiness import run_readiness
+from drills.checks.runner import ReadinessReport
 from drills.checks.view import markdown, rows, verdict
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
-from drills.targets.sites import Targets
 from flows.artifacts import artifact_key
 
-__all__ = ["artifact_key", "publish", "readiness_check", "run_check"]
+__all__ = ["artifact_key", "publish", "readiness_check", "readiness_flow"]
 
 
 @task(name="check", task_run_name="{check_id}", cache_policy=NO_CACHE, retries=0)
-def run_check(check_id: str, context: dict[str, Any]) -> CheckResult:
-    return run_one(select_checks(only=[check_id])[0], context)
+def check_task(check_id: str, run: Callable[[], CheckResult]) -> CheckResult:
+    return run()
+
+
+def as_task(spec: CheckSpec, run: Callable[[], CheckResult]) -> CheckResult:
+    """The runner's CheckCall: each check shows as a task run named after it."""
+    return check_task(spec.id, run)
 
 
 @task(name="publish", cache_policy=NO_CACHE)
-def publish(report: ReadinessReport, store: bool) -> None:
+def publish(report: ReadinessReport) -> None:
     create_table_artifact(
         rows(report),
         key=artifact_key("readiness", report.plan),
         description=f"Readiness of {report.plan}: {verdict(report)}",
     )
     create_markdown_artifact(markdown(report), key=artifact_key("readiness-summary", report.plan))
-    if store:
-        HistoryStore().save_readiness(
-            report.plan, report.checked_at, report.ok, len(report.blocking), report.to_json()
+
+
+def readiness_flow(registry: CheckRegistry | None = None) -> Flow[..., dict[str, Any]]:
+    """The flow over ``registry``'s checks (every check of drills by default)."""
+
+    @flow(name="readiness-check", log_prints=False)
+    def readiness_check(plan: str, store: bool = True) -> dict[str, Any]:
+        """Run every readiness check of PLAN concurrently, publish the table, keep the
+        snapshot."""
+        logger = get_run_logger()
+        drill_plan = load_plan(plan)
+        report = run_readiness(
+            drill_plan, history=HistoryStore(), store=store, registry=registry, call=as_task
         )
+        publish(report)
+        logger.info("%s: %s, %d blocking", drill_plan.name, verdict(report), len(report.blocking))
+        return report.to_json()
+
+    return readiness_check
 
 
-@flow(name="readiness-check", log_prints=False)
-def readiness_check(plan: str, store: bool = True) -> dict[str, Any]:
-    """Run every readiness check of PLAN concurrently, publish the table, keep the snapshot."""
-    logger = get_run_logger()
-    drill_plan = load_plan(plan)
-    with Targets(drill_plan) as targets:
-        context = check_context(drill_plan, targets, HistoryStore())
-        checked_at = dt.datetime.now(dt.UTC)
-        futures = [run_check.submit(spec.id, context) for spec in select_checks()]
-        results = tuple(f.result() for f in futures)
-    report = ReadinessReport(drill_plan.name, checked_at, results)
-    publish(report, store)
-    logger.info("%s: %s, %d blocking", drill_plan.name, verdict(report), len(report.blocking))
-    return report.to_json()
+readiness_check = readiness_flow()

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import streamlit as st
 
 from drills.passwords import PasswordHashError, verify_password
+from drills.text import for_markdown
 from ui.settings import UISettings
 
 log = logging.getLogger("drills.ui.auth")
@@ -163,7 +164,7 @@ def sign_out_control(access: Access) -> None:
     """Who is signed in, and a way out; shown in the sidebar."""
     if not access.signed_in:
         return
-    st.caption(f"Signed in as **{access.user}**")
+    st.caption(f"Signed in as **{for_markdown(access.user or '')}**")
     if st.button("Sign out", key="auth.sign_out"):
         if access.method == "oidc":
             st.logout()

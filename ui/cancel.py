@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import streamlit as st
 
+from drills.orchestrator.flow_runs import FlowRunProgress
+from drills.store.kinds import Mode
 from ui import components, data
 from ui.auth import Access
-from ui.prefect_api import FlowRunInfo
 from ui.settings import UISettings
 
-CONSEQUENCE = {
-    "drill": "it rolls back at once, to the state before the drill.",
-    "incident": (
+CONSEQUENCE: dict[str, str] = {
+    Mode.DRILL: "it rolls back at once, to the state before the drill.",
+    Mode.INCIDENT: (
         "the takeover **stops where it is**: the primary stays fenced and DR stays as far "
         "up as it got. Decide afterwards with `drills recover RUN --complete` or `--hold`."
     ),
@@ -27,7 +28,7 @@ CONSEQUENCE = {
 def cancel_control(
     settings: UISettings,
     access: Access,
-    info: FlowRunInfo | None,
+    info: FlowRunProgress | None,
     *,
     flow_run_id: str,
     plan_name: str,
@@ -64,7 +65,7 @@ def cancel_control(
         st.caption(f"Cancelling a run needs the operator role: {access.why_not}.")
         return
     sure = st.checkbox(
-        f"Cancel this {mode} run: {CONSEQUENCE.get(mode, CONSEQUENCE['drill'])}",
+        f"Cancel this {mode} run: {CONSEQUENCE.get(mode, CONSEQUENCE[Mode.DRILL])}",
         key=f"{key}.cancel_sure",
     )
     clicked = st.button(

@@ -8,13 +8,14 @@ from typing import Any
 import altair as alt
 import pandas as pd  # type: ignore[import-untyped]
 
+from drills.store.kinds import Verdict
 from ui.queries import RtoPoint
 
 OUTCOME_COLOURS = {
-    "met": "#2e7d32",
-    "missed": "#ef6c00",
-    "failed": "#c62828",
-    "aborted": "#6a1b9a",
+    Verdict.MET: "#2e7d32",
+    Verdict.MISSED: "#ef6c00",
+    Verdict.FAILED: "#c62828",
+    Verdict.ABORTED: "#6a1b9a",
     "other": "#757575",
 }
 PHASE_COLOURS = {"ok": "#2e7d32", "failed": "#c62828", "running": "#f9a825", "skipped": "#9e9e9e"}

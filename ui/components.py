@@ -11,6 +11,7 @@ from drills.checks.base import CheckResult, Status, worst
 from drills.checks.runner import ReadinessReport
 from drills.checks.view import by_category, verdict
 from drills.plan.durations import format_duration
+from drills.text import for_markdown
 
 # Material icons come with Streamlit's own font, so they render even where the system
 # has no emoji font (servers, CI's Chromium). Table cells and metrics cannot show
@@ -86,7 +87,7 @@ def overall(report: ReadinessReport | None) -> tuple[str, str]:
 
 def _evidence(result: CheckResult) -> None:
     if result.remediation and result.status is not Status.PASS:
-        st.info(f"**What to do:** {result.remediation}")
+        st.info(f"**What to do:** {for_markdown(result.remediation)}")
     if result.evidence:
         st.json(dict(result.evidence), expanded=1)
     else:
@@ -97,8 +98,9 @@ def _evidence(result: CheckResult) -> None:
 def check_line(result: CheckResult, checked: str) -> None:
     """One row per check: badge, title, summary and age; evidence and remediation inside."""
     blocking = " :red-badge[BLOCKING · critical tier]" if result.blocking else ""
+    summary = for_markdown(result.summary)
     label = (
-        f"{STATUS_BADGE[result.status]}{blocking} **{result.title}** — {result.summary}"
+        f"{STATUS_BADGE[result.status]}{blocking} **{result.title}** — {summary}"
         f" :gray[· checked {checked}]"
     )
     with st.expander(label):
@@ -119,7 +121,7 @@ def readiness_checklist(report: ReadinessReport, *, at: dt.datetime | None = Non
     else:
         st.warning(headline)
     if report.blocking:
-        lines = "\n".join(f"- **{r.title}**: {r.summary}" for r in report.blocking)
+        lines = "\n".join(f"- **{r.title}**: {for_markdown(r.summary)}" for r in report.blocking)
         st.error(
             f"**Blocking failures — a drill would stop here:**\n{lines}", icon=":material/block:"
         )
@@ -137,6 +139,6 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     head = list(rows[0])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
-        cells = [str(row[h]).replace("|", "\\|").replace("\n", "<br>") for h in head]
+        cells = [for_markdown(str(row[h])).replace("\n", "<br>") for h in head]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -21,15 +21,25 @@ from drills.checks.base import CheckResult
 from drills.checks.readiness import run_readiness, select_checks
 from drills.checks.runner import ReadinessReport
 from drills.errors import PlanError, TargetError
+from drills.orchestrator.flow_runs import (
+    CancelOutcome,
+    DeploymentInfo,
+    FlowRunProgress,
+    PrefectLauncher,
+    cancel_flow_run,
+    deployment_info,
+    flow_run_progress,
+    start_deployment,
+)
+from drills.orchestrator.rest import PrefectRest
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
 from drills.store.report import render_markdown, report_data
 from drills.takeover.incident import ACTION as DECLARE_ACTION
 from drills.takeover.incident import Declaration, IncidentRequest, declare_incident
-from ui import prefect_api, queries
-from ui.prefect_api import CancelOutcome, DeploymentInfo, FlowRunInfo
+from ui import queries
 from ui.queries import AuditRow, RtoPoint, RunRow
-from ui.settings import UISettings
+from ui.settings import UISettings, prefect_headers
 
 log = logging.getLogger("drills.ui.data")
 
@@ -134,13 +144,11 @@ def run_readiness_inline(
 
 
 def start_readiness_run(settings: UISettings, entry: PlanEntry) -> str:
-    assert settings.prefect_api_url is not None
-    return prefect_api.start_deployment(
-        settings.prefect_api_url,
-        settings.readiness_deployment,
-        {"plan": entry.path},
-        tags=("dashboard",),
-    )
+    with _prefect(settings.prefect_api_url) as api:
+        run = start_deployment(
+            api, settings.readiness_deployment, {"plan": entry.path}, tags=("dashboard",)
+        )
+    return run.id
 
 
 # --- history ------------------------------------------------------------------------
@@ -210,9 +218,16 @@ def declarations(db_url: str) -> list[AuditRow]:
 # --- Prefect --------------------------------------------------------------------------
 
 
+def _prefect(api_url: str | None) -> PrefectRest:
+    """A client of the Prefect server (use it in ``with``); pages ask only once one is set."""
+    assert api_url is not None
+    return PrefectRest(api_url, headers=prefect_headers())
+
+
 @st.cache_data(ttl=SHORT, show_spinner=False)
 def _prefect_problem(api_url: str) -> str | None:
-    return prefect_api.health(api_url)
+    with _prefect(api_url) as api:
+        return api.health_problem()
 
 
 def prefect_state(settings: UISettings) -> PrefectState:
@@ -225,7 +240,8 @@ def prefect_state(settings: UISettings) -> PrefectState:
 @st.cache_data(ttl=SHORT, show_spinner=False)
 def deployment_exists(api_url: str, name: str) -> bool:
     try:
-        return prefect_api.deployment_exists(api_url, name)
+        with _prefect(api_url) as api:
+            return api.find_deployment(name) is not None
     except TargetError as exc:
         log.warning("cannot read deployment %s: %s", name, exc)
         return False
@@ -234,19 +250,21 @@ def deployment_exists(api_url: str, name: str) -> bool:
 @st.cache_data(ttl=MEDIUM, show_spinner=False)
 def deployment(api_url: str, name: str, plan_path: str, plan_name: str) -> DeploymentInfo | None:
     try:
-        return prefect_api.deployment_info(api_url, name, plan_path, plan_name)
+        with _prefect(api_url) as api:
+            return deployment_info(api, name, plan_path, plan_name)
     except TargetError as exc:
         log.warning("cannot read deployment %s: %s", name, exc)
         return None
 
 
-def flow_run(settings: UISettings, flow_run_id: str) -> FlowRunInfo | None:
+def flow_run(settings: UISettings, flow_run_id: str) -> FlowRunProgress | None:
     """Not cached: the live views poll it."""
     if settings.prefect_api_url is None:
         return None
     try:
-        return prefect_api.flow_run_info(settings.prefect_api_url, flow_run_id)
-    except (TargetError, ValueError) as exc:
+        with _prefect(settings.prefect_api_url) as api:
+            return flow_run_progress(api, flow_run_id)
+    except TargetError as exc:
         log.warning("cannot read flow run %s: %s", flow_run_id, exc)
         return None
 
@@ -265,7 +283,6 @@ def declare(
     declared_at: dt.datetime,
 ) -> Declaration:
     """Hand the declaration to drills.takeover.incident, which checks, audits and starts it."""
-    assert settings.prefect_api_url is not None
     request = IncidentRequest(
         plan_path=entry.path,
         plan_name=entry.name,
@@ -275,9 +292,10 @@ def declare(
         declared_at=declared_at,
         force_unfenced=force_unfenced,
     )
-    launcher = prefect_api.PrefectLauncher(settings.prefect_api_url, settings.incident_deployment)
     try:
-        return declare_incident(request, store(settings), launcher)
+        with _prefect(settings.prefect_api_url) as api:
+            launcher = PrefectLauncher(api, settings.incident_deployment)
+            return declare_incident(request, store(settings), launcher)
     finally:
         clear_caches()
 
@@ -289,12 +307,10 @@ def cancel_run(
     settings: UISettings, *, flow_run_id: str, plan_name: str, run_id: str | None, who: str
 ) -> CancelOutcome:
     """Ask Prefect to cancel the flow run of a drill or incident, and audit who asked."""
-    assert settings.prefect_api_url is not None
     detail: dict[str, Any] = {"flow_run_id": flow_run_id, "run_id": run_id}
     try:
-        outcome = prefect_api.cancel_flow_run(
-            settings.prefect_api_url, flow_run_id, f"cancelled from the dashboard by {who}"
-        )
+        with _prefect(settings.prefect_api_url) as api:
+            outcome = cancel_flow_run(api, flow_run_id, f"cancelled from the dashboard by {who}")
     except TargetError as exc:
         outcome = CancelOutcome(False, "unknown", str(exc))
     detail["outcome"] = f"{outcome.state_name}: {outcome.detail}"

@@ -9,26 +9,25 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import select
 
-from drills.store.history import HistoryStore
-from drills.store.models import AuditEvent, DrillRun
-
-FAILED_VERDICTS = ("failed", "aborted", "missed")
+from drills.orchestrator.flow_runs import drill_run_of
+from drills.store.history import HistoryStore, filter_runs
+from drills.store.kinds import Mode, RunStatus, Verdict
+from drills.store.models import AuditEvent, DrillRun, details_value
 
 
 @dataclass(frozen=True)
 class RunRow:
     id: str
     plan: str
-    mode: str
+    mode: Mode
     dry_run: bool
     operator: str
     reason: str
-    status: str
-    verdict: str | None
+    status: RunStatus
+    verdict: Verdict | None
     started_at: dt.datetime
     t0: dt.datetime | None
     finished_at: dt.datetime | None
@@ -52,13 +51,13 @@ class RtoPoint:
     id: str
     plan: str
     started_at: dt.datetime
-    verdict: str | None
+    verdict: Verdict | None
     rto_seconds: float | None
     rto_target: float | None
 
     @property
     def failed(self) -> bool:
-        return self.verdict in FAILED_VERDICTS
+        return self.verdict is not None and Verdict(self.verdict).failure
 
 
 @dataclass(frozen=True)
@@ -72,13 +71,8 @@ class AuditRow:
     outcome: str
 
 
-def _measurement(details: dict[str, Any] | None) -> dict[str, Any]:
-    value = (details or {}).get("measurement")
-    return value if isinstance(value, dict) else {}
-
-
 def run_row(run: DrillRun) -> RunRow:
-    measured = _measurement(run.details)
+    measured = run.details.measurement
     lags = [float(v) for v in (run.rpo_seconds or {}).values() if v is not None]
     return RunRow(
         id=run.id,
@@ -94,24 +88,12 @@ def run_row(run: DrillRun) -> RunRow:
         finished_at=run.finished_at,
         rto_seconds=run.rto_seconds,
         client_rto_seconds=run.client_rto_seconds,
-        rto_target=measured.get("rto_target_seconds"),
+        rto_target=measured.rto_target_seconds if measured else None,
         rpo_worst=max(lags) if lags else None,
-        rpo_target=measured.get("rpo_target_seconds"),
+        rpo_target=measured.rpo_target_seconds if measured else None,
         flow_run_id=run.flow_run_id,
         error=run.error,
     )
-
-
-def _filtered(
-    query: Select[Any], plan: str | None, mode: str | None, verdict: str | None = None
-) -> Select[Any]:
-    if plan:
-        query = query.where(DrillRun.plan == plan)
-    if mode:
-        query = query.where(DrillRun.mode == mode)
-    if verdict:
-        query = query.where(DrillRun.verdict == verdict)
-    return query
 
 
 def runs_page(
@@ -129,7 +111,7 @@ def runs_page(
     every run's timeline and readiness (kilobytes each) just to order them.
     """
     ids_query = (
-        _filtered(select(DrillRun.id), plan, mode, verdict)
+        filter_runs(select(DrillRun.id), plan=plan, mode=mode, verdict=verdict)
         .order_by(DrillRun.started_at.desc(), DrillRun.id)
         .limit(size + 1)
         .offset(page * size)
@@ -150,13 +132,13 @@ def rto_points(
     show failures among successes.
     """
     latest = (
-        _filtered(select(DrillRun.id), plan, mode)
+        filter_runs(select(DrillRun.id), plan=plan, mode=mode)
         .where(DrillRun.dry_run.is_(False), DrillRun.finished_at.is_not(None))
         .order_by(DrillRun.started_at.desc())
         .limit(limit)
     ).scalar_subquery()
     # The JSON target is read for the chosen runs only, not for every run sorted.
-    target = DrillRun.details["measurement"]["rto_target_seconds"].as_float()
+    target = details_value("measurement", "rto_target_seconds").as_float()
     query = (
         select(
             DrillRun.id,
@@ -189,24 +171,22 @@ def run_for_flow_run(
     store: HistoryStore, flow_run_id: str, plan: str, declared_at: dt.datetime | None
 ) -> RunRow | None:
     """The history record a flow run writes: by its flow run id, else by plan and time."""
-    with store.session() as s:
-        run = s.scalars(
-            select(DrillRun).where(DrillRun.flow_run_id == flow_run_id).limit(1)
-        ).first()
-        if run is None and declared_at is not None:
-            # The run record starts after the click; the first incident run of this
-            # plan since then is the one.
+    run = drill_run_of(store, flow_run_id)
+    if run is None and declared_at is not None:
+        # The run record starts after the click; the first incident run of this
+        # plan since then is the one.
+        with store.session() as s:
             run = s.scalars(
                 select(DrillRun)
                 .where(
                     DrillRun.plan == plan,
-                    DrillRun.mode == "incident",
+                    DrillRun.mode == Mode.INCIDENT,
                     DrillRun.started_at >= declared_at,
                 )
                 .order_by(DrillRun.started_at.asc())
                 .limit(1)
             ).first()
-        return run_row(run) if run is not None else None
+    return run_row(run) if run is not None else None
 
 
 def recent_audit(store: HistoryStore, actions: Sequence[str], limit: int = 20) -> list[AuditRow]:

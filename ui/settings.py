@@ -8,6 +8,8 @@ it without restarting the server. OIDC is configured in Streamlit's secrets inst
   ``.lab/plan.yaml`` (when the lab wrote one), then ``plans/*.yaml``.
 - ``DRILLS_DB_URL``: the history store (see drills/history.py).
 - ``PREFECT_API_URL``: the Prefect server; unset or empty means "no Prefect".
+  ``PREFECT_API_KEY`` or ``PREFECT_API_AUTH_STRING`` if it needs credentials (from the
+  environment, or the Prefect profile the URL came from).
 - ``PREFECT_UI_URL``: where links to runs point; by default the API URL without ``/api``.
 - ``DRILLS_UI_LAB=1``: lab mode, anyone may declare an incident (a banner says so).
 - ``DRILLS_UI_PUBLIC_READ=0``: the read-only pages need a signed-in user too.
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from drills.lab.control import DEFAULT_STATE_DIR
+from drills.orchestrator.rest import auth_headers
 from drills.store.history import database_url
 
 INCIDENT_DEPLOYMENT = "minimum-takeover-drill/declare-incident"
@@ -107,6 +110,23 @@ def _prefect_api_url() -> str | None:
 
     url = get_current_settings().api.url
     return url.rstrip("/") if url else None
+
+
+def prefect_headers() -> dict[str, str]:
+    """Credentials for the Prefect API, read where its URL was.
+
+    Kept out of UISettings on purpose: settings are shown and cached, a key must not be.
+    """
+    headers = auth_headers()
+    if headers or "PREFECT_API_URL" in os.environ:
+        return headers
+    from prefect.settings import get_current_settings
+
+    api = get_current_settings().api
+    return auth_headers(
+        api.key.get_secret_value() if api.key else None,
+        api.auth_string.get_secret_value() if api.auth_string else None,
+    )
 
 
 def _prefect_ui_url(api_url: str | None) -> str | None:

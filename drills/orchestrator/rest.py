@@ -1,7 +1,8 @@
-"""The few calls drills makes to a Prefect server's REST API, over plain HTTP.
+"""The one client drills has for a Prefect server: its REST API, over plain HTTP.
 
-drills/ must not import prefect (the core runs without a server), so `drills serve`
-talks to the server the way any client may: its documented REST API. Transport
+drills/ must not import prefect (the core runs without a server, and importing it
+costs the CLI seconds), so `drills serve`, `drills serve run` and the dashboard all
+talk to the server the way any client may: its documented REST API. Transport
 errors become :class:`TemporaryError`, refusals :class:`PermanentError`, with the
 endpoint named and no credential repeated.
 """
@@ -9,9 +10,11 @@ endpoint named and no credential repeated.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import os
 import uuid
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -20,7 +23,14 @@ from drills.errors import PermanentError, TemporaryError
 from drills.plan.durations import format_duration
 from drills.targets.retry import retry_call
 
+# Prefect's terminal state types: nothing happens to a run in one of these any more.
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CRASHED", "CANCELLED"})
+NOT_FINAL_STATES = ("SCHEDULED", "PENDING", "RUNNING", "PAUSED", "CANCELLING")
+
+
+def is_final(state_type: str) -> bool:
+    """Whether a flow run in this state type has finished, whatever the outcome."""
+    return state_type in FINAL_STATES
 
 
 @dataclass(frozen=True)
@@ -28,9 +38,13 @@ class Deployment:
     id: str
     name: str
     flow_name: str
-    schedules: tuple[str, ...]
+    schedules: tuple[str, ...]  # "cron 0 3 1 1,4,7,10 * (UTC)"; inactive ones say so
     paused: bool
     parameters: dict[str, Any]
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.flow_name}/{self.name}"
 
 
 @dataclass(frozen=True)
@@ -44,25 +58,39 @@ class WorkerStatus:
 class FlowRunState:
     id: str
     name: str
-    state_type: str
-    state_name: str
+    state_type: str  # SCHEDULED, RUNNING, COMPLETED, ...
+    state_name: str  # Prefect's name for it ("Late", "AwaitingRetry"), else the type
     message: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    expected_start: dt.datetime | None = None
+    started: dt.datetime | None = None
+    ended: dt.datetime | None = None
 
     @property
     def final(self) -> bool:
-        return self.state_type in FINAL_STATES
+        return is_final(self.state_type)
 
 
-def auth_headers() -> dict[str, str]:
-    """Credentials for a server of your own, from the same variables the prefect CLI reads."""
-    if key := os.environ.get("PREFECT_API_KEY"):
+@dataclass(frozen=True)
+class StateChange:
+    """Prefect's answer to a requested state: accepted, or why not."""
+
+    accepted: bool
+    reason: str
+
+
+def auth_headers(api_key: str | None = None, auth_string: str | None = None) -> dict[str, str]:
+    """Credentials for a server of your own: those given, else from the same variables
+    the prefect CLI reads."""
+    if key := api_key or os.environ.get("PREFECT_API_KEY"):
         return {"Authorization": f"Bearer {key}"}
-    if basic := os.environ.get("PREFECT_API_AUTH_STRING"):
+    if basic := auth_string or os.environ.get("PREFECT_API_AUTH_STRING"):
         return {"Authorization": "Basic " + base64.b64encode(basic.encode()).decode()}
     return {}
 
 
-def _describe_schedule(item: dict[str, Any]) -> str:
+def describe_schedule(item: dict[str, Any]) -> str:
+    """A deployment schedule as people read it: "cron 0 3 1 1,4,7,10 * (UTC)", "every 15m"."""
     schedule = item.get("schedule") or {}
     zone = schedule.get("timezone") or "UTC"
     if "cron" in schedule:
@@ -72,6 +100,37 @@ def _describe_schedule(item: dict[str, Any]) -> str:
     else:
         text = f"rrule {schedule.get('rrule', '?')}"
     return text if item.get("active", True) else f"{text}, inactive"
+
+
+def _when(value: str | None) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(value) if value else None
+
+
+def _flow_run(data: dict[str, Any]) -> FlowRunState:
+    state = data.get("state") or {}
+    state_type = state.get("type") or "UNKNOWN"
+    return FlowRunState(
+        id=data["id"],
+        name=data.get("name") or "",
+        state_type=state_type,
+        state_name=state.get("name") or state_type,
+        message=state.get("message") or "",
+        parameters=dict(data.get("parameters") or {}),
+        expected_start=_when(data.get("expected_start_time")),
+        started=_when(data.get("start_time")),
+        ended=_when(data.get("end_time")),
+    )
+
+
+def _deployment(data: dict[str, Any], flow_name: str) -> Deployment:
+    return Deployment(
+        id=data["id"],
+        name=data["name"],
+        flow_name=flow_name,
+        schedules=tuple(describe_schedule(s) for s in data.get("schedules") or []),
+        paused=bool(data.get("paused")),
+        parameters=dict(data.get("parameters") or {}),
+    )
 
 
 class PrefectRest:
@@ -89,31 +148,53 @@ class PrefectRest:
     def __exit__(self, *_: object) -> None:
         self._client.close()
 
+    @property
+    def _where(self) -> str:
+        return f"prefect api {self.api_url}"
+
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        # A busy server (SQLite locked) answers 503 for a moment; every call here is a read
-        # or carries an idempotency key, so retrying cannot do anything twice.
+        # A busy server (SQLite locked) answers 503 for a moment; every call here is a read,
+        # carries an idempotency key, or asks for a state the server checks against the
+        # current one, so retrying cannot do anything twice.
         return retry_call(lambda: self._call_once(method, path, body))
 
     def _call_once(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
-        where = f"prefect api {self.api_url}"
         try:
             response = self._client.request(method, path, json=body)
         except httpx.HTTPError as exc:
-            raise TemporaryError(where, f"{method} {path}: {type(exc).__name__}") from None
+            raise TemporaryError(self._where, f"{method} {path}: {type(exc).__name__}") from None
         if response.status_code == 404:
-            raise PermanentError(where, f"{method} {path}: not found")
+            raise PermanentError(self._where, f"{method} {path}: not found")
         if response.status_code >= 500:
-            raise TemporaryError(where, f"{method} {path}: HTTP {response.status_code}")
+            raise TemporaryError(self._where, f"{method} {path}: HTTP {response.status_code}")
         if response.status_code >= 400:
             detail = response.text.strip()[:300]
-            raise PermanentError(where, f"{method} {path}: HTTP {response.status_code} {detail}")
+            raise PermanentError(
+                self._where, f"{method} {path}: HTTP {response.status_code} {detail}"
+            )
         return response.json() if response.content else None
 
-    def healthy(self) -> bool:
+    def _run_id(self, flow_run_id: str) -> str:
+        # Ids reach here from URLs people share: only a UUID may become part of a path.
         try:
-            return self._client.get("health", timeout=2.0).status_code == 200
-        except httpx.HTTPError:
-            return False
+            return str(uuid.UUID(flow_run_id))
+        except ValueError:
+            raise PermanentError(self._where, f"{flow_run_id!r} is not a flow run id") from None
+
+    # -- the server -------------------------------------------------------------------
+
+    def health_problem(self, timeout: float = 2.0) -> str | None:
+        """None when the server answers its health check; otherwise why not."""
+        try:
+            response = self._client.get("health", timeout=timeout)
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__} from {self.api_url}"
+        if response.status_code != 200:
+            return f"{self.api_url}/health answered {response.status_code}"
+        return None
+
+    def healthy(self) -> bool:
+        return self.health_problem() is None
 
     def work_pool_exists(self, name: str) -> bool:
         try:
@@ -131,61 +212,90 @@ class PrefectRest:
             for w in found
         ]
 
+    # -- deployments ------------------------------------------------------------------
+
     def deployments(self) -> list[Deployment]:
         found = self._call("POST", "deployments/filter", {"sort": "NAME_ASC"})
         flows = {f["id"]: f["name"] for f in self._call("POST", "flows/filter", {})}
-        return [self._deployment(d, flows.get(d["flow_id"], "?")) for d in found]
+        return [_deployment(d, flows.get(d["flow_id"], "?")) for d in found]
 
     def deployment(self, name: str) -> Deployment:
         """By ``flow/deployment``, or by the deployment's name alone when that is unique."""
         if "/" in name:
             flow_name, _, short = name.partition("/")
             found = self._call("GET", f"deployments/name/{flow_name}/{short}")
-            return self._deployment(found, flow_name)
+            return _deployment(found, flow_name)
         matches = [d for d in self.deployments() if d.name == name]
-        where = f"prefect api {self.api_url}"
         if not matches:
-            raise PermanentError(where, f"no deployment named {name!r}")
+            raise PermanentError(self._where, f"no deployment named {name!r}")
         if len(matches) > 1:
-            names = ", ".join(f"{d.flow_name}/{d.name}" for d in matches)
-            raise PermanentError(where, f"{name!r} is ambiguous: {names}")
+            names = ", ".join(d.full_name for d in matches)
+            raise PermanentError(self._where, f"{name!r} is ambiguous: {names}")
         return matches[0]
 
-    @staticmethod
-    def _deployment(data: dict[str, Any], flow_name: str) -> Deployment:
-        return Deployment(
-            id=data["id"],
-            name=data["name"],
-            flow_name=flow_name,
-            schedules=tuple(_describe_schedule(s) for s in data.get("schedules") or []),
-            paused=bool(data.get("paused")),
-            parameters=dict(data.get("parameters") or {}),
-        )
+    def find_deployment(self, name: str) -> Deployment | None:
+        """The deployment, or None when the server has none of that name."""
+        try:
+            return self.deployment(name)
+        except PermanentError as exc:
+            if exc.cause.endswith("not found") or exc.cause.startswith("no deployment"):
+                return None
+            raise
 
-    def create_flow_run(self, deployment_id: str, parameters: dict[str, Any]) -> FlowRunState:
+    # -- flow runs --------------------------------------------------------------------
+
+    def create_flow_run(
+        self,
+        deployment_id: str,
+        parameters: dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        tags: Iterable[str] = (),
+    ) -> FlowRunState:
+        """A scheduled run of the deployment, due now; a worker of its pool picks it up."""
+        now = dt.datetime.now(dt.UTC).isoformat()
         body = {
             "parameters": parameters,
-            "state": {"type": "SCHEDULED"},
-            "idempotency_key": uuid.uuid4().hex,  # a retried POST returns the same run
+            "state": {"type": "SCHEDULED", "state_details": {"scheduled_time": now}},
+            "tags": list(tags),
+            # A retried POST returns the same run; so does a second click with the same key.
+            "idempotency_key": idempotency_key or uuid.uuid4().hex,
         }
-        return self._state(self._call("POST", f"deployments/{deployment_id}/create_flow_run", body))
+        return _flow_run(self._call("POST", f"deployments/{deployment_id}/create_flow_run", body))
+
+    def flow_runs(
+        self, deployment_id: str, states: Iterable[str], *, limit: int = 200
+    ) -> list[FlowRunState]:
+        """Runs of a deployment in the given state types, the soonest due first."""
+        body = {
+            "deployments": {"id": {"any_": [deployment_id]}},
+            "flow_runs": {"state": {"type": {"any_": list(states)}}},
+            "sort": "EXPECTED_START_TIME_ASC",
+            "limit": limit,
+        }
+        return [_flow_run(run) for run in self._call("POST", "flow_runs/filter", body)]
 
     def active_flow_runs(self) -> list[FlowRunState]:
         """Flow runs a worker is executing or holding: stopping it would interrupt them."""
         states = {"type": {"any_": ["PENDING", "RUNNING", "PAUSED", "CANCELLING"]}}
         found = self._call("POST", "flow_runs/filter", {"flow_runs": {"state": states}})
-        return [self._state(run) for run in found]
+        return [_flow_run(run) for run in found]
 
     def flow_run(self, flow_run_id: str) -> FlowRunState:
-        return self._state(self._call("GET", f"flow_runs/{flow_run_id}"))
+        return _flow_run(self._call("GET", f"flow_runs/{self._run_id(flow_run_id)}"))
 
-    @staticmethod
-    def _state(data: dict[str, Any]) -> FlowRunState:
-        state = data.get("state") or {}
-        return FlowRunState(
-            id=data["id"],
-            name=data.get("name") or "",
-            state_type=state.get("type") or "UNKNOWN",
-            state_name=state.get("name") or "",
-            message=state.get("message") or "",
-        )
+    def task_run_states(self, flow_run_id: str, *, limit: int = 200) -> list[tuple[str, str]]:
+        """(name, state type) of each task run of the flow run."""
+        body = {"flow_runs": {"id": {"any_": [self._run_id(flow_run_id)]}}, "limit": limit}
+        found = self._call("POST", "task_runs/filter", body)
+        return [(t.get("name") or "", (t.get("state") or {}).get("type") or "") for t in found]
+
+    def set_flow_run_state(
+        self, flow_run_id: str, state_type: str, name: str, message: str
+    ) -> StateChange:
+        """Ask for a new state; Prefect's orchestration rules may refuse it."""
+        body = {"state": {"type": state_type, "name": name, "message": message}}
+        answer = self._call("POST", f"flow_runs/{self._run_id(flow_run_id)}/set_state", body)
+        status = answer.get("status") or "?"
+        reason = (answer.get("details") or {}).get("reason") or status
+        return StateChange(status == "ACCEPT", reason)

@@ -25,13 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import make_url, select
+from sqlalchemy import make_url
 
+from drills import apps
 from drills.errors import LabError
 from drills.orchestrator.rest import PrefectRest, WorkerStatus
 from drills.processes import descendants, pid_alive
-from drills.store.history import HistoryStore, database_url
-from drills.store.models import DrillRun
+from drills.store.history import database_url
 
 log = logging.getLogger("drills.orchestrator.serve")
 
@@ -193,7 +193,7 @@ def prefect_env(info: ServeInfo) -> dict[str, str]:
     # `prefect deploy` would bake its value into the pull step; the deployment must keep
     # the placeholder so that each worker supplies its own project directory.
     env.pop("DRILLS_PROJECT_DIR", None)
-    return env
+    return apps.on_pythonpath(env)
 
 
 def worker_env(info: ServeInfo) -> dict[str, str]:
@@ -273,8 +273,7 @@ def up(
     """Start server, pool, deployments and worker; returns the info and whether all of it
     was already running. A server left without its worker gets a new worker."""
     state_dir, project_dir = state_dir.resolve(), project_dir.resolve()
-    if not (project_dir / "prefect.yaml").is_file():
-        raise LabError(f"no prefect.yaml in {project_dir}: run from the project directory")
+    prefect_file = apps.prefect_file(project_dir)
     started = time.monotonic()
     deadline = started + timeout
 
@@ -313,8 +312,8 @@ def up(
                 remaining = deadline - time.monotonic()
                 _run_cli(["work-pool", "create", WORK_POOL, "--type", "process"], info,
                          info.logs["deploy"], remaining)  # fmt: skip
-        _run_cli(["--no-prompt", "deploy", "--all"], info, info.logs["deploy"],
-                 deadline - time.monotonic())  # fmt: skip
+        deploy = ["--no-prompt", "deploy", "--all", "--prefect-file", str(prefect_file)]
+        _run_cli(deploy, info, info.logs["deploy"], deadline - time.monotonic())
         done(f"work pool {WORK_POOL} and the deployments of prefect.yaml ready")
         info = _start_worker(info, deadline)
         done(f"worker {WORKER_NAME} online")
@@ -341,10 +340,3 @@ def down(state_dir: Path = DEFAULT_STATE_DIR, timeout: float = 15.0) -> bool:
         _stop_tree(info.server_pid, timeout)
     (state_dir / INFO_FILE).unlink(missing_ok=True)
     return was_running
-
-
-def drill_run_of(history: HistoryStore, flow_run_id: str) -> DrillRun | None:
-    """The drill a flow run recorded: the bridge from a Prefect run to `drills report`."""
-    with history.session() as s:
-        query = select(DrillRun).where(DrillRun.flow_run_id == flow_run_id).limit(1)
-        return s.scalars(query).first()

@@ -1,15 +1,21 @@
 """Declare incident in AppTest, against the session's Prefect test server: who sees the
-button, what a wrong confirmation does, and the real flow run a right one creates."""
+button, what a wrong confirmation does, the real flow run a right one creates, and a
+declaration from the terminal (`drills serve run declare-incident`) taking the same path."""
 
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from drills.orchestrator.flow_runs import PrefectLauncher, cancel_flow_run
+from drills.orchestrator.rest import PrefectRest
 from drills.passwords import hash_password
 from drills.store.models import AuditEvent
 from drills.takeover.incident import IncidentRequest, declare_incident
@@ -27,7 +33,6 @@ from tests.support.ui import (
     open_page,
     shown,
 )
-from ui.prefect_api import PrefectLauncher, cancel_flow_run
 
 PASSWORD = "correct horse battery staple"
 
@@ -42,6 +47,21 @@ def declare_env(
     delete_flow_runs(prefect_url, incident_deployment)
     yield ui_env
     delete_flow_runs(prefect_url, incident_deployment)
+
+
+@dataclass(frozen=True)
+class Server:
+    """The Prefect test server, its incident deployment, and a client of it."""
+
+    url: str
+    deployment: str
+    api: PrefectRest
+
+
+@pytest.fixture()
+def server(prefect_url: str, incident_deployment: str) -> Iterator[Server]:
+    with PrefectRest(prefect_url) as api:
+        yield Server(prefect_url, incident_deployment, api)
 
 
 def _audit(env: UiEnv) -> list[AuditEvent]:
@@ -174,7 +194,7 @@ def test_closed_read_pages_need_a_sign_in(ui_env: UiEnv, tmp_path: Path) -> None
 
 
 def test_a_crashed_incident_blocks_the_next_one_until_recovered(
-    declare_env: UiEnv, populated: Drilled, prefect_url: str, incident_deployment: str
+    declare_env: UiEnv, populated: Drilled, server: Server
 ) -> None:
     """A run whose flow run crashed never writes finished_at: Prefect knows it is over, but
     what it changed waits for a decision, and a new run would refuse to start on top of it."""
@@ -182,15 +202,15 @@ def test_a_crashed_incident_blocks_the_next_one_until_recovered(
     from prefect.settings import PREFECT_API_URL, temporary_settings
     from prefect.states import Crashed
 
-    with temporary_settings({PREFECT_API_URL: prefect_url}), get_client(sync_client=True) as c:
-        deployment = c.read_deployment_by_name(incident_deployment)
+    with temporary_settings({PREFECT_API_URL: server.url}), get_client(sync_client=True) as c:
+        deployment = c.read_deployment_by_name(server.deployment)
         crashed = c.create_flow_run_from_deployment(deployment.id, parameters={"plan": "x"})
         c.set_flow_run_state(crashed.id, Crashed(), force=True)
     store = declare_env.store()
     stale = add_run(store, mode="incident", status="running", finished=False,
                     flow_run_id=str(crashed.id))  # fmt: skip
     alive = add_run(store, mode="incident", status="running", finished=False)
-    launcher = PrefectLauncher(prefect_url, incident_deployment)
+    launcher = PrefectLauncher(server.api, server.deployment)
     request = IncidentRequest(
         plan_path=populated.plan_path, plan_name="lab", operator="carol", reason="r",
         confirmation="lab", declared_at=dt.datetime.now(dt.UTC),
@@ -208,12 +228,12 @@ def test_a_crashed_incident_blocks_the_next_one_until_recovered(
 
 
 def test_an_incident_no_worker_has_started_is_cancelled_at_once_and_audited(
-    declare_env: UiEnv, populated: Drilled, prefect_url: str, incident_deployment: str
+    declare_env: UiEnv, populated: Drilled, server: Server
 ) -> None:
     declare_env.set("DRILLS_UI_LAB", "1")
     at = open_page("declare")
     declare(fill_declaration(at, operator="carol", reason="by mistake", confirmation="lab"))
-    [run] = flow_runs(prefect_url, incident_deployment)
+    [run] = flow_runs(server.url, server.deployment)
     label = at.checkbox(key="declare.cancel_sure").label
     assert "stops where it is" in label and "--hold" in label
     assert at.button(key="declare.cancel").disabled  # until confirmed
@@ -221,18 +241,103 @@ def test_an_incident_no_worker_has_started_is_cancelled_at_once_and_audited(
     at.button(key="declare.cancel").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert "it had not started, so nothing was changed" in shown(at), shown(at)
-    [run] = flow_runs(prefect_url, incident_deployment)
+    [run] = flow_runs(server.url, server.deployment)
     assert run.state is not None and run.state.type.value == "CANCELLED"
     assert run.state.message == "cancelled from the dashboard by carol"
     at.run()
     assert "ended Cancelled without a history record" in shown(at)
     # A second cancel (a page that had not caught up) changes nothing, and says why.
-    launcher = PrefectLauncher(prefect_url, incident_deployment)
+    launcher = PrefectLauncher(server.api, server.deployment)
     assert launcher.active_runs(populated.plan_path, "lab") == []  # a new one may be declared
-    outcome = cancel_flow_run(prefect_url, str(run.id), "again")
+    outcome = cancel_flow_run(server.api, str(run.id), "again")
     assert not outcome.accepted and outcome.detail == "the flow run is already Cancelled"
     cancels = [e for e in _audit(declare_env) if e.action == "cancel-run"]
     assert [(e.who, e.accepted, e.plan) for e in cancels] == [("carol", True, "lab")]
     assert cancels[0].detail["flow_run_id"] == str(run.id)
     audit = open_page("declare").dataframe[0].value
     assert list(audit["action"][:2]) == ["cancel-run", "declare-incident"]
+
+
+def declare_from_terminal(
+    env: UiEnv, prefect_url: str, deployment: str, plan: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """`drills serve run DEPLOYMENT -p mode=incident` against the test server and the
+    dashboard's store (the deployment, unlike prefect.yaml's, has no mode of its own); no
+    terminal, so nothing is asked."""
+    return subprocess.run(
+        [
+            sys.executable, "-m", "drills", "serve", "run", deployment, "--no-wait",
+            "--api-url", prefect_url, "--db", env.db_url,
+            "--state-dir", str(env.tmp_path / "no-local-server"), "-p", f"plan={plan}",
+            "-p", "mode=incident",
+            *options,
+        ],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _refusal_on_the_page(operator: str) -> str:
+    at = open_page("declare")
+    declare(fill_declaration(at, operator=operator, reason="from the page", confirmation="lab"))
+    [error] = at.error
+    prefix = "Incident **not** declared — "
+    assert error.value.startswith(prefix), error.value
+    return str(error.value).removeprefix(prefix)
+
+
+def test_a_declaration_from_the_terminal_takes_the_dashboards_path(
+    declare_env: UiEnv, populated: Drilled, server: Server
+) -> None:
+    """Checked, refused and audited as the dashboard's are: an incident declared from a
+    terminal is in the audit log, and refused exactly when the page refuses, in its words."""
+    declare_env.set("DRILLS_UI_LAB", "1")
+    plan = populated.plan_path
+
+    def terminal(*options: str) -> subprocess.CompletedProcess[str]:
+        return declare_from_terminal(declare_env, server.url, server.deployment, plan, *options)
+
+    unexplained = terminal("--operator", "erin", "--confirm", "lab")
+    assert unexplained.returncode == 1
+    assert "Incident not declared: refused: a reason is required" in unexplained.stderr
+    assert flow_runs(server.url, server.deployment) == []
+
+    started = terminal("--operator", "carol", "--reason", "region down", "--confirm", "lab")
+    assert started.returncode == 0, started.stderr
+    [run] = flow_runs(server.url, server.deployment)
+    assert str(run.id) in started.stderr
+    assert (run.parameters["operator"], run.parameters["reason"]) == ("carol", "region down")
+    assert run.parameters["mode"] == "incident" and run.parameters["declared_at"]
+    assert Path(run.parameters["plan"]) == Path(plan).resolve()
+    assert "incident" in run.tags
+
+    # While it is going, both refuse a second one, in the same words.
+    on_the_page = _refusal_on_the_page("dave")
+    again = terminal("--operator", "frank", "--reason", "again", "--confirm", "lab")
+    assert again.returncode == 1
+    assert f"Incident not declared: {on_the_page}" in again.stderr
+    assert "already running" in on_the_page and str(run.id) in on_the_page
+
+    # Stopped part-way, it holds the plan until recovered: both say what to decide.
+    assert cancel_flow_run(server.api, str(run.id), "stopped for the test").accepted
+    held = add_run(declare_env.store(), mode="incident", status="cancelled", finished=False,
+                   flow_run_id=str(run.id))  # fmt: skip
+    on_the_page = _refusal_on_the_page("dave")
+    again = terminal("--operator", "frank", "--reason", "again", "--confirm", "lab")
+    assert again.returncode == 1
+    assert f"Incident not declared: {on_the_page}" in again.stderr
+    assert f"drills recover {held} --complete" in on_the_page
+    assert len(flow_runs(server.url, server.deployment)) == 1
+
+    audit = [(e.who, e.accepted, e.reason) for e in _audit(declare_env)]
+    assert audit == [
+        ("erin", False, ""),
+        ("carol", True, "region down"),
+        ("dave", False, "from the page"),
+        ("frank", False, "again"),
+        ("dave", False, "from the page"),
+        ("frank", False, "again"),
+    ]
+    events = _audit(declare_env)
+    assert events[1].detail["flow_run_id"] == str(run.id)
+    assert events[2].detail["outcome"] == events[3].detail["outcome"]
+    assert events[4].detail["outcome"] == events[5].detail["outcome"]

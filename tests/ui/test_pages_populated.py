@@ -13,13 +13,14 @@ from sqlalchemy import func, select
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
+from drills.checks import catalog
 from drills.checks.base import Status
 from drills.lab.runtime import LabInfo
 from drills.store.models import ReadinessSnapshot
 from tests.support.ui import Drilled, UiEnv, add_run, button, open_page, shown
 from ui.components import OVERALL_ICON, STATUS_BADGE
 
-CATEGORIES = ["Images", "Data", "Secrets", "Cluster", "DNS", "Cadence"]
+CATEGORIES = list(catalog.CATEGORIES)
 
 
 def _snapshots(env: UiEnv) -> int:

@@ -8,6 +8,8 @@ import getpass
 
 import streamlit as st
 
+from drills.store.kinds import Mode, RunStatus
+from drills.text import for_markdown
 from ui import auth, components, data
 from ui.auth import Access
 from ui.cancel import cancel_control
@@ -42,7 +44,7 @@ def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
     phases = (report or {}).get("phases") or []
     if info and info.running_tasks:
         current = ", ".join(info.running_tasks)
-    elif row and row.status != "running":
+    elif row and row.status != RunStatus.RUNNING:
         current = "done"
     elif phases:
         current = f"after {phases[-1]['name']}"
@@ -62,8 +64,9 @@ def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
     cols[3].metric("Verdict", components.verdict_label(row.verdict) if row else "—")
     if info is not None and not info.final:
         cancel_control(
-            settings, access, info, flow_run_id=flow_run_id, plan_name=plan_name, mode="incident",
-            run_id=row.id if row else None, key=KEY, name=st.session_state.get(f"{KEY}.operator"),
+            settings, access, info, flow_run_id=flow_run_id, plan_name=plan_name,
+            mode=Mode.INCIDENT, run_id=row.id if row else None, key=KEY,
+            name=st.session_state.get(f"{KEY}.operator"),
         )  # fmt: skip
     for phase in phases:
         st.markdown(f"**{phase['name']}** {STEP_ICON.get(phase['status'], '')}")
@@ -75,12 +78,13 @@ def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
         if lines:
             st.markdown("\n".join(lines))
     # An incident stopped part-way ends its flow run but stays unfinished in the history.
-    finished = bool(info and info.final and (row is None or row.status != "running"))
+    finished = bool(info and info.final and (row is None or row.status != RunStatus.RUNNING))
     if finished and row is not None:
-        if row.status == "succeeded":
+        if row.status == RunStatus.SUCCEEDED:
             st.success(f"The takeover finished: {row.status}. DR is serving.")
         else:
-            st.error(f"The incident run ended {row.status}: {row.error or 'see the report'}")
+            why = for_markdown(row.error or "see the report")
+            st.error(f"The incident run ended {row.status}: {why}")
         st.page_link(
             "app_pages/history.py",
             label="See this run in the drill history",
@@ -119,7 +123,7 @@ def _form(settings: UISettings, access: Access) -> None:
     plan_name = st.selectbox("Plan to fail over", list(by_name), key=f"{KEY}.plan")
     if access.user:
         operator = access.user
-        st.caption(f"Declaring as **{operator}**")
+        st.caption(f"Declaring as **{for_markdown(operator)}**")
     else:
         operator = st.text_input("Your name", value=getpass.getuser(), key=f"{KEY}.operator")
     reason = st.text_area(
@@ -157,7 +161,10 @@ def _form(settings: UISettings, access: Access) -> None:
             st.success(f"Incident declared at {components.when(declared_at)}. T0 is set.")
             st.rerun()
         else:
-            st.error(f"Incident **not** declared — {declaration.message}", icon=":material/block:")
+            st.error(
+                f"Incident **not** declared — {declaration.message}",
+                icon=":material/block:",
+            )
 
 
 def _audit_log(settings: UISettings) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import streamlit as st
 
+from drills.store.kinds import Mode, RunStatus, Verdict
 from ui import auth, charts, components, data
 from ui.cancel import cancel_control
 from ui.queries import RunRow
@@ -14,8 +15,8 @@ from ui.settings import UISettings, load_settings
 
 KEY = "history"
 ALL = "All"
-MODES = (ALL, "drill", "incident")
-VERDICTS = (ALL, "met", "missed", "failed", "aborted")
+MODES = (ALL, Mode.DRILL, Mode.INCIDENT)
+VERDICTS = (ALL, Verdict.MET, Verdict.MISSED, Verdict.FAILED, Verdict.ABORTED)
 
 
 def _table(rows: list[RunRow]) -> list[dict[str, Any]]:
@@ -102,7 +103,7 @@ def _detail(settings: UISettings, run_id: str) -> None:
         f"{components.when(run['started_at'])} — T0 {components.when(run['t0'])} — finished "
         f"{components.when(run['finished_at'])}"
     )
-    if run["status"] == "running" and not run["finished_at"]:
+    if run["status"] == RunStatus.RUNNING and not run["finished_at"]:
         _still_running(settings, run)
     if run.get("error"):
         st.error(run["error"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from drills.store.kinds import Mode
+from drills.text import for_markdown
 from ui import components, data, plan_summary
 from ui.data import PlanEntry
 from ui.settings import UISettings, load_settings
@@ -32,7 +34,7 @@ def _next_drill(settings: UISettings, entry: PlanEntry) -> str:
 
 
 def _last_drill(settings: UISettings, entry: PlanEntry) -> str:
-    run = data.last_run(settings.db_url, entry.name, "drill")
+    run = data.last_run(settings.db_url, entry.name, Mode.DRILL)
     if run is None:
         return "never drilled"
     return (
@@ -45,11 +47,13 @@ def _plan(settings: UISettings, entry: PlanEntry) -> None:
     st.header(entry.name, divider="gray")
     if entry.plan is None:
         count = len(entry.problems)
-        st.error(f"✗ {entry.shown}: {count} problem{'s' if count != 1 else ''}")
+        st.error(f"✗ {for_markdown(entry.shown)}: {count} problem{'s' if count != 1 else ''}")
         st.code("\n".join(entry.problems), language=None)
         return
     plan = entry.plan
-    st.success(f"✓ {entry.shown} is valid: {plan_summary.headline(plan)}")
+    st.success(
+        f"✓ {for_markdown(entry.shown)} is valid: {for_markdown(plan_summary.headline(plan))}"
+    )
     if plan.description:
         st.markdown(plan.description.strip())
     st.markdown(f"**Next scheduled drill:** {_next_drill(settings, entry)}")

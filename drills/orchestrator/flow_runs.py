@@ -1,0 +1,170 @@
+"""What the CLI and the dashboard do with flow runs: start one, follow it, cancel it,
+find the next one scheduled, and launch incidents for drills.takeover.incident.
+
+Written once over :class:`PrefectRest`, so `drills serve run` and the dashboard agree
+on what a run's state means and on which runs belong to a plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from drills.errors import TargetError
+from drills.orchestrator.rest import NOT_FINAL_STATES, Deployment, FlowRunState, PrefectRest
+from drills.store.history import HistoryStore
+from drills.store.models import DrillRun
+from drills.takeover.incident import ActiveRun
+
+log = logging.getLogger("drills.orchestrator.flow_runs")
+
+
+def same_plan(parameter: Any, plan_path: str, plan_name: str) -> bool:
+    """Whether a flow run's ``plan`` parameter names this plan, by name or by file."""
+    if not isinstance(parameter, str) or not parameter:
+        return False
+    if parameter == plan_name:
+        return True
+    return Path(parameter).expanduser().resolve() == Path(plan_path).expanduser().resolve()
+
+
+def _runs_of_plan(
+    api: PrefectRest, deployment: Deployment, states: Iterable[str], plan_path: str, plan_name: str
+) -> list[FlowRunState]:
+    # A run that was given no plan runs the deployment's default one.
+    default = deployment.parameters.get("plan")
+    return [
+        run
+        for run in api.flow_runs(deployment.id, states)
+        if same_plan(run.parameters.get("plan", default), plan_path, plan_name)
+    ]
+
+
+@dataclass(frozen=True)
+class DeploymentInfo:
+    name: str
+    schedules: tuple[str, ...]
+    next_run: dt.datetime | None  # the next scheduled run of it for the plan asked about
+    plan_parameter: str | None
+
+
+def deployment_info(
+    api: PrefectRest, name: str, plan_path: str, plan_name: str
+) -> DeploymentInfo | None:
+    """A deployment's schedules and its next scheduled run for this plan; None if no such
+    deployment."""
+    deployment = api.find_deployment(name)
+    if deployment is None:
+        return None
+    upcoming = _runs_of_plan(api, deployment, ["SCHEDULED"], plan_path, plan_name)
+    plan = deployment.parameters.get("plan")
+    return DeploymentInfo(
+        name,
+        deployment.schedules,
+        upcoming[0].expected_start if upcoming else None,
+        plan if isinstance(plan, str) else None,
+    )
+
+
+@dataclass(frozen=True)
+class FlowRunProgress(FlowRunState):
+    running_tasks: tuple[str, ...] = ()
+    completed_tasks: int = 0
+
+
+def flow_run_progress(api: PrefectRest, flow_run_id: str) -> FlowRunProgress:
+    """The flow run's state and how far its tasks got: what a live view shows."""
+    run = api.flow_run(flow_run_id)
+    tasks = api.task_run_states(run.id)
+    fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
+    return FlowRunProgress(
+        **fields,
+        running_tasks=tuple(name for name, state in tasks if state == "RUNNING"),
+        completed_tasks=sum(1 for _, state in tasks if state == "COMPLETED"),
+    )
+
+
+def start_deployment(
+    api: PrefectRest,
+    name: str,
+    parameters: dict[str, Any],
+    *,
+    idempotency_key: str | None = None,
+    tags: Iterable[str] = (),
+) -> FlowRunState:
+    """Create a run of the deployment and return it at once, without waiting for it."""
+    deployment = api.deployment(name)
+    run = api.create_flow_run(deployment.id, parameters, idempotency_key=idempotency_key, tags=tags)
+    log.info("started %s: flow run %s (%s)", deployment.full_name, run.name, run.id)
+    return run
+
+
+@dataclass(frozen=True)
+class CancelOutcome:
+    accepted: bool
+    state_name: str  # the flow run's state after the request
+    detail: str  # for people: what happens next, or why nothing did
+
+
+def cancel_flow_run(api: PrefectRest, flow_run_id: str, message: str) -> CancelOutcome:
+    """Ask Prefect to cancel a flow run, as its own UI's Cancel button does.
+
+    A run no worker has started yet is Cancelled at once. A started one (running,
+    or paused for approval) goes to Cancelling: its worker then stops the process
+    with SIGTERM, on which a drill rolls back and an incident stops and reports.
+    """
+    run = api.flow_run(flow_run_id)
+    if run.final or run.state_type in ("CANCELLING", "UNKNOWN"):
+        return CancelOutcome(False, run.state_name, f"the flow run is already {run.state_name}")
+    started = run.state_type != "SCHEDULED"
+    wanted = ("CANCELLING", "Cancelling") if started else ("CANCELLED", "Cancelled")
+    change = api.set_flow_run_state(run.id, *wanted, message)
+    if not change.accepted:
+        outcome = CancelOutcome(False, run.state_name, f"Prefect refused: {change.reason}")
+    elif started:
+        detail = "its worker stops the flow run; a drill rolls back before it ends"
+        outcome = CancelOutcome(True, wanted[1], detail)
+    else:
+        outcome = CancelOutcome(True, wanted[1], "it had not started, so nothing was changed")
+    log.info("cancel of flow run %s: %s (%s)", run.id, outcome.state_name, outcome.detail)
+    return outcome
+
+
+class PrefectLauncher:
+    """The incident launcher (drills.takeover.incident) over a deployment of the drill flow."""
+
+    def __init__(self, api: PrefectRest, deployment: str) -> None:
+        self.api = api
+        self.deployment = deployment
+
+    def active_runs(self, plan_path: str, plan_name: str) -> list[ActiveRun]:
+        deployment = self.api.deployment(self.deployment)
+        runs = _runs_of_plan(self.api, deployment, NOT_FINAL_STATES, plan_path, plan_name)
+        return [ActiveRun(run.id, "prefect", run.state_type) for run in runs]
+
+    def is_finished(self, flow_run_id: str) -> bool | None:
+        try:
+            return self.api.flow_run(flow_run_id).final
+        except TargetError:
+            return None
+
+    def start(self, parameters: dict[str, Any], *, idempotency_key: str) -> str:
+        run = start_deployment(
+            self.api, self.deployment, parameters, idempotency_key=idempotency_key,
+            tags=("incident",),
+        )  # fmt: skip
+        return run.id
+
+
+def drill_run_of(history: HistoryStore, flow_run_id: str) -> DrillRun | None:
+    """The drill a flow run recorded: the bridge from a Prefect run to its history record."""
+    with history.session() as s:
+        query = select(DrillRun).where(DrillRun.flow_run_id == flow_run_id).limit(1)
+        return s.scalars(query).first()
