@@ -33,6 +33,7 @@ sysdeps:
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: venv
 	$(BIN)/mypy
@@ -81,12 +82,13 @@ screenshots: sysdeps venv
 bench: venv sysdeps
 	$(BIN)/python -m bench
 
-# Re-resolve the ranges in pyproject.toml and pin the result for reproducible installs.
+# Re-resolve the ranges in pyproject.toml and pin the result for reproducible installs
+# (setuptools too: the packaging test builds the wheel with it).
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
 	.venv-lock/bin/python -m pip install -q --upgrade pip
 	.venv-lock/bin/python -m pip install -q -e '.[test]'
-	.venv-lock/bin/python -m pip freeze --exclude-editable > constraints.txt
+	.venv-lock/bin/python -m pip freeze --all --exclude pip --exclude-editable > constraints.txt
 	rm -rf .venv-lock
 
 clean:

@@ -132,7 +132,7 @@ def fill(db_url: str) -> None:
         )  # fmt: skip
         journal += [
             {
-                "run_id": run_id, "seq": seq, "step": "workload.scale",
+                "run_id": run_id, "seq": seq, "kind": "workload.scale",
                 "target": f"dr/Deployment/serving/workload-{seq}",
                 "original": {"replicas": 0}, "intended": {"replicas": 2}, "state": "undone",
                 "created_at": started, "updated_at": started,

@@ -1,10 +1,143 @@
-"""The root Typer app; each command group lives in its own module."""
+"""The root Typer app. Each command group lives in its own module, imported only when one of
+its commands runs: `drills --help` and `drills plan validate` then start without loading
+Prefect, SQLAlchemy, boto3 or the Kubernetes client, which the other commands need.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import typer
+import typer.main
+from typer.core import TyperCommand, TyperGroup
+
+if TYPE_CHECKING:
+    # Typer carries its own copy of click; its groups and commands are built on these.
+    from typer._click import Command, Context, HelpFormatter
+
+
+@dataclass(frozen=True)
+class Entry:
+    module: str
+    help: str
+
+
+# What `drills --help` lists, without importing a command module. tests/cli/test_lazy.py
+# checks that each help text is the one its module gives the command.
+COMMANDS: dict[str, Entry] = {
+    "readiness": Entry(
+        "drills.cli.readiness_cmd",
+        "Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan.",
+    ),
+    "run": Entry(
+        "drills.cli.run_cmd",
+        "Run a minimum-takeover drill (or a real incident takeover) and print its report.",
+    ),
+    "history": Entry("drills.cli.run_cmd", "List past drills and incidents, newest first."),
+    "report": Entry(
+        "drills.cli.run_cmd",
+        "Print a run's report: who, when, what changed, how long each phase took, objectives met.",
+    ),
+    "recover": Entry(
+        "drills.cli.recover_cmd",
+        "Finish the job of a run that died: a drill is rolled back and verified against the "
+        "snapshot taken before it; an incident is reported, then completed (--complete) or held "
+        "(--hold) as the operator chooses. Safe to run again.",
+    ),
+    "plan": Entry("drills.cli.plan_cmd", "Validate, inspect and describe drill plans."),
+    "lab": Entry("drills.cli.lab_cmd", "The local lab: two stand-in sites on loopback."),
+    "serve": Entry(
+        "drills.cli.serve_cmd",
+        "A local Prefect server, work pool, worker and the deployments of prefect.yaml.",
+    ),
+    "ui": Entry(
+        "drills.cli.ui_cmd",
+        "The Streamlit dashboard: readiness, drill history, declare incident, plans.",
+    ),
+}
+
+
+def load_commands(module_name: str) -> dict[str, Command]:
+    """The click commands a command module registers, by name."""
+    module = importlib.import_module(module_name)
+    holder = typer.Typer()
+    module.register(holder)
+    return dict(typer.main.get_group(holder).commands)
+
+
+class LazyCommands(MutableMapping[str, "Command"]):
+    """A group's commands by name: every one in COMMANDS, and any registered eagerly. Looking
+    a command up imports its module; listing the names imports nothing."""
+
+    def __init__(self, eager: Mapping[str, Command]) -> None:
+        self._loaded: dict[str, Command] = dict(eager)
+
+    def loaded(self, name: str) -> bool:
+        return name in self._loaded
+
+    def __getitem__(self, name: str) -> Command:
+        if name not in self._loaded and name in COMMANDS:
+            for found, command in load_commands(COMMANDS[name].module).items():
+                self._loaded.setdefault(found, command)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._loaded[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS or name in self._loaded
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*COMMANDS, *(name for name in self._loaded if name not in COMMANDS)])
+
+    def __len__(self) -> int:
+        return len(set(COMMANDS) | set(self._loaded))
+
+
+class LazyGroup(TyperGroup):
+    """The root group: its commands load on first use, and its help lists them all from
+    COMMANDS without loading any."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(self.commands)
+        self._listing = False
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return list(self.commands)  # TyperGroup's own reads every command, loading them all
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        commands = self.commands
+        if self._listing and isinstance(commands, LazyCommands) and not commands.loaded(cmd_name):
+            entry = COMMANDS.get(cmd_name)
+            if entry is not None:
+                return TyperCommand(cmd_name, help=entry.help)
+        return super().get_command(ctx, cmd_name)
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="drills",
+    cls=LazyGroup,
     help="Disaster-recovery drills for GPU/AI platforms on Kubernetes.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
+
+
+@app.callback()
+def _root() -> None:
+    # A callback makes Typer build a group even before any command is registered eagerly.
+    pass

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
+from drills.cli.console import err_console, out_console
 from drills.errors import PlanError
-from drills.plan import DrillPlan, load_plan
-from drills.store.history import HistoryStore
+
+if TYPE_CHECKING:
+    from drills.plan import DrillPlan
+    from drills.store.history import HistoryStore
 
 EXIT_FAILED = 1
 EXIT_INVALID = 2
@@ -31,10 +33,12 @@ DbUrl = Annotated[
 
 def load_plan_or_exit(path: Path) -> DrillPlan:
     """Load a plan, or print every problem (no traceback) and exit 2: nothing runs on a bad plan."""
+    from drills.plan import load_plan
+
     try:
         return load_plan(path)
     except PlanError as exc:
-        err = Console(stderr=True, highlight=False, soft_wrap=True)
+        err = err_console(highlight=False, soft_wrap=True)
         count = len(exc.problems)
         err.print(Text(f"✗ {path}: {count} problem{'s' if count != 1 else ''}", style="bold red"))
         for problem in exc.problems:
@@ -43,6 +47,8 @@ def load_plan_or_exit(path: Path) -> DrillPlan:
 
 
 def open_history(url: str | None) -> HistoryStore:
+    from drills.store.history import HistoryStore  # SQLAlchemy: only for commands that keep runs
+
     return HistoryStore(url)
 
 
@@ -51,5 +57,5 @@ def exit_not_running(as_json: bool, message: str) -> NoReturn:
     if as_json:
         typer.echo(json.dumps({"running": False}))
     else:
-        Console().print(message)
+        out_console().print(message)
     raise typer.Exit(EXIT_FAILED)

@@ -8,16 +8,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from drills.cli.common import EXIT_FAILED, exit_not_running
+from drills.cli.common import EXIT_FAILED, EXIT_INVALID, exit_not_running
+from drills.cli.console import err_console, out_console
 from drills.errors import LabError
 from drills.lab import control
+from drills.lab.state import LabInfo
 
 lab_app = typer.Typer(help="The local lab: two stand-in sites on loopback.", no_args_is_help=True)
-console = Console()
-err = Console(stderr=True)
+console = out_console()
+err = err_console()
 
 StateDir = Annotated[
     Path,
@@ -68,6 +70,11 @@ def up(
     ] = 30.0,
 ) -> None:
     """Start the lab in the background and write its plan to STATE_DIR/plan.yaml."""
+    missing = control.missing_modules()
+    if missing:
+        needs = f"✗ the lab needs {', '.join(missing)}: "
+        err.print(Text(needs, style="red") + Text("pip install 'drills[lab]'"), soft_wrap=True)
+        raise typer.Exit(EXIT_INVALID)
     try:
         info, already = control.up(
             state_dir,
@@ -121,7 +128,7 @@ def status(
     console.print(table)
 
 
-def _print_info(info: control.LabInfo) -> None:
+def _print_info(info: LabInfo) -> None:
     table = Table(title=f"Lab in {info.state_dir}" + (" (drift seeded)" if info.drift else ""))
     table.add_column("part")
     table.add_column("where")

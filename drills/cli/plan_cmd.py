@@ -7,23 +7,26 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, load_plan_or_exit
+from drills.cli.console import err_console, out_console
 from drills.errors import TargetError
 from drills.plan import (
     ControllerFence,
     DrillPlan,
     EcrRegistry,
+    PlanWarning,
     Rfc2136Dns,
     Site,
     Tier,
     plan_schema,
 )
 from drills.plan.durations import format_duration
+from drills.plan.kubeconfig import KubeconfigError, load_kubeconfig
+from drills.text import for_terminal, redact_url
 
 plan_app = typer.Typer(
     name="plan",
@@ -42,11 +45,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _out() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return out_console(highlight=False, soft_wrap=True)
 
 
 def _err() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return err_console(highlight=False, soft_wrap=True)
 
 
 def _summary(plan: DrillPlan) -> str:
@@ -68,22 +71,42 @@ def validate(
             "--resolve",
             help="Also check that every credential reference resolves (environment "
             "variable set, file readable, Prefect block loadable) and that kubeconfig "
-            "files exist. Values are never printed.",
+            "files exist and hold the named context. Values are never printed.",
+        ),
+    ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Treat warnings (a TTL longer than the RTO, a rare schedule...) as "
+            "problems: exit 2 when there are any.",
         ),
     ] = False,
 ) -> None:
     """Check a plan file and report every problem in it, with file, line and field."""
     plan = load_plan_or_exit(path)
+    shown = for_terminal(str(path))
+    warnings = plan.warnings
+    _print_warnings(warnings)
     if resolve:
         problems = _resolution_problems(plan)
         if problems:
             err = _err()
-            err.print(Text(f"✗ {path}: {len(problems)} reference(s) do not resolve", style="red"))
+            err.print(Text(f"✗ {shown}: {len(problems)} reference(s) do not resolve", style="red"))
             for line in problems:
-                err.print(Text(f"{path}: {line}"))
+                err.print(Text(for_terminal(f"{shown}: {line}")))
             raise typer.Exit(EXIT_INVALID)
+    if strict and warnings:
+        _err().print(Text(f"✗ {shown}: warnings are problems with --strict", style="red"))
+        raise typer.Exit(EXIT_INVALID)
     checked = " and its references resolve" if resolve else ""
-    _out().print(Text(f"✓ {path} is valid{checked}: {_summary(plan)}", style="green"))
+    _out().print(Text(f"✓ {shown} is valid{checked}: {_summary(plan)}", style="green"))
+
+
+def _print_warnings(warnings: tuple[PlanWarning, ...]) -> None:
+    err = _err()
+    for warning in warnings:
+        err.print(Text(for_terminal(f"! {warning}"), style="yellow"))
 
 
 def _resolution_problems(plan: DrillPlan) -> list[str]:
@@ -106,19 +129,13 @@ def _kubeconfig_problem(plan: DrillPlan, site: Site) -> str | None:
         return None
     file = plan.resolve_path(access.kubeconfig)
     try:
-        config = yaml.safe_load(file.read_text(encoding="utf-8"))
+        load_kubeconfig(file, access.context)
     except FileNotFoundError:
         return f"{file} does not exist"
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"{file} cannot be read ({type(exc).__name__})"
-    except yaml.YAMLError:
-        return f"{file} is not valid YAML"
-    if access.context is None:
-        return None
-    contexts = config.get("contexts") if isinstance(config, dict) else None
-    names = {c.get("name") for c in contexts or [] if isinstance(c, dict)}
-    if access.context not in names:
-        return f"{file} has no context named {access.context!r}"
+    except KubeconfigError as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"{file} cannot be read ({exc.strerror or type(exc).__name__})"
     return None
 
 
@@ -129,7 +146,9 @@ def show(path: PlanPath) -> None:
     out = _out()
     out.print(Text(f"Plan {plan.name}", style="bold"))
     if plan.description:
-        out.print(Text(plan.description.strip()))
+        # Validation refuses control characters; escaping again costs nothing and keeps
+        # `show` safe for a plan built some other way.
+        out.print(Text(for_terminal(plan.description.strip(), multiline=True)))
     for table in (
         _sites_table(plan),
         _workloads_table(plan),
@@ -139,6 +158,11 @@ def show(path: PlanPath) -> None:
         _run_table(plan),
     ):
         out.print(table)
+
+
+def _cell(text: str, style: str = "") -> Text:
+    """Plan text as a table cell: control characters visible, never Rich markup."""
+    return Text(for_terminal(text), style=style)
 
 
 def _table(title: str, *columns: str) -> Table:
@@ -154,7 +178,7 @@ def _site_rows(site: Site) -> dict[str, str]:
     if isinstance(reg, EcrRegistry):
         registry = f"ECR {reg.registry_id} ({site.registry_region})"
     else:
-        registry = f"OCI {reg.url}" + (" (with auth)" if reg.auth else "")
+        registry = f"OCI {redact_url(reg.url)}" + (" (with auth)" if reg.auth else "")
     fence = site.ingress
     if isinstance(fence, ControllerFence):
         fencing = f"scale ingress controller {fence.deployment} to 0"
@@ -165,17 +189,21 @@ def _site_rows(site: Site) -> dict[str, str]:
         if k8s.in_cluster
         else f"context {k8s.context or '(current)'} in {k8s.kubeconfig}",
         "registry": registry,
-        "object storage": f"{site.objects.endpoint_url or 'AWS S3'} ({site.objects_region})",
+        "object storage": f"{_url(site.objects.endpoint_url) or 'AWS S3'} ({site.objects_region})",
         "fence": fencing,
-        "endpoint": site.endpoint,
+        "endpoint": redact_url(site.endpoint),
     }
+
+
+def _url(url: str | None) -> str | None:
+    return redact_url(url) if url else None
 
 
 def _sites_table(plan: DrillPlan) -> Table:
     table = _table("Sites", "", "primary", "dr")
     primary, dr = _site_rows(plan.sites.primary), _site_rows(plan.sites.dr)
     for key in primary:
-        table.add_row(key, Text(primary[key]), Text(dr[key]))
+        table.add_row(key, _cell(primary[key]), _cell(dr[key]))
     return table
 
 
@@ -186,11 +214,11 @@ def _workloads_table(plan: DrillPlan) -> Table:
         for w in chosen:
             name = w.key + (" (writer)" if w.writer else "")
             cells = [tier.value, name, w.kind.value, str(w.dr_replicas), str(w.gpu), str(w.dr_gpus)]
-            table.add_row(*(Text(c) for c in cells))
+            table.add_row(*(_cell(c) for c in cells))
         if chosen:
             replicas = sum(w.dr_replicas for w in chosen)
             total = ["", f"{tier.value} total", "", str(replicas), "", str(plan.dr_gpus(tier))]
-            table.add_row(*(Text(c, style="bold") for c in total), end_section=True)
+            table.add_row(*(_cell(c, style="bold") for c in total), end_section=True)
     return table
 
 
@@ -207,7 +235,7 @@ def _datasets_table(plan: DrillPlan) -> Table:
             format_duration(d.rpo_target),
             f">= {d.min_versions}",
         ]
-        table.add_row(*(Text(c) for c in cells))
+        table.add_row(*(_cell(c) for c in cells))
     return table
 
 
@@ -215,9 +243,9 @@ def _secrets_table(plan: DrillPlan) -> Table:
     policy = plan.secrets
     table = _table(f"Secrets (max age {policy.max_age_days} days)", "store", "secret", "per site")
     for s in policy.kubernetes:
-        table.add_row("kubernetes", Text(f"{s.namespace}/{s.name}"), "yes" if s.per_site else "no")
+        table.add_row("kubernetes", _cell(f"{s.namespace}/{s.name}"), "yes" if s.per_site else "no")
     for a in policy.aws:
-        table.add_row("aws", Text(a.id), "yes" if a.per_site else "no")
+        table.add_row("aws", _cell(a.id), "yes" if a.per_site else "no")
     return table
 
 
@@ -235,27 +263,30 @@ def _dns_table(plan: DrillPlan) -> Table:
         ("max TTL", format_duration(dns.max_ttl)),
     ]
     for key, value in rows:
-        table.add_row(key, Text(value))
+        table.add_row(key, _cell(value))
     return table
 
 
 def _run_table(plan: DrillPlan) -> Table:
     table = _table("Objectives and running", "setting", "value")
     schedule = plan.schedule
-    rows = [
-        ("RTO objective", format_duration(plan.objectives.rto)),
-        ("RPO objective", format_duration(plan.objectives.rpo)),
-        ("schedule", f"{schedule.cron} ({schedule.timezone})" if schedule else "not scheduled"),
+    rows: list[tuple[str, list[str]]] = [
+        ("RTO objective", [format_duration(plan.objectives.rto)]),
+        ("RPO objective", [format_duration(plan.objectives.rpo)]),
+        ("schedule", [f"{schedule.cron} ({schedule.timezone})" if schedule else "not scheduled"]),
         (
             "approval",
-            f"required, times out after {format_duration(plan.approval.timeout)}"
-            if plan.approval.required
-            else "not required",
+            [
+                f"required, times out after {format_duration(plan.approval.timeout)}"
+                if plan.approval.required
+                else "not required"
+            ],
         ),
-        ("smoke probes", "\n".join(f"{p.name}: {p.url}" for p in plan.smoke) or "none"),
+        ("smoke probes", [f"{p.name}: {redact_url(p.url)}" for p in plan.smoke] or ["none"]),
     ]
-    for key, value in rows:
-        table.add_row(key, Text(value))
+    for key, lines in rows:
+        # One cell per line, escaped apart: the newlines between them are ours.
+        table.add_row(key, Text("\n").join(_cell(line) for line in lines))
     return table
 
 

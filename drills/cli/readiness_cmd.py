@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from drills.checks.base import CheckResult, Status
-from drills.checks.readiness import run_readiness, select_checks
-from drills.checks.runner import ReadinessReport
-from drills.checks.view import by_category, verdict
 from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
+from drills.cli.console import err_console, out_console
 
-console = Console()
-err = Console(stderr=True)
+if TYPE_CHECKING:
+    from drills.checks.base import CheckResult
+    from drills.checks.runner import ReadinessReport
 
-COLOUR = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "red", Status.ERROR: "magenta"}
+console = out_console()
+err = err_console()
+
+# Keyed by Status's values (a StrEnum): the checks and the SDKs under them load only when
+# the command runs.
+COLOUR: dict[str, str] = {"pass": "green", "warn": "yellow", "fail": "red", "error": "magenta"}
 
 
 def readiness(
@@ -55,6 +57,8 @@ def readiness(
     db: DbUrl = None,
 ) -> None:
     """Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan."""
+    from drills.checks.readiness import run_readiness, select_checks
+
     plan = load_plan_or_exit(plan_path)
     try:
         specs = select_checks(only or (), category or ())
@@ -95,6 +99,8 @@ def readiness(
 
 
 def print_report(report: ReadinessReport, *, verbose: bool) -> None:
+    from drills.checks.view import by_category, verdict
+
     table = Table(title=f"Readiness of {report.plan}", show_lines=verbose)
     for column in ("check", "status", "summary", "s"):
         table.add_column(column, overflow="fold")
@@ -117,6 +123,8 @@ def _details(r: CheckResult) -> str:
     text = ""
     if r.evidence:
         text += "\n[dim]" + json.dumps(dict(r.evidence), indent=1, default=str) + "[/]"
+    from drills.checks.base import Status
+
     if r.remediation and r.status is not Status.PASS:
         text += f"\n[cyan]→ {r.remediation}[/]"
     return text

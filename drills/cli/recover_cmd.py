@@ -4,32 +4,28 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, DbUrl, open_history
+from drills.cli.console import err_console, out_console
 from drills.errors import DrillError
-from drills.takeover.recover import (
-    NEEDS_DECISION,
-    RECOVERED,
-    Action,
-    RecoverReport,
-    pick_run,
-    plan_of,
-    recover,
-)
 
-console = Console()
-err = Console(stderr=True)
+if TYPE_CHECKING:
+    from drills.takeover.recover import Action, RecoverReport
+
+console = out_console()
+err = err_console()
 
 EXIT_DECIDE = 3
 
 
 def _print(report: RecoverReport) -> None:
+    from drills.takeover.recover import RecoverStatus
+
     table = Table(title=f"journal of run {report.run_id} ({report.mode} of {report.plan})")
     for column in ("seq", "change", "target", "original", "intended", "state"):
         table.add_column(column)
@@ -49,7 +45,7 @@ def _print(report: RecoverReport) -> None:
         console.print(Text(f"undone: {', '.join(report.undone)}"))
     for address, diff in report.drift.items():
         console.print(Text(f"differs from before: {address}: {diff}", style="red"))
-    style = "green" if report.status == RECOVERED else "bold red"
+    style = "green" if report.status == RecoverStatus.RECOVERED else "bold red"
     console.print(Text(f"{report.status} ({report.action or 'report only'})", style=style))
     if report.error:
         console.print(Text(report.error, style="red"))
@@ -91,10 +87,14 @@ def recover_cmd(
     """Finish the job of a run that died: a drill is rolled back and verified against the
     snapshot taken before it; an incident is reported, then completed (--complete) or held
     (--hold) as the operator chooses. Safe to run again."""
+    # The takeover, and the SDKs under it, load only when a run is recovered.
+    from drills.takeover.recover import RecoverStatus, pick_run, plan_of, recover
+
     if complete and hold:
         err.print("[red]choose one of --complete and --hold[/]")
         raise typer.Exit(EXIT_INVALID)
     action: Action | None = "complete" if complete else "hold" if hold else None
+    plan, plan_file = _plan_option(plan, plan_file)
     history = open_history(db)
     try:
         run = pick_run(history, run_id, plan)
@@ -113,14 +113,38 @@ def recover_cmd(
         typer.echo(json.dumps(report.to_json(), indent=2, default=str))
     else:
         _print(report)
-    if report.status == NEEDS_DECISION:
+    if report.status == RecoverStatus.NEEDS_DECISION:
         err.print(
             f"incident run {report.run_id} is part-way: `drills recover {report.run_id} "
             "--complete` finishes the takeover, `--hold` keeps DR as it is with the primary fenced"
         )
         raise typer.Exit(EXIT_DECIDE)
-    if report.status != RECOVERED:
+    if report.status != RecoverStatus.RECOVERED:
         raise typer.Exit(EXIT_FAILED)
+
+
+def _plan_option(value: str | None, plan_file: Path | None) -> tuple[str | None, Path | None]:
+    """--plan as (plan name, plan file): a plan file given where a name belongs stands for
+    its plan (and is the file to use); a path that is no plan file is a usage error."""
+    from drills.errors import PlanError
+    from drills.plan import load_plan
+
+    # A plan's name is a label: a value with a dot or a slash can only be a path.
+    if value is None or not (Path(value).is_file() or any(c in value for c in "./\\")):
+        return value, plan_file
+    if not Path(value).is_file():
+        _plan_usage(f"{value} is not a plan name, and no such file exists")
+    try:
+        named = load_plan(value).name
+    except PlanError as exc:
+        _plan_usage(f"{value} is a file, but not a valid plan: {exc}")
+    return named, plan_file or Path(value)
+
+
+def _plan_usage(problem: str) -> NoReturn:
+    hint = "--plan takes a plan's name, as `drills history` shows it; give a plan file with"
+    err.print(Text(f"{hint} --plan-file. {problem}.", style="red"))
+    raise typer.Exit(EXIT_INVALID)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,26 +8,30 @@ import getpass
 import json
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
 from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
-from drills.store.models import DrillRun
-from drills.store.report import render_markdown, report_data
-from drills.takeover import crashpoints
-from drills.takeover.cancellation import cancel_on_signals
-from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest
-from drills.takeover.lease import LeaseHeldError, UnfinishedRunError
-from drills.takeover.steps.executor import PlannedChange
-from drills.takeover.timeline import PhaseRecord, StepRecord
+from drills.cli.console import err_console, out_console
+from drills.store.kinds import Mode, RunStatus
 
-console = Console()
-err = Console(stderr=True)
+# The takeover and the history store (Kubernetes, boto3, SQLAlchemy under them) are imported
+# by the commands that use them, so that the rest of the CLI starts at once.
+if TYPE_CHECKING:
+    from drills.plan import DrillPlan
+    from drills.store.history import HistoryStore
+    from drills.store.models import DrillRun
+    from drills.takeover.drill import Approval, DrillHooks, DrillRequest
+    from drills.takeover.steps.executor import PlannedChange
+    from drills.takeover.timeline import PhaseRecord, StepRecord
+
+console = out_console()
+err = err_console()
 
 EXIT_REFUSED = 3
 STATUS_STYLE = {
@@ -88,6 +92,8 @@ def _confirm(planned: list[PlannedChange]) -> bool:
 
 
 def _approve(request: DrillRequest) -> Approval:
+    from drills.takeover.drill import Approval
+
     approver = typer.prompt("Approver", default=getpass.getuser(), err=True)
     approved = typer.confirm(f"Approve fencing the primary of {request.plan.name}?", err=True)
     comment = typer.prompt("Comment", default="", err=True)
@@ -139,35 +145,84 @@ def run(
     db: DbUrl = None,
 ) -> None:
     """Run a minimum-takeover drill (or a real incident takeover) and print its report."""
-    if mode not in ("drill", "incident"):
-        err.print(f"[red]--mode must be drill or incident, not {mode!r}[/]")
-        raise typer.Exit(2)
-    if force_unfenced and mode != "incident":
-        err.print("[red]--force-unfenced only makes sense with --mode incident[/]")
-        raise typer.Exit(2)
+    _check_mode(mode, force_unfenced)
     plan = load_plan_or_exit(plan_path)
     history = open_history(db)
     view = LiveView(plan.name, mode)
-    request = DrillRequest(
+    request = _request(
         plan,
-        mode=mode,  # type: ignore[arg-type]
+        plan_path,
+        mode=mode,
+        dry_run=dry_run,
+        operator=operator,
+        reason=reason,
+        force_unfenced=force_unfenced,
+        tier_deadline=tier_deadline,
+    )
+    hooks = _hooks(view, confirm=not (yes or dry_run))
+    run_id, status = _execute(request, history, hooks, view, live=not as_json and err.is_terminal)
+    _print_report(history, run_id, as_json=as_json)
+    if not status.succeeded:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _check_mode(mode: str, force_unfenced: bool) -> None:
+    if mode not in tuple(Mode):
+        err.print(f"[red]--mode must be drill or incident, not {mode!r}[/]")
+        raise typer.Exit(2)
+    if force_unfenced and mode != Mode.INCIDENT:
+        err.print("[red]--force-unfenced only makes sense with --mode incident[/]")
+        raise typer.Exit(2)
+
+
+def _request(
+    plan: DrillPlan,
+    plan_path: Path,
+    *,
+    mode: str,
+    dry_run: bool,
+    operator: str | None,
+    reason: str,
+    force_unfenced: bool,
+    tier_deadline: float,
+) -> DrillRequest:
+    from drills.takeover.drill import DrillRequest
+
+    return DrillRequest(
+        plan,
+        mode=Mode(mode),
         dry_run=dry_run,
         operator=operator or getpass.getuser(),
         reason=reason,
-        declared_at=dt.datetime.now(dt.UTC) if mode == "incident" else None,
+        declared_at=dt.datetime.now(dt.UTC) if mode == Mode.INCIDENT else None,
         force_unfenced=force_unfenced,
         tier_deadline_s=tier_deadline,
         plan_path=str(plan_path.resolve()),
     )
-    hooks = DrillHooks(
+
+
+def _hooks(view: LiveView, *, confirm: bool) -> DrillHooks:
+    from drills.takeover import crashpoints
+    from drills.takeover.drill import DrillHooks
+
+    return DrillHooks(
         approve=_approve,
-        confirm=None if (yes or dry_run) else _confirm,
+        confirm=_confirm if confirm else None,
         listener=view.on_event,
         # Only the crash tests set DRILLS_CRASH_AT; otherwise no hook at all.
-        point=crashpoints.point if crashpoints.wanted() else None,
+        crash_point=crashpoints.point if crashpoints.wanted() else None,
     )
+
+
+def _execute(
+    request: DrillRequest, history: HistoryStore, hooks: DrillHooks, view: LiveView, *, live: bool
+) -> tuple[str, RunStatus]:
+    """Run the drill with the live view; returns the run's id and final status."""
+    from drills.takeover.cancellation import cancel_on_signals
+    from drills.takeover.drill import Drill
+    from drills.takeover.lease import LeaseHeldError, UnfinishedRunError
+
     drill = Drill(request, history, hooks)
-    live = not as_json and err.is_terminal
     try:
         # Ctrl-C or SIGTERM: the drill rolls back (incident: stops and reports), then exits.
         with (
@@ -178,15 +233,19 @@ def run(
     except (LeaseHeldError, UnfinishedRunError) as exc:
         err.print(Text(f"refused: {exc}", style="bold red"))
         raise typer.Exit(EXIT_REFUSED) from None
-    stored = history.get_run(result.run_id)
+    return result.run_id, result.status
+
+
+def _print_report(history: HistoryStore, run_id: str, *, as_json: bool) -> None:
+    from drills.store.report import render_markdown, report_data
+
+    stored = history.get_run(run_id)
     assert stored is not None
     data = report_data(stored, history)
     if as_json:
         typer.echo(json.dumps(data, indent=2, default=str))
     else:
         typer.echo(render_markdown(data))
-    if result.status not in ("succeeded", "dry-run"):
-        raise typer.Exit(EXIT_FAILED)
 
 
 def _row(run: DrillRun) -> dict[str, Any]:
@@ -238,6 +297,8 @@ def report_cmd(
     db: DbUrl = None,
 ) -> None:
     """Print a run's report: who, when, what changed, how long each phase took, objectives met."""
+    from drills.store.report import render_markdown, report_data
+
     if fmt not in ("md", "json"):
         err.print(f"[red]--format must be md or json, not {fmt!r}[/]")
         raise typer.Exit(2)

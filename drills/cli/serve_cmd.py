@@ -12,26 +12,29 @@ import datetime as dt
 import getpass
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from drills import apps
 from drills.cli.common import EXIT_FAILED, exit_not_running
+from drills.cli.console import err_console, out_console
 from drills.errors import DrillError, LabError
 from drills.orchestrator import serve
-from drills.orchestrator.rest import FlowRunState, PrefectRest, auth_headers
+from drills.orchestrator.rest import Deployment, FlowRunState, PrefectRest, auth_headers
 from drills.store.history import HistoryStore
+from drills.store.kinds import Mode
 from drills.store.report import render_markdown, report_data
 
 serve_app = typer.Typer(
     help="A local Prefect server, work pool, worker and the deployments of prefect.yaml.",
 )
-console = Console()
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+console = out_console()
+err = err_console(highlight=False, soft_wrap=True)
 
 DRILL_FLOW = "minimum-takeover-drill"
 EXIT_STILL_RUNNING = 3
@@ -69,13 +72,25 @@ def _print_started(info: serve.ServeInfo, already: bool) -> None:
     console.print(
         "Run the drill now:        drills serve run quarterly-drill\n"
         f"Use the prefect CLI here: export PREFECT_API_URL={info.api_url}\n"
-        "Stop it all:              drills serve stop\n"
-        "An existing Prefect server instead: set PREFECT_API_URL to it (and PREFECT_API_KEY\n"
-        "if it needs one), then `prefect --no-prompt deploy --all` and\n"
-        f"`DRILLS_PROJECT_DIR=$PWD prefect worker start --pool {serve.WORK_POOL}` here; the\n"
-        "dashboard and `drills serve run` follow PREFECT_API_URL when no local server runs.",
+        "Stop it all:              drills serve stop\n" + _own_server_hint(Path(info.project_dir)),
         highlight=False,
         soft_wrap=True,
+    )
+
+
+def _own_server_hint(project: Path) -> str:
+    """How to deploy to a Prefect server of one's own. An installed drills keeps prefect.yaml
+    and the flows in its package, so the commands name where."""
+    root = apps.apps_root()
+    pythonpath = "" if root == project else f"PYTHONPATH={root} "
+    prefect_file = apps.prefect_file(project)
+    shipped = "" if prefect_file.parent == project else f" --prefect-file {prefect_file}"
+    return (
+        "An existing Prefect server instead: set PREFECT_API_URL to it (and PREFECT_API_KEY\n"
+        f"if it needs one), then `{pythonpath}prefect --no-prompt deploy --all{shipped}` and\n"
+        f"`DRILLS_PROJECT_DIR=$PWD {pythonpath}prefect worker start --pool {serve.WORK_POOL}` "
+        "here; the\ndashboard and `drills serve run` follow PREFECT_API_URL when no local server "
+        "runs."
     )
 
 
@@ -248,6 +263,33 @@ def run_deployment(
         list[str] | None,
         typer.Option("--param", "-p", help="KEY=VALUE for a flow parameter; repeatable."),
     ] = None,
+    operator: Annotated[
+        str | None,
+        typer.Option(
+            "--operator",
+            help="Who starts it: the drill's operator, and who declared an incident in the "
+            "audit log. Default: your login name ($USER).",
+            show_default=False,
+        ),
+    ] = None,
+    reason: Annotated[
+        str | None,
+        typer.Option(
+            "--reason",
+            help="Why it runs, kept with the run; an incident is refused without one.",
+            show_default=False,
+        ),
+    ] = None,
+    confirm: Annotated[
+        str | None,
+        typer.Option(
+            "--confirm",
+            metavar="PLAN_NAME",
+            help="An incident only: the plan's name, as the dashboard has it typed. Asked for "
+            "on a terminal when not given; anything else is refused.",
+            show_default=False,
+        ),
+    ] = None,
     wait: Annotated[
         bool, typer.Option("--wait/--no-wait", help="Follow the run and print its report.")
     ] = True,
@@ -265,22 +307,26 @@ def run_deployment(
 ) -> None:
     """Start a flow run of a deployment on the Prefect server and follow it to its report.
 
-    It is executed by a worker, as a scheduled run would be. For the drill flow,
-    `operator` defaults to you, and an incident gets `declared_at` = now (its T0).
+    It is executed by a worker, as a scheduled run would be. For the drill
+    flow, `operator` defaults to you.
+
+    An incident (declare-incident, or mode=incident) is declared exactly as
+    the dashboard declares it: T0 is now (or -p declared_at=ISO-8601), the
+    plan's name must be confirmed and a reason given, it is refused while
+    another incident of the plan runs or one stopped part-way waits for
+    `drills recover`, and it goes to the audit log, accepted or refused.
     """
     url, headers, local_db = _target(api_url, state_dir)
     params = parse_params(param or [])
     try:
         with PrefectRest(url, headers=headers) as api:
             target = api.deployment(deployment)
-            if target.flow_name == DRILL_FLOW:
-                params.setdefault("operator", getpass.getuser())
-                if params.get("mode", target.parameters.get("mode")) == "incident":
-                    params.setdefault("declared_at", dt.datetime.now(dt.UTC).isoformat())
-            run = api.create_flow_run(target.id, params)
+            if _is_incident(target, params):
+                run = _declare(api, target, params, operator, reason, confirm, db or local_db)
+            else:
+                run = _start(api, target, params, operator, reason)
             ui = url.removesuffix("/api")
-            name = f"{target.flow_name}/{target.name}"
-            err.print(f"Flow run {run.name} of {name}: {ui}/runs/flow-run/{run.id}")
+            err.print(f"Flow run {run.name} of {target.full_name}: {ui}/runs/flow-run/{run.id}")
             if not wait:
                 return
             run = _follow(api, run, ui, timeout)
@@ -296,8 +342,100 @@ def run_deployment(
         raise _fail(f"{run.name} ended {run.state_name}: {run.message}")
 
 
+def _is_incident(target: Deployment, params: dict[str, Any]) -> bool:
+    mode = params.get("mode", target.parameters.get("mode"))
+    return target.flow_name == DRILL_FLOW and mode == Mode.INCIDENT
+
+
+def _start(
+    api: PrefectRest,
+    target: Deployment,
+    params: dict[str, Any],
+    operator: str | None,
+    reason: str | None,
+) -> FlowRunState:
+    if target.flow_name == DRILL_FLOW:
+        if operator is not None:
+            params["operator"] = operator
+        if reason is not None:
+            params["reason"] = reason
+        params.setdefault("operator", getpass.getuser())
+    elif operator is not None or reason is not None:
+        raise _fail(f"--operator and --reason are parameters of {DRILL_FLOW} only", 2)
+    return api.create_flow_run(target.id, params)
+
+
+def _declare(
+    api: PrefectRest,
+    target: Deployment,
+    params: dict[str, Any],
+    operator: str | None,
+    reason: str | None,
+    confirm: str | None,
+    db_url: str | None,
+) -> FlowRunState:
+    """Declare the incident through drills.takeover.incident, the dashboard's one path:
+    validated, refused while the plan is held, audited either way."""
+    from drills.cli.common import load_plan_or_exit
+    from drills.orchestrator.flow_runs import PrefectLauncher
+    from drills.takeover.incident import IncidentRequest, declare_incident
+
+    declared_at = _declared_at(params.pop("declared_at", None))  # T0: before anything else
+    # The options win over the same -p parameters, which still work as they did.
+    passed = {key: params.pop(key, None) for key in ("operator", "reason", "mode")}
+    operator = operator or str(passed["operator"] or getpass.getuser())
+    reason = reason if reason is not None else str(passed["reason"] or "")
+    plan_file = params.pop("plan", None) or target.parameters.get("plan")
+    if not isinstance(plan_file, str) or not plan_file:
+        raise _fail(f"{target.full_name} has no plan: give -p plan=PATH", 2)
+    plan_path = Path(plan_file).expanduser().resolve()
+    plan = load_plan_or_exit(plan_path)
+    if confirm is None:
+        confirm = _ask_confirmation(plan.name)
+    request = IncidentRequest(
+        plan_path=str(plan_path),
+        plan_name=plan.name,
+        operator=operator,
+        reason=reason,
+        confirmation=confirm,
+        declared_at=declared_at,
+        force_unfenced=bool(params.pop("force_unfenced", False)),
+        extra_parameters=params,
+    )
+    declaration = declare_incident(
+        request, HistoryStore(db_url), PrefectLauncher(api, target.full_name)
+    )
+    if not declaration.accepted or declaration.flow_run_id is None:
+        raise _fail(f"Incident not declared: {declaration.message}")
+    err.print(f"Incident on {plan.name} declared by {operator}; T0 {declared_at.isoformat()}.")
+    return api.flow_run(declaration.flow_run_id)
+
+
+def _declared_at(value: Any) -> dt.datetime:
+    if value is None:
+        return dt.datetime.now(dt.UTC)
+    try:
+        return dt.datetime.fromisoformat(str(value))
+    except ValueError:
+        raise _fail(f"declared_at wants an ISO 8601 time, not {value!r}", 2) from None
+
+
+def _ask_confirmation(plan_name: str) -> str:
+    """On a terminal, ask for the plan's name as the dashboard does; elsewhere nothing was
+    typed, and the declaration is refused as the dashboard refuses an empty box."""
+    if not sys.stdin.isatty():
+        return ""
+    err.print(f"This starts a [bold]real failover[/] of {plan_name} to DR; nothing fails back.")
+    answer: str = typer.prompt(
+        f"Type the plan name {plan_name} to confirm", default="", show_default=False
+    )
+    return answer
+
+
 def _print_report(history: HistoryStore, run: FlowRunState) -> None:
-    drill = serve.drill_run_of(history, run.id)
+    from drills.orchestrator.flow_runs import drill_run_of
+
+    drill = drill_run_of(history, run.id)
     if drill is None:
         err.print(
             f"[yellow]flow run {run.name} recorded no drill in {serve.redacted(history.url)}[/]"

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
-import drills
+from drills.apps import AppsNotFoundError, streamlit_script
 from drills.cli.common import EXIT_FAILED, DbUrl
-from drills.orchestrator import serve
+from drills.cli.console import err_console
 from drills.passwords import hash_password
 
 ui_app = typer.Typer(
@@ -27,15 +26,6 @@ def register(app: typer.Typer) -> None:
     if any(group.typer_instance is ui_app for group in app.registered_groups):
         return
     app.add_typer(ui_app, name="ui")
-
-
-def app_script() -> Path:
-    """ui/streamlit_app.py of this checkout (beside the drills package), else of the cwd."""
-    for root in (Path(drills.__file__).resolve().parent.parent, Path.cwd()):
-        script = root / "ui" / "streamlit_app.py"
-        if script.is_file():
-            return script
-    raise FileNotFoundError("ui/streamlit_app.py not found; run `drills ui` from the project")
 
 
 def streamlit_argv(script: Path, host: str, port: int) -> list[str]:
@@ -58,6 +48,8 @@ def local_prefect(env: dict[str, str]) -> str | None:
     """
     if "PREFECT_API_URL" in env:
         return None
+    from drills.orchestrator import serve  # SQLAlchemy and httpx: not for `drills ui --help`
+
     info = serve.running()
     if info is None:
         return None
@@ -96,9 +88,9 @@ def ui(
     if ctx.invoked_subcommand is not None:
         return
     try:
-        script = app_script()
-    except FileNotFoundError as exc:
-        Console(stderr=True).print(Text(f"✗ {exc}", style="red"))
+        script = streamlit_script()
+    except AppsNotFoundError as exc:
+        err_console().print(Text(f"✗ {exc}", style="red"), soft_wrap=True)
         raise typer.Exit(EXIT_FAILED) from None
     env = dict(os.environ)
     env["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] = "false"
@@ -109,7 +101,7 @@ def ui(
         env["DRILLS_PLANS"] = plans
     if db:
         env["DRILLS_DB_URL"] = db
-    err = Console(stderr=True, highlight=False)
+    err = err_console(highlight=False)
     found = local_prefect(env)
     if found:
         err.print(Text(f"Prefect: the local server of `drills serve` at {found}"))
@@ -133,9 +125,9 @@ def hash_password_cmd(
             "Operator password", hide_input=True, confirmation_prompt=True, err=True
         )
     if len(password) < 12:
-        Console(stderr=True).print(Text("✗ use at least 12 characters", style="red"))
+        err_console().print(Text("✗ use at least 12 characters", style="red"))
         raise typer.Exit(2)
     typer.echo(hash_password(password))
-    Console(stderr=True).print(
+    err_console().print(
         Text("Set it as DRILLS_UI_OPERATOR_PASSWORD_HASH where the dashboard runs.", style="dim")
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import signal
 import subprocess
@@ -11,15 +12,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from drills.errors import LabError
 from drills.lab.state import ERROR_FILE, LabInfo, read_info
 from drills.processes import pid_alive
 
-__all__ = ["LabInfo", "down", "probe", "running", "up"]
+__all__ = ["LabInfo", "down", "missing_modules", "probe", "running", "up"]
 
 DEFAULT_STATE_DIR = Path(os.environ.get("DRILLS_LAB_DIR", ".lab"))
+# What the `lab` extra adds: moto serves the lab's AWS APIs through its Flask app.
+LAB_MODULES = ("moto", "flask", "flask_cors")
+
+
+def missing_modules() -> list[str]:
+    """The lab's modules this environment lacks (the daemon would die importing them)."""
+    return [name for name in LAB_MODULES if importlib.util.find_spec(name) is None]
 
 
 def running(state_dir: Path) -> LabInfo | None:
@@ -113,6 +119,8 @@ class Probe:
 
 def probe(info: LabInfo) -> list[Probe]:
     """Ask each part of a running lab whether it answers."""
+    import httpx  # only `lab status` probes; the other lab commands start without it
+
     checks = [(f"kubernetes {s}", f"{u}/healthz") for s, u in info.kube.items()]
     checks += [(f"endpoint {s}", u) for s, u in info.endpoints.items()]
     checks += [(f"registry {s}", f"{u}/v2/") for s, u in info.registries.items()]

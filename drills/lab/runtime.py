@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,7 +40,7 @@ from drills.lab.seed_aws import (
     seed_aws_secrets,
     seed_datasets,
 )
-from drills.lab.seed_cluster import seed_site
+from drills.lab.seed_cluster import cluster_info, seed_site
 from drills.lab.state import STATE_FILE, LabInfo
 from drills.lab.trainer import CheckpointWriter
 
@@ -49,6 +50,36 @@ SITE_ADDR = {"primary": topology.PRIMARY_ADDR, "dr": topology.DR_ADDR}
 SITE_REGION = {"primary": topology.PRIMARY_REGION, "dr": topology.DR_REGION}
 SECRET_PREFIX = "drills-lab-secret-"
 AWS_KEY_ID = "AKLABDRILLSLOCAL0000"
+
+
+# What the lab's services keep on disk in its state directory, and nothing else: `lab up`
+# wipes exactly these, so a lab is the same whatever ran before it in that directory (a
+# registry keeps its blobs across `lab down`: an image `--drift` leaves out would
+# otherwise still be at DR from an earlier clean lab).
+REGISTRY_DIRS = {site: f"registry-{site}" for site in SITE_ADDR}
+NAMED_DIR = "named"
+TSIG_FILE = "tsig.secret"  # written only when named runs: a stale one would outlive it
+
+
+def clear_service_storage(state_dir: Path) -> list[Path]:
+    """Remove what an earlier lab's services left in ``state_dir``; returns what went.
+
+    Only the lab's own entries, directly in ``state_dir``: a symlink among them is
+    removed as a link, never followed, so nothing outside the state directory is touched.
+    """
+    removed = []
+    for name in (*REGISTRY_DIRS.values(), NAMED_DIR, TSIG_FILE):
+        path = state_dir / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+        else:
+            continue
+        removed.append(path)
+    if removed:
+        log.info("cleared what an earlier lab left: %s", ", ".join(p.name for p in removed))
+    return removed
 
 
 def _port_free_on_both(hosts: tuple[str, ...]) -> int:
@@ -105,6 +136,7 @@ class Lab:
     def start(self) -> LabInfo:
         begun = time.monotonic()
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        clear_service_storage(self.state_dir)
         try:
             self._start_services()
             self._seed()
@@ -164,14 +196,16 @@ class Lab:
             endpoint.start()
         if have_registry:
             for site, addr in SITE_ADDR.items():
-                registry = RegistryServer(self.state_dir / f"registry-{site}", host=addr, name=site)
+                registry = RegistryServer(
+                    self.state_dir / REGISTRY_DIRS[site], host=addr, name=site
+                )
                 self.registries[site] = self._own(registry)
                 registry.start()
         if have_named:
             ttl = topology.DRIFT_TTL if self.drift else topology.GOOD_TTL
             record = LabDnsRecord(topology.RECORD, "A", ttl, topology.PRIMARY_ADDR)
             self.named = self._own(
-                NamedServer(self.state_dir / "named", zone=topology.ZONE, records=[record])
+                NamedServer(self.state_dir / NAMED_DIR, zone=topology.ZONE, records=[record])
             )
             self.named.start()
             self.named.write_tsig_secret(self.state_dir / "tsig.secret")
@@ -195,6 +229,8 @@ class Lab:
         return f"{ACCOUNT}.dkr.ecr.{SITE_REGION[site]}.amazonaws.com"
 
     def _seed(self) -> None:
+        for server in self.kube.values():
+            server.store.create("configmaps", cluster_info(server.url, server.ca_pem))
         for site in SITE_ADDR:
             seed_site(
                 self.kube[site].store,

@@ -7,6 +7,8 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import yaml
+
 from drills.lab import topology
 from drills.lab.topology import LabWorkload, NodePool, SiteShape
 
@@ -119,6 +121,32 @@ def ingress(open_class: str) -> dict[str, Any]:
                 }
             ],
         },
+    }
+
+
+def cluster_info(server_url: str, ca_pem: bytes | None) -> dict[str, Any]:
+    """``kube-public/cluster-info`` as kubeadm publishes it: the server and CA, for anyone.
+
+    Not every cluster has one (managed ones seldom do), but those that do give it a UID of
+    their own, which tells clusters apart where ``kube-system`` may not be read.
+    """
+    cluster: dict[str, Any] = {"server": server_url}
+    if ca_pem is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    kubeconfig: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "", "cluster": cluster}],
+        "contexts": None,
+        "current-context": "",
+        "preferences": {},
+        "users": None,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta("cluster-info", "kube-public"),
+        "data": {"kubeconfig": yaml.safe_dump(kubeconfig, sort_keys=False)},
     }
 
 

@@ -87,30 +87,36 @@ def strategic_merge(target: Any, patch: Any) -> Any:
     if directive == "delete":
         return None
     result = target if isinstance(target, dict) else {}
-    retain = patch.get("$retainKeys")
     for key, value in patch.items():
-        if key.startswith("$setElementOrder/") or key in ("$retainKeys", "$patch"):
-            continue
-        if key.startswith("$deleteFromPrimitiveList/"):
-            name = key.split("/", 1)[1]
-            current = result.get(name)
-            if isinstance(current, list) and isinstance(value, list):
-                result[name] = [v for v in current if v not in value]
-            continue
-        if value is None:
-            result.pop(key, None)
-        elif isinstance(value, list):
-            result[key] = _merge_list(key, result.get(key), value)
-        else:
-            merged = strategic_merge(result.get(key), value)
-            if merged is None:
-                result.pop(key, None)
-            else:
-                result[key] = merged
+        _merge_field(result, key, value)
+    retain = patch.get("$retainKeys")
     if isinstance(retain, list):
         for key in [k for k in result if k not in retain]:
             del result[key]
     return result
+
+
+def _merge_field(result: dict[str, Any], key: str, value: Any) -> None:
+    """One key of a strategic merge patch into ``result``, its directives included."""
+    if key.startswith("$setElementOrder/") or key in ("$retainKeys", "$patch"):
+        return  # order and retained keys: the object's own order is kept, retain is applied last
+    if key.startswith("$deleteFromPrimitiveList/"):
+        name = key.split("/", 1)[1]
+        current = result.get(name)
+        if isinstance(current, list) and isinstance(value, list):
+            result[name] = [v for v in current if v not in value]
+        return
+    if value is None:
+        result.pop(key, None)
+        return
+    if isinstance(value, list):
+        result[key] = _merge_list(key, result.get(key), value)
+        return
+    merged = strategic_merge(result.get(key), value)
+    if merged is None:
+        result.pop(key, None)
+    else:
+        result[key] = merged
 
 
 def _merge_key(field: str, items: list[Any]) -> str | None:

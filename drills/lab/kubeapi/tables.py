@@ -42,22 +42,32 @@ def human_duration(seconds: float) -> str:
         return f"{s}s"
     minutes = s // 60
     if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+        return _units(minutes, "m", s % 60, "s")
     if minutes < 180:
         return f"{minutes}m"
     hours = minutes // 60
     if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+        return _units(hours, "h", minutes % 60, "m")
     if hours < 48:
         return f"{hours}h"
+    return _human_days(hours)
+
+
+def _human_days(hours: int) -> str:
+    """HumanDuration from two days on."""
+    days = hours // 24
     if hours < 24 * 8:
-        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
+        return _units(days, "d", hours % 24, "h")
     if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
+        return f"{days}d"
     if hours < 24 * 365 * 8:
-        years, days = hours // 24 // 365, (hours // 24) % 365
-        return f"{years}y{days}d" if days else f"{years}y"
-    return f"{hours // 24 // 365}y"
+        return _units(days // 365, "y", days % 365, "d")
+    return f"{days // 365}y"
+
+
+def _units(big: int, big_unit: str, small: int, small_unit: str) -> str:
+    """Two units as kubectl shows them: 3m7s, or 3m when the smaller one is zero."""
+    return f"{big}{big_unit}{small}{small_unit}" if small else f"{big}{big_unit}"
 
 
 def _age(obj: dict[str, Any], now: dt.datetime) -> str:
