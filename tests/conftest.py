@@ -23,6 +23,7 @@ from drills.lab.moto_server import MotoServer
 from drills.lab.named import NamedServer
 from drills.lab.registry import RegistryPair, RegistryServer
 from drills.lab.runtime import LabInfo
+from drills.store.history import HistoryStore
 from tests.support.services import (
     API_RECORD,
     FAKE_AWS_ENV,
@@ -172,6 +173,14 @@ def _history_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DRILLS_DB_URL", url)
         yield url
+
+
+@pytest.fixture()
+def history(tmp_path: Path) -> Iterator[HistoryStore]:
+    """An empty history store of the test's own (SQLite in its tmp_path)."""
+    store = HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
+    yield store
+    store.close()
 
 
 @pytest.fixture()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,15 +24,8 @@ def plan() -> DrillPlan:
     return plan_from_text(offline_lab_plan_text())
 
 
-@pytest.fixture()
-def store(tmp_path: Path) -> Iterator[HistoryStore]:
-    history = HistoryStore(f"sqlite:///{tmp_path}/h.db")
-    yield history
-    history.close()
-
-
 def add_run(
-    store: HistoryStore,
+    history: HistoryStore,
     *,
     days_ago: float,
     status: str = "succeeded",
@@ -44,7 +35,7 @@ def add_run(
 ) -> str:
     started = NOW - dt.timedelta(days=days_ago)
     run_id = f"run-{uuid.uuid4().hex[:12]}"
-    with store.session() as session:
+    with history.session() as session:
         session.add(
             DrillRun(
                 id=run_id,
@@ -73,17 +64,17 @@ def add_run(
     return run_id
 
 
-def test_never_drilled_fails_without_blocking(plan: DrillPlan, store: HistoryStore) -> None:
-    result = run_check(plan, "drill.cadence", history=store, now=NOW)
+def test_never_drilled_fails_without_blocking(plan: DrillPlan, history: HistoryStore) -> None:
+    result = run_check(plan, "drill.cadence", history=history, now=NOW)
     assert result.status is Status.FAIL and not result.blocking
     assert result.summary == "plan lab has never been drilled successfully"
     assert result.evidence["last_run_id"] is None
     assert result.remediation
 
 
-def test_drill_ten_days_ago_passes(plan: DrillPlan, store: HistoryStore) -> None:
-    run_id = add_run(store, days_ago=10)
-    result = run_check(plan, "drill.cadence", history=store, now=NOW)
+def test_drill_ten_days_ago_passes(plan: DrillPlan, history: HistoryStore) -> None:
+    run_id = add_run(history, days_ago=10)
+    result = run_check(plan, "drill.cadence", history=history, now=NOW)
     assert result.status is Status.PASS, result.summary
     assert result.evidence["last_run_id"] == run_id
     assert result.evidence["age_days"] == pytest.approx(10, abs=0.1)
@@ -91,9 +82,9 @@ def test_drill_ten_days_ago_passes(plan: DrillPlan, store: HistoryStore) -> None
     assert run_id in result.summary
 
 
-def test_drill_a_hundred_days_ago_fails(plan: DrillPlan, store: HistoryStore) -> None:
-    run_id = add_run(store, days_ago=100)
-    result = run_check(plan, "drill.cadence", history=store, now=NOW)
+def test_drill_a_hundred_days_ago_fails(plan: DrillPlan, history: HistoryStore) -> None:
+    run_id = add_run(history, days_ago=100)
+    result = run_check(plan, "drill.cadence", history=history, now=NOW)
     assert result.status is Status.FAIL and not result.blocking
     assert "over 92 days" in result.summary
     assert result.evidence["last_run_id"] == run_id
@@ -111,20 +102,20 @@ def test_drill_a_hundred_days_ago_fails(plan: DrillPlan, store: HistoryStore) ->
     ids=["failed", "dry-run", "incident", "other-plan"],
 )
 def test_only_a_succeeded_real_drill_of_this_plan_counts(
-    plan: DrillPlan, store: HistoryStore, recent: dict[str, Any]
+    plan: DrillPlan, history: HistoryStore, recent: dict[str, Any]
 ) -> None:
-    old = add_run(store, days_ago=100)
-    add_run(store, days_ago=1, **recent)
-    result = run_check(plan, "drill.cadence", history=store, now=NOW)
+    old = add_run(history, days_ago=100)
+    add_run(history, days_ago=1, **recent)
+    result = run_check(plan, "drill.cadence", history=history, now=NOW)
     assert result.status is Status.FAIL
     assert result.evidence["last_run_id"] == old
 
 
-def test_the_newest_success_counts(plan: DrillPlan, store: HistoryStore) -> None:
-    add_run(store, days_ago=200)
-    newest = add_run(store, days_ago=30)
-    add_run(store, days_ago=100)
-    result = run_check(plan, "drill.cadence", history=store, now=NOW)
+def test_the_newest_success_counts(plan: DrillPlan, history: HistoryStore) -> None:
+    add_run(history, days_ago=200)
+    newest = add_run(history, days_ago=30)
+    add_run(history, days_ago=100)
+    result = run_check(plan, "drill.cadence", history=history, now=NOW)
     assert result.status is Status.PASS
     assert result.evidence["last_run_id"] == newest
 
@@ -135,9 +126,9 @@ def test_without_a_history_store_it_warns(plan: DrillPlan) -> None:
     assert "no history store" in result.summary
 
 
-def test_a_broken_store_is_an_error(plan: DrillPlan, store: HistoryStore) -> None:
-    with store.engine.begin() as conn:
+def test_a_broken_store_is_an_error(plan: DrillPlan, history: HistoryStore) -> None:
+    with history.engine.begin() as conn:
         conn.exec_driver_sql("DROP TABLE drill_runs")
-    result = run_check(plan, "drill.cadence", history=store, now=NOW)
+    result = run_check(plan, "drill.cadence", history=history, now=NOW)
     assert result.status is Status.ERROR and result.blocking
-    assert result.summary == f"history store {store.url}: OperationalError"
+    assert result.summary == f"history store {history.url}: OperationalError"

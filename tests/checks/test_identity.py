@@ -55,11 +55,6 @@ def id_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
         yield info
 
 
-@pytest.fixture()
-def history(tmp_path: Path) -> HistoryStore:
-    return HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
-
-
 def _dr_kubeconfig(path: str, context: str | None) -> Change:
     def change(data: dict[str, Any]) -> None:
         access: dict[str, Any] = {"kubeconfig": path}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select, text
@@ -27,8 +26,9 @@ OLD_DETAILS = {
 
 
 @pytest.fixture()
-def store(tmp_path: Path) -> HistoryStore:
-    store = HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
+def store(history: HistoryStore) -> HistoryStore:
+    """The shared empty store, holding one run as an older version wrote it."""
+    store = history
     with store.session() as s:
         s.execute(
             text(

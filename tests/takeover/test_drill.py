@@ -36,11 +36,6 @@ def drill_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
         yield info
 
 
-@pytest.fixture()
-def history(tmp_path: Path) -> HistoryStore:
-    return HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
-
-
 def drill(plan: DrillPlan, history: HistoryStore, **kwargs: Any) -> DrillResult:
     hooks = kwargs.pop("hooks", None)
     kwargs.setdefault("tier_deadline_s", 20)

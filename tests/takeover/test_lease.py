@@ -23,63 +23,58 @@ from drills.takeover.steps.executor import PlannedChange
 from tests.support.drill import lab_plan
 
 
-@pytest.fixture()
-def store(tmp_path: Path) -> HistoryStore:
-    return HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
-
-
 def _dead_pid() -> int:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     return child.pid
 
 
-def test_the_lease_is_exclusive_until_released(store: HistoryStore) -> None:
-    lease.acquire(store, "lab", "run-a", "me:1:a")
+def test_the_lease_is_exclusive_until_released(history: HistoryStore) -> None:
+    lease.acquire(history, "lab", "run-a", "me:1:a")
     with pytest.raises(LeaseHeldError) as refused:
-        lease.acquire(store, "lab", "run-b", "me:2:b")
+        lease.acquire(history, "lab", "run-b", "me:2:b")
     assert refused.value.run_id == "run-a" and "drills recover run-a" in str(refused.value)
-    lease.acquire(store, "other-plan", "run-c", "me:3:c")  # per plan
-    assert not lease.renew(store, "lab", "me:2:b")  # not the holder: cannot renew
-    lease.release(store, "lab", "me:2:b")  # not the holder: releases nothing
-    assert (held := lease.current(store, "lab")) is not None and held.run_id == "run-a"
-    lease.release(store, "lab", "me:1:a")
-    lease.acquire(store, "lab", "run-b", "me:2:b")
-    assert (held := lease.current(store, "lab")) is not None and held.run_id == "run-b"
+    lease.acquire(history, "other-plan", "run-c", "me:3:c")  # per plan
+    assert not lease.renew(history, "lab", "me:2:b")  # not the holder: cannot renew
+    lease.release(history, "lab", "me:2:b")  # not the holder: releases nothing
+    assert (held := lease.current(history, "lab")) is not None and held.run_id == "run-a"
+    lease.release(history, "lab", "me:1:a")
+    lease.acquire(history, "lab", "run-b", "me:2:b")
+    assert (held := lease.current(history, "lab")) is not None and held.run_id == "run-b"
 
 
-def test_an_expired_lease_or_a_dead_local_holder_is_taken_over(store: HistoryStore) -> None:
-    lease.acquire(store, "lab", "run-a", "elsewhere:1:a", lease_s=0.2)
+def test_an_expired_lease_or_a_dead_local_holder_is_taken_over(history: HistoryStore) -> None:
+    lease.acquire(history, "lab", "run-a", "elsewhere:1:a", lease_s=0.2)
     with pytest.raises(LeaseHeldError):
-        lease.acquire(store, "lab", "run-b", "me:2:b")
+        lease.acquire(history, "lab", "run-b", "me:2:b")
     time.sleep(0.3)
-    lease.acquire(store, "lab", "run-b", "me:2:b")  # expired: taken over
-    assert (held := lease.current(store, "lab")) is not None and held.run_id == "run-b"
+    lease.acquire(history, "lab", "run-b", "me:2:b")  # expired: taken over
+    assert (held := lease.current(history, "lab")) is not None and held.run_id == "run-b"
 
     import socket
 
     dead = f"{socket.gethostname()}:{_dead_pid()}:x"
-    lease.acquire(store, "p2", "run-c", dead, lease_s=600)
+    lease.acquire(history, "p2", "run-c", dead, lease_s=600)
     assert lease.holder_is_dead(dead)
-    lease.acquire(store, "p2", "run-d", "me:4:d")  # its process is gone: no need to wait
-    assert (held := lease.current(store, "p2")) is not None and held.run_id == "run-d"
+    lease.acquire(history, "p2", "run-d", "me:4:d")  # its process is gone: no need to wait
+    assert (held := lease.current(history, "p2")) is not None and held.run_id == "run-d"
     alive = f"{socket.gethostname()}:{__import__('os').getpid()}:y"
     assert not lease.holder_is_dead(alive) and not lease.holder_is_dead("otherhost:1:z")
 
 
-def test_the_heartbeat_keeps_a_short_lease_alive_and_release_ends_it(store: HistoryStore) -> None:
-    with PlanLease(store, "lab", "run-a", lease_s=0.5, renew_s=0.1) as held:
+def test_the_heartbeat_keeps_a_short_lease_alive_and_release_ends_it(history: HistoryStore) -> None:
+    with PlanLease(history, "lab", "run-a", lease_s=0.5, renew_s=0.1) as held:
         time.sleep(1.0)  # twice the lease: only renewals keep it
-        row = lease.current(store, "lab")
+        row = lease.current(history, "lab")
         assert row is not None and row.holder == held.holder
         assert row.expires_at > dt.datetime.now(dt.UTC)
         with pytest.raises(LeaseHeldError):
-            lease.acquire(store, "lab", "run-b", "elsewhere:9:b")
-    assert lease.current(store, "lab") is None
+            lease.acquire(history, "lab", "run-b", "elsewhere:9:b")
+    assert lease.current(history, "lab") is None
 
 
 def test_two_concurrent_starts_give_one_run_and_one_clear_refusal(
-    lab: LabInfo, store: HistoryStore
+    lab: LabInfo, history: HistoryStore
 ) -> None:
     """On the shared lab: the one that wins stops at confirmation, so nothing changes."""
     plan = lab_plan(lab)
@@ -94,7 +89,7 @@ def test_two_concurrent_starts_give_one_run_and_one_clear_refusal(
 
     def start_one() -> None:
         request = DrillRequest(plan, operator="tests", tier_deadline_s=20)
-        drill = Drill(request, store, DrillHooks(confirm=confirm))
+        drill = Drill(request, history, DrillHooks(confirm=confirm))
         start.wait()
         try:
             statuses.append(drill.run().status)
@@ -108,26 +103,26 @@ def test_two_concurrent_starts_give_one_run_and_one_clear_refusal(
     for t in threads:
         t.join(120)
     assert statuses == ["aborted"] and len(refusals) == 1
-    runs = store.list_runs(plan=plan.name)
+    runs = history.list_runs(plan=plan.name)
     assert len(runs) == 1 and runs[0].status == "aborted"
     message = str(refusals[0])
     assert f"run {runs[0].id} holds its lease" in message and "drills recover" in message
-    assert lease.current(store, plan.name) is None  # the winner released it
+    assert lease.current(history, plan.name) is None  # the winner released it
 
 
 def test_a_plan_with_an_unfinished_run_refuses_a_new_one_and_says_how_to_recover(
-    lab: LabInfo, store: HistoryStore, tmp_path: Path
+    lab: LabInfo, history: HistoryStore, tmp_path: Path
 ) -> None:
     plan = lab_plan(lab)
     now = dt.datetime.now(dt.UTC)
-    store.create_run(
+    history.create_run(
         DrillRun(id="crashed1", plan=plan.name, plan_digest="x", mode="drill", operator="t",
                  status="running", started_at=now)
     )  # fmt: skip
     with pytest.raises(UnfinishedRunError, match="drills recover crashed1"):
-        Drill(DrillRequest(plan, operator="tests"), store).run()
-    assert [r.id for r in store.list_runs(plan=plan.name)] == ["crashed1"]
-    assert lease.current(store, plan.name) is None
+        Drill(DrillRequest(plan, operator="tests"), history).run()
+    assert [r.id for r in history.list_runs(plan=plan.name)] == ["crashed1"]
+    assert lease.current(history, plan.name) is None
     db = f"sqlite:///{tmp_path / 'history.db'}"
     refused = CliRunner().invoke(
         app, ["run", str(Path(lab.state_dir) / "plan.yaml"), "--yes", "--db", db]

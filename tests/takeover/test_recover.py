@@ -34,11 +34,6 @@ def recover_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
         yield info
 
 
-@pytest.fixture()
-def history(tmp_path: Path) -> HistoryStore:
-    return HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
-
-
 def crash_at(info: LabInfo, history: HistoryStore, where: str, mode: Mode = Mode.DRILL) -> str:
     """Run a drill (or incident) that dies at the point ``where``; returns its run id."""
     plan = lab_plan(info)
