@@ -14,6 +14,13 @@ class DrillError(Exception):
     """Root of every error that drills raises on purpose."""
 
 
+def located(file: str, line: int | None, column: int | None) -> str:
+    """``file:line:col`` as editors and compilers print it, with what is known."""
+    if line is None:
+        return file
+    return f"{file}:{line}" if column is None else f"{file}:{line}:{column}"
+
+
 @dataclass(frozen=True)
 class PlanProblem:
     """One problem in a plan file, located for an operator to fix."""
@@ -25,13 +32,8 @@ class PlanProblem:
     message: str
 
     def __str__(self) -> str:
-        where = self.file
-        if self.line is not None:
-            where += f":{self.line}"
-            if self.column is not None:
-                where += f":{self.column}"
         field = f" {self.path}:" if self.path else ""
-        return f"{where}:{field} {self.message}"
+        return f"{located(self.file, self.line, self.column)}:{field} {self.message}"
 
 
 class PlanError(DrillError):

@@ -12,6 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from drills.errors import located
 from drills.plan import cron
 from drills.plan.durations import format_duration
 
@@ -38,11 +39,7 @@ class PlanWarning:
     message: str
 
     def __str__(self) -> str:
-        where = self.file
-        if self.line is not None:
-            where += f":{self.line}"
-            if self.column is not None:
-                where += f":{self.column}"
+        where = located(self.file, self.line, self.column)
         return f"{where}: {self.path}: warning: {self.message}"
 
 

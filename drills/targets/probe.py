@@ -60,7 +60,7 @@ def serving(client: httpx.Client, url: str) -> ProbeResult:
     )
 
 
-def _is_ip(host: str) -> bool:
+def is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
     except ValueError:
@@ -81,7 +81,7 @@ def smoke_once(client: httpx.Client, probe: SmokeProbe, dns: DnsTarget) -> Probe
     parts = urlsplit(str(probe.url))
     host = parts.hostname or ""
     try:
-        address = host if _is_ip(host) else resolve_authoritative(dns, host)
+        address = host if is_ip(host) else resolve_authoritative(dns, host)
     except LookupError as exc:
         return ProbeResult(False, None, str(exc))
     except TemporaryError as exc:  # a lost DNS answer: the next try may pass

@@ -30,7 +30,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from drills.errors import PermanentError, TargetError
-from drills.targets.probe import ProbeResult, serving
+from drills.targets.probe import ProbeResult, is_ip, serving
 
 if TYPE_CHECKING:
     from drills.targets.sites import SiteTargets
@@ -51,14 +51,6 @@ def _resolve(host: str, port: int) -> frozenset[str]:
             ip = ip.ipv4_mapped
         found.add(str(ip))
     return frozenset(found)
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -90,7 +82,7 @@ class ServerAddress:
             return False
         if not (self.addresses & other.addresses):
             return False
-        return self.host == other.host or _is_ip(self.host) or _is_ip(other.host)
+        return self.host == other.host or is_ip(self.host) or is_ip(other.host)
 
     def to_json(self) -> dict[str, Any]:
         return {

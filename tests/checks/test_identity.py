@@ -14,8 +14,6 @@ import base64
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,7 +37,7 @@ from drills.targets.site_identity import (
     compare_endpoints,
 )
 from tests.support.checks import run_check
-from tests.support.drill import lab_plan, snapshot
+from tests.support.drill import drills_cli, lab_plan, snapshot
 from tests.support.faultproxy import FaultProxy
 from tests.support.kube_sites import TOKEN as KUBE_SITES_TOKEN
 from tests.support.kube_sites import SiteSpec, plan_for, site_pair
@@ -206,24 +204,17 @@ def test_a_run_on_one_site_is_refused_before_any_change(
     assert snapshot(real) == before
 
 
-def _cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "drills", *args, "--db", db],
-        capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-
-
 def test_the_cli_refuses_a_copied_kubeconfig_in_both_modes(id_lab: LabInfo, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'cli.db'}"
     real = lab_plan(id_lab)
     before = snapshot(real)
     plan = str(one_site_file(id_lab, byte_copy, []))
-    readiness = _cli("readiness", plan, "--json", db=db)
+    readiness = drills_cli("readiness", plan, "--json", db=db)
     assert readiness.returncode == 1, readiness.stderr
     results = {r["id"]: r for r in json.loads(readiness.stdout)["results"]}
     assert results["sites.distinct"]["status"] == "fail" and results["sites.distinct"]["blocking"]
     for mode in ("drill", "incident"):
-        ran = _cli("run", plan, "--mode", mode, "--yes", db=db)
+        ran = drills_cli("run", plan, "--mode", mode, "--yes", db=db)
         assert ran.returncode == 1, ran.stdout + ran.stderr
         assert "one site" in ran.stdout and "No change was made" in ran.stdout
         assert snapshot(real) == before

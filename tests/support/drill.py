@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +25,7 @@ from drills.lab.planfile import lab_plan as lab_plan_data
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
+from drills.takeover import crashpoints
 from drills.takeover.journal import Journal
 from drills.takeover.snapshot import Snapshot, take
 from drills.takeover.steps.executor import ChangeExecutor
@@ -139,3 +143,17 @@ def serving(url: str) -> bool:
         return httpx.get(url, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def drills_cli(
+    *args: str, db: str, crash_at: str | None = None, timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """`drills ARGS --db DB` in a process of its own, as an operator runs it; with
+    ``crash_at``, the run dies by SIGKILL at that crash point."""
+    env = {k: v for k, v in os.environ.items() if k != crashpoints.ENV}
+    if crash_at:
+        env[crashpoints.ENV] = crash_at
+    return subprocess.run(
+        [sys.executable, "-m", "drills", *args, "--db", db],
+        capture_output=True, text=True, timeout=timeout, env=env,
+    )  # fmt: skip

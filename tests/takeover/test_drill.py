@@ -4,8 +4,6 @@ each phase that must leave the systems exactly as they were."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult
-from tests.support.drill import SplitBrainMonitor, lab_plan, snapshot
+from tests.support.drill import SplitBrainMonitor, drills_cli, lab_plan, snapshot
 from tests.support.services import own_lab
 
 SUCCEEDED_PHASES = [
@@ -222,16 +220,10 @@ def test_cli_run_history_and_report(drill_lab: LabInfo, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'cli.db'}"
     plan = str(Path(drill_lab.state_dir) / "plan.yaml")
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "drills", *args, "--db", db],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-
-    ran = cli("run", plan, "--yes", "--reason", "quarterly drill")
+    ran = drills_cli("run", plan, "--yes", "--reason", "quarterly drill", db=db)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "verdict:** **met**" in ran.stdout and "Identical to the snapshot" in ran.stdout
-    runs = json.loads(cli("history", "--json").stdout)
+    runs = json.loads(drills_cli("history", "--json", db=db).stdout)
     assert len(runs) == 1
     wanted = {"id", "plan", "mode", "started_at", "verdict", "rto_seconds",
               "client_rto_seconds", "rpo_seconds", "status"}  # fmt: skip
@@ -239,11 +231,11 @@ def test_cli_run_history_and_report(drill_lab: LabInfo, tmp_path: Path) -> None:
     assert runs[0]["status"] == "succeeded" and set(runs[0]["rpo_seconds"]) == {
         d.name for d in topology.DATASETS
     }
-    report = json.loads(cli("report", runs[0]["id"][:6], "--format", "json").stdout)
+    report = json.loads(drills_cli("report", runs[0]["id"][:6], "--format", "json", db=db).stdout)
     assert report["run"]["reason"] == "quarterly drill"
     assert [c["state"] for c in report["journal"]] == ["undone"] * len(report["journal"])
     assert report["state_differences"] == {}
-    missing = cli("report", "nope")
+    missing = drills_cli("report", "nope", db=db)
     assert missing.returncode == 1 and "drills history" in missing.stderr
 
 

@@ -9,9 +9,6 @@ fenced. The same holds when `drills recover` finishes the fence of such an incid
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +18,7 @@ import yaml
 
 from drills.lab.runtime import LabInfo
 from drills.store.history import HistoryStore
-from drills.takeover import crashpoints
-from tests.support.drill import back_to_normal, lab_plan, serving, snapshot
+from tests.support.drill import back_to_normal, drills_cli, lab_plan, serving, snapshot
 from tests.support.services import own_lab
 
 CLOSED = "http://127.0.0.2:1/healthz"  # nothing listens on port 1: refused at once
@@ -52,16 +48,6 @@ def plan_file(info: LabInfo, site: str, endpoint: str) -> str:
     return str(path)
 
 
-def cli(*args: str, db: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != crashpoints.ENV}
-    if crash_at:
-        env[crashpoints.ENV] = crash_at
-    return subprocess.run(
-        [sys.executable, "-m", "drills", *args, "--db", db],
-        capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
-
-
 @pytest.fixture()
 def db(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'history.db'}"
@@ -71,7 +57,7 @@ def test_a_drill_refuses_a_primary_it_never_saw_serve(
     fence_lab: LabInfo, silent: str, db: str
 ) -> None:
     before = snapshot(lab_plan(fence_lab))
-    ran = cli("run", plan_file(fence_lab, "primary", silent), "--yes", db=db)
+    ran = drills_cli("run", plan_file(fence_lab, "primary", silent), "--yes", db=db)
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert f"the primary endpoint {silent} does not serve (no answer" in ran.stdout
     assert "**Status:** aborted" in ran.stdout and "No change was made" in ran.stdout
@@ -83,7 +69,9 @@ def test_a_drill_refuses_a_primary_it_never_saw_serve(
 def test_a_drill_refuses_a_dr_endpoint_that_never_answers(fence_lab: LabInfo, db: str) -> None:
     """Failback verifies DR stopped serving from outside: silence there would prove nothing."""
     before = snapshot(lab_plan(fence_lab))
-    ran = cli("run", plan_file(fence_lab, "dr", "http://127.0.0.3:1/healthz"), "--yes", db=db)
+    ran = drills_cli(
+        "run", plan_file(fence_lab, "dr", "http://127.0.0.3:1/healthz"), "--yes", db=db
+    )
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert "the DR endpoint http://127.0.0.3:1/healthz does not answer" in ran.stdout
     assert snapshot(lab_plan(fence_lab)) == before
@@ -96,13 +84,13 @@ def test_an_incident_with_a_silent_primary_needs_force_unfenced(
     before = snapshot(real)
     plan = plan_file(fence_lab, "primary", silent)
 
-    refused = cli("run", plan, "--mode", "incident", "--yes", db=db)
+    refused = drills_cli("run", plan, "--mode", "incident", "--yes", db=db)
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert f"the primary endpoint {silent} does not answer" in refused.stdout
     assert "--force-unfenced" in refused.stdout and "No change was made" in refused.stdout
     assert snapshot(real) == before
 
-    forced = cli("run", plan, "--mode", "incident", "--yes", "--force-unfenced", db=db)
+    forced = drills_cli("run", plan, "--mode", "incident", "--yes", "--force-unfenced", db=db)
     history = HistoryStore(db)
     run = history.list_runs()[0]
     try:
@@ -124,7 +112,7 @@ def test_recover_finishing_the_fence_of_a_silent_primary_needs_force_unfenced(
     real = lab_plan(fence_lab)
     before = snapshot(real)
     plan = plan_file(fence_lab, "primary", CLOSED)
-    died = cli(
+    died = drills_cli(
         "run", plan, "--mode", "incident", "--yes", "--force-unfenced", db=db,
         crash_at="phase:fence:start",
     )  # fmt: skip
@@ -132,14 +120,14 @@ def test_recover_finishing_the_fence_of_a_silent_primary_needs_force_unfenced(
     history = HistoryStore(db)
     run = history.list_runs()[0]
 
-    held = cli("recover", run.id, "--hold", "--plan-file", plan, "--deadline", "10", db=db)
+    held = drills_cli("recover", run.id, "--hold", "--plan-file", plan, "--deadline", "10", db=db)
     assert held.returncode == 1, held.stdout + held.stderr
     assert "does not answer" in held.stdout + held.stderr
     assert "--force-unfenced" in held.stdout + held.stderr
     assert snapshot(real) == before  # refused before any change
 
     try:
-        forced = cli(
+        forced = drills_cli(
             "recover", run.id, "--hold", "--force-unfenced", "--plan-file", plan,
             "--deadline", "10", db=db,
         )  # fmt: skip

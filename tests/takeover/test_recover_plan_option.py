@@ -7,37 +7,26 @@ path is a usage error that points at --plan-file.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from drills.lab.runtime import LabInfo
-from drills.takeover import crashpoints
-
-
-def cli(*args: str, db: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != crashpoints.ENV}
-    if crash_at:
-        env[crashpoints.ENV] = crash_at
-    return subprocess.run(
-        [sys.executable, "-m", "drills", *args, "--db", db],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+from tests.support.drill import drills_cli
 
 
 def test_a_plan_file_stands_for_its_plan(lab: LabInfo, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'history.db'}"
     plan = str(Path(lab.state_dir) / "plan.yaml")
 
-    nothing = cli("recover", "--plan", plan, db=db)
+    nothing = drills_cli("recover", "--plan", plan, db=db)
     assert nothing.returncode == 1
     assert "plan lab has no unfinished run" in nothing.stderr, nothing.stderr
 
     # An incident that died as its fence began: unfinished, and nothing changed yet.
-    died = cli("run", plan, "--mode", "incident", "--yes", db=db, crash_at="phase:fence:start")
+    died = drills_cli(
+        "run", plan, "--mode", "incident", "--yes", db=db, crash_at="phase:fence:start"
+    )
     assert died.returncode != 0
-    found = cli("recover", "--plan", plan, db=db)
+    found = drills_cli("recover", "--plan", plan, db=db)
     assert found.returncode == 3, found.stdout + found.stderr  # reported; a person decides
     assert "is part-way" in found.stderr and "(incident of lab)" in found.stdout
 
@@ -50,7 +39,7 @@ def test_a_path_that_is_no_plan_points_at_plan_file(tmp_path: Path) -> None:
         (str(tmp_path / "missing" / "plan.yaml"), "no such file exists"),
         (str(not_a_plan), "is a file, but not a valid plan"),
     ]:
-        result = cli("recover", "--plan", value, db=db)
+        result = drills_cli("recover", "--plan", value, db=db)
         assert result.returncode == 2, result.stdout + result.stderr
         said = " ".join(result.stderr.split())  # the console wraps long lines
         assert "--plan takes a plan's name" in said and "--plan-file" in said
