@@ -128,20 +128,39 @@ def _message(error: ErrorDetails, loc: Loc) -> str:
     return str(error["msg"])
 
 
+# pydantic names one operator mistake after the field's Python type (`list_type`,
+# `tuple_type`, `set_type`...); the plan's author only needs to know what was wanted.
+_EXPECTED_TYPE = {
+    **dict.fromkeys(
+        ("model_type", "model_attributes_type", "dict_type", "dataclass_type"),
+        "a mapping (key: value)",
+    ),
+    **dict.fromkeys(("list_type", "tuple_type", "iterable_type", "set_type"), "a list"),
+    **dict.fromkeys(("string_type", "string_unicode", "string_sub_type", "path_type"), "a string"),
+    **dict.fromkeys(("int_type", "int_parsing", "int_from_float"), "a whole number"),
+    **dict.fromkeys(("float_type", "float_parsing", "finite_number"), "a number"),
+    **dict.fromkeys(("bool_type", "bool_parsing"), "true or false"),
+}
+
+# Each bound's words, and the ctx key pydantic puts its limit under.
+_BOUNDS = {
+    "greater_than_equal": ("at least", "ge"),
+    "greater_than": ("greater than", "gt"),
+    "less_than_equal": ("at most", "le"),
+    "less_than": ("less than", "lt"),
+}
+
+
 def _simple(kind: str, ctx: dict[str, Any], value: Any) -> str | None:
-    got = describe(value)
-    if kind in ("model_type", "model_attributes_type", "dict_type", "dataclass_type"):
-        return f"must be a mapping (key: value), got {got}"
-    if kind in ("list_type", "tuple_type", "iterable_type", "set_type"):
-        return f"must be a list, got {got}"
-    if kind in ("string_type", "string_unicode", "string_sub_type", "path_type"):
-        return f"must be a string, got {got}"
-    if kind in ("int_type", "int_parsing", "int_from_float"):
-        return f"must be a whole number, got {got}"
-    if kind in ("float_type", "float_parsing", "finite_number"):
-        return f"must be a number, got {got}"
-    if kind in ("bool_type", "bool_parsing"):
-        return f"must be true or false, got {got}"
+    if kind in _EXPECTED_TYPE:
+        return f"must be {_EXPECTED_TYPE[kind]}, got {describe(value)}"
+    if kind in _BOUNDS:
+        words, key = _BOUNDS[kind]
+        return f"must be {words} {ctx.get(key)} (got {safe_repr(value)})"
+    return _wrong_length(kind, ctx)
+
+
+def _wrong_length(kind: str, ctx: dict[str, Any]) -> str | None:
     if kind == "string_too_short":
         return (
             "must not be empty"
@@ -155,15 +174,6 @@ def _simple(kind: str, ctx: dict[str, Any], value: Any) -> str | None:
         return f"must list at least {n} item{'s' if n != 1 else ''}"
     if kind == "too_long":
         return f"must list at most {ctx.get('max_length')} items"
-    bounds = {
-        "greater_than_equal": ("at least", "ge"),
-        "greater_than": ("greater than", "gt"),
-        "less_than_equal": ("at most", "le"),
-        "less_than": ("less than", "lt"),
-    }
-    if kind in bounds:
-        words, key = bounds[kind]
-        return f"must be {words} {ctx.get(key)} (got {safe_repr(value)})"
     return None
 
 

@@ -80,8 +80,20 @@ def render_markdown(data: dict[str, Any]) -> str:
     """The run as Markdown. Everything that came from outside the code (plan names,
     people's words, servers' answers) goes through _text or _code, so a report can't
     be made to draw a table or a verdict of its own."""
+    lines = [
+        *_summary(data),
+        *_objectives(data),
+        *_phases(data["phases"] or []),
+        *_journal(data["journal"]),
+        *_intended_changes(data["planned_changes"]),
+        *_state_after_the_drill(data),
+        *_readiness(data.get("readiness") or {}),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _summary(data: dict[str, Any]) -> list[str]:
     run = data["run"]
-    m = data.get("measurement") or {}
     lines = [
         f"# Drill report {_code(run['id'])} — plan {_code(run['plan'])}",
         "",
@@ -95,55 +107,93 @@ def render_markdown(data: dict[str, Any]) -> str:
     if run.get("error"):
         lines.append(f"- **Error:** {_text(run['error'])}")
     if data.get("approval"):
-        a = data["approval"]
-        answer = "approved" if a["approved"] else "refused"
-        lines.append(f"- **Approval:** {answer} by {_text(a['approver'])}: {_text(a['comment'])}")
+        lines.append(_approval(data["approval"]))
     if data.get("unfenced"):
         lines.append("- **WARNING:** the primary was unreachable and was NOT fenced (forced).")
-    lines += ["", "## Objectives", "", "| measure | value | target |", "|---|---|---|"]
+    return lines
+
+
+def _approval(a: dict[str, Any]) -> str:
+    answer = "approved" if a["approved"] else "refused"
+    return f"- **Approval:** {answer} by {_text(a['approver'])}: {_text(a['comment'])}"
+
+
+def _objectives(data: dict[str, Any]) -> list[str]:
+    m = data.get("measurement") or {}
+    lines = ["", "## Objectives", "", "| measure | value | target |", "|---|---|---|"]
     lines.append(f"| RTO | {_secs(data['rto_seconds'])} | {_secs(m.get('rto_target_seconds'))} |")
     lines.append(
         f"| client-visible RTO (incl. old TTL) | {_secs(data['client_rto_seconds'])} | — |"
     )
     for name, lag in (data.get("rpo_seconds") or {}).items():
         lines.append(f"| RPO {_code(name)} | {_secs(lag)} | {_secs(m.get('rpo_target_seconds'))} |")
-    lines += ["", "## Phases", "", "| phase | status | duration |", "|---|---|---|"]
-    for phase in data["phases"] or []:
+    return lines
+
+
+def _phases(phases: list[dict[str, Any]]) -> list[str]:
+    lines = ["", "## Phases", "", "| phase | status | duration |", "|---|---|---|"]
+    for phase in phases:
         lines.append(f"| {phase['name']} | {phase['status']} | {_secs(phase['seconds'])} |")
-    for phase in data["phases"] or []:
-        if not phase["steps"]:
-            continue
-        lines += ["", f"### {phase['name']}", ""]
-        for step in phase["steps"]:
-            result = f": {_text(step['result'])}" if step["result"] else ""
-            lines.append(
-                f"- {_code(step['status'])} {for_terminal(step['name'])} "
-                f"({_secs(step['seconds'])}){result}"
-            )
-    lines += ["", "## Changes (journal)", ""]
-    if data["journal"]:
-        lines += ["| # | change | target | original → intended | state |", "|---|---|---|---|---|"]
-        for c in data["journal"]:
-            lines.append(
-                f"| {c['seq']} | {c['change']} | {_code(c['target'])} | "
-                f"{_code(c['original'])} → {_code(c['intended'])} | {c['state']} |"
-            )
-    else:
-        lines.append("No change was made.")
-    if data["planned_changes"]:
-        lines += ["", "## Intended changes (dry run)", ""]
-        lines += [f"- {_text(p)}" for p in data["planned_changes"]]
-    if run["mode"] == Mode.DRILL and not run["dry_run"] and run["status"] != RunStatus.ABORTED:
-        lines += ["", "## State after the drill", ""]
-        diff = data["state_differences"]
+    for phase in phases:
+        if phase["steps"]:
+            lines += _phase_steps(phase)
+    return lines
+
+
+def _phase_steps(phase: dict[str, Any]) -> list[str]:
+    lines = ["", f"### {phase['name']}", ""]
+    for step in phase["steps"]:
+        result = f": {_text(step['result'])}" if step["result"] else ""
         lines.append(
-            "Identical to the snapshot taken before the drill."
-            if not diff
-            else f"**{len(diff)} difference(s)** from the snapshot: {_text(diff)}"
+            f"- {_code(step['status'])} {for_terminal(step['name'])} "
+            f"({_secs(step['seconds'])}){result}"
         )
-    readiness = data.get("readiness") or {}
-    if readiness.get("results"):
-        lines += ["", "## Readiness at T0", "", "| check | status | summary |", "|---|---|---|"]
-        for r in readiness["results"]:
-            lines.append(f"| {_code(r['id'])} | {r['status']} | {_text(r['summary'])} |")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _journal(entries: list[dict[str, Any]]) -> list[str]:
+    lines = ["", "## Changes (journal)", ""]
+    if not entries:
+        return [*lines, "No change was made."]
+    lines += ["| # | change | target | original → intended | state |", "|---|---|---|---|---|"]
+    for c in entries:
+        lines.append(
+            f"| {c['seq']} | {c['change']} | {_code(c['target'])} | "
+            f"{_code(c['original'])} → {_code(c['intended'])} | {c['state']} |"
+        )
+    return lines
+
+
+def _intended_changes(planned: list[str]) -> list[str]:
+    if not planned:
+        return []
+    return ["", "## Intended changes (dry run)", "", *[f"- {_text(p)}" for p in planned]]
+
+
+def _state_after_the_drill(data: dict[str, Any]) -> list[str]:
+    if not _put_back_after_changes(data["run"]):
+        return []
+    diff = data["state_differences"]
+    return [
+        "",
+        "## State after the drill",
+        "",
+        "Identical to the snapshot taken before the drill."
+        if not diff
+        else f"**{len(diff)} difference(s)** from the snapshot: {_text(diff)}",
+    ]
+
+
+def _put_back_after_changes(run: dict[str, Any]) -> bool:
+    # Only then is there a state to hold against the snapshot: an incident stays at DR,
+    # and a dry run or an aborted drill never changed anything.
+    return run["mode"] == Mode.DRILL and not run["dry_run"] and run["status"] != RunStatus.ABORTED
+
+
+def _readiness(readiness: dict[str, Any]) -> list[str]:
+    if not readiness.get("results"):
+        return []
+    lines = ["", "## Readiness at T0", "", "| check | status | summary |", "|---|---|---|"]
+    for r in readiness["results"]:
+        lines.append(f"| {_code(r['id'])} | {r['status']} | {_text(r['summary'])} |")
+    return lines

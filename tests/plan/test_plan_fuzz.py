@@ -148,36 +148,63 @@ def _nest(value: Any, depth: int, as_list: bool) -> Any:
     return value
 
 
+def _delete(draw: st.DrawFn, parent: Any, key: Any) -> None:
+    del parent[key]
+
+
+def _retype(draw: st.DrawFn, parent: Any, key: Any) -> None:
+    parent[key] = draw(VALUES)
+
+
+def _huge(draw: st.DrawFn, parent: Any, key: Any) -> None:
+    parent[key] = draw(st.sampled_from([10**400, -(10**400), 2**63, -(2**63) - 1, 1e308, -0.0]))
+
+
+def _nest_deeply(draw: st.DrawFn, parent: Any, key: Any) -> None:
+    parent[key] = _nest(parent[key], draw(st.integers(1, 45)), draw(st.booleans()))
+
+
+def _unicode(draw: st.DrawFn, parent: Any, key: Any) -> None:
+    parent[key] = draw(st.text(min_size=1, max_size=20))
+
+
+def _extra_key(draw: st.DrawFn, parent: Any, key: Any) -> None:
+    if isinstance(parent, dict):
+        # The value is drawn before the key, as the assignment evaluates them; kept so
+        # that the derandomized examples stay the ones this test has always run.
+        parent[draw(st.text(max_size=12))] = draw(VALUES)
+
+
+def _swap(draw: st.DrawFn, parent: Any, key: Any) -> None:
+    if isinstance(parent, dict):
+        parent[key] = {"list": [parent[key]], "map": {"k": parent[key]}}[
+            draw(st.sampled_from(["list", "map"]))
+        ]
+
+
+# In the order they are drawn from: reordering them would change every example.
+MUTATIONS = {
+    "delete": _delete,
+    "retype": _retype,
+    "huge": _huge,
+    "nest": _nest_deeply,
+    "unicode": _unicode,
+    "extra": _extra_key,
+    "swap": _swap,
+}
+
+
 @st.composite
 def mutated_data(draw: st.DrawFn) -> str:
     """A valid plan's data with a few structural mutations, dumped back to YAML."""
     data = copy.deepcopy(SEED_DATA[draw(st.sampled_from(sorted(SEED_DATA)))])
     for _ in range(draw(st.integers(1, 4))):
         path = draw(st.sampled_from(_paths(data)))
-        op = draw(st.sampled_from(["delete", "retype", "huge", "nest", "unicode", "extra", "swap"]))
-        if not path:
-            if op == "retype":
-                data = draw(VALUES)
-            continue
-        parent, key = _parent_and_key(data, path)
-        if op == "delete":
-            del parent[key]
+        op = draw(st.sampled_from(list(MUTATIONS)))
+        if path:
+            MUTATIONS[op](draw, *_parent_and_key(data, path))
         elif op == "retype":
-            parent[key] = draw(VALUES)
-        elif op == "huge":
-            parent[key] = draw(
-                st.sampled_from([10**400, -(10**400), 2**63, -(2**63) - 1, 1e308, -0.0])
-            )
-        elif op == "nest":
-            parent[key] = _nest(parent[key], draw(st.integers(1, 45)), draw(st.booleans()))
-        elif op == "unicode":
-            parent[key] = draw(st.text(min_size=1, max_size=20))
-        elif op == "extra" and isinstance(parent, dict):
-            parent[draw(st.text(max_size=12))] = draw(VALUES)
-        elif op == "swap" and isinstance(parent, dict):
-            parent[key] = {"list": [parent[key]], "map": {"k": parent[key]}}[
-                draw(st.sampled_from(["list", "map"]))
-            ]
+            data = draw(VALUES)  # the root has no parent to hold the new value
     try:
         return yaml.safe_dump(data, sort_keys=False, allow_unicode=draw(st.booleans()))
     except (yaml.YAMLError, RecursionError):

@@ -10,6 +10,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -21,6 +22,9 @@ from drills.takeover.drill import Drill, DrillRequest
 from tests.support.browser import dashboard, serving_incident_flow
 from tests.support.services import own_lab, require_system_binary
 from tests.support.ui import DECLARE_BUTTON, ROOT
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = pytest.mark.slow
 
@@ -92,59 +96,10 @@ def test_dashboard_in_chromium(incident_lab: LabInfo, prefect_url: str, tmp_path
         page.set_default_timeout(30_000)
         expect.set_options(timeout=30_000)  # the first render imports the whole app
         shots = Shots(page, tmp_path)
-
-        # Readiness: the snapshot the drill's preflight took, by category.
-        page.goto(base)
-        expect(page.get_by_role("heading", name="Readiness", exact=True)).to_be_visible()
-        expect(page.get_by_text("Lab mode")).to_be_visible()
-        expect(page.get_by_role("tab", name=re.compile(r"lab — ready"))).to_be_visible()
-        for category in ("Images", "Data", "Secrets", "Cluster", "DNS", "Cadence"):
-            expect(page.get_by_role("heading", name=re.compile(f"^{category}"))).to_be_visible()
-        expect(page.get_by_text("Images synced to DR", exact=True)).to_be_visible()
-        expect(page.get_by_role("button", name="Re-run checks")).to_be_visible()
-        shots.take("readiness")
-
-        # Plans: valid, summarized, last drill met.
-        page.goto(f"{base}/plans")
-        expect(page.get_by_text(f"{shown} is valid")).to_be_visible()
-        expect(page.locator("p", has_text="Last drill:")).to_contain_text("met")
-        expect(page.get_by_role("tab", name="Tiers")).to_be_visible()
-        shots.take("plans")
-
-        # Declare an incident, and watch the real flow run take over to DR.
-        page.goto(f"{base}/declare")
-        page.get_by_label("Reason").fill("primary region lost power (browser test)")
-        page.get_by_label("Reason").press("Tab")
-        confirm = page.get_by_label(re.compile("Type the plan name"))
-        confirm.fill("lab")
-        confirm.press("Tab")
-        page.get_by_role("button", name=DECLARE_BUTTON).click()
-        expect(page.get_by_text(re.compile(r"^Incident run "))).to_be_visible()
-        link = page.get_by_role("link", name="Open this run in the Prefect UI")
-        expect(link).to_have_attribute("href", re.compile(r"/runs/flow-run/[0-9a-f-]{36}$"))
-        expect(page.get_by_text("The takeover finished")).to_be_visible(timeout=120_000)
-        expect(page.get_by_text("RTO clock (since T0)")).to_be_visible()
-        for phase in ("preflight", "declare", "fence", "bring-up", "dns", "smoke", "measure"):
-            expect(page.get_by_text(phase, exact=True).first).to_be_visible()
-        shots.take("declare-incident")
-
-        # The incident is in the history, with its timeline and the same report as the CLI.
-        page.get_by_role("link", name="See this run in the drill history").click()
-        expect(page.get_by_role("heading", name="Drill history")).to_be_visible()
-        expect(
-            page.get_by_role("heading", name=re.compile(r"Run .* — lab, incident"))
-        ).to_be_visible()
-        expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible()
-        expect(page.locator(".vega-embed").first).to_be_visible()  # the RTO trend
-        expect(page.locator(".vega-embed")).to_have_count(2)  # and the Gantt chart
-        incident = store.list_runs(mode="incident")[0]
-        assert incident.status == "succeeded" and incident.flow_run_id
-        with page.expect_download() as download:
-            page.get_by_role("button", name="Download report (Markdown)").click()
-        saved = tmp_path / "report.md"
-        download.value.save_as(saved)
-        assert saved.read_text() == render_markdown(report_data(incident, store))
-        shots.take("history")
+        _readiness_by_category(page, base, shots)
+        _plan_valid_and_last_drill_met(page, base, shown, shots)
+        _declare_and_watch_the_incident(page, base, shots)
+        _incident_in_the_history(page, store, tmp_path, shots)
         browser.close()
     assert sorted(p.name for p in shots.taken) == sorted(
         ["declare-incident.png", "history.png", "plans.png", "readiness.png"]
@@ -152,3 +107,70 @@ def test_dashboard_in_chromium(incident_lab: LabInfo, prefect_url: str, tmp_path
     # The README's pictures change only when asked for (`make screenshots`), not on every run.
     if os.environ.get("DRILLS_UPDATE_SCREENSHOTS") == "1":
         shots.publish()
+
+
+def _readiness_by_category(page: Page, base: str, shots: Shots) -> None:
+    """Readiness: the snapshot the drill's preflight took, by category."""
+    from playwright.sync_api import expect
+
+    page.goto(base)
+    expect(page.get_by_role("heading", name="Readiness", exact=True)).to_be_visible()
+    expect(page.get_by_text("Lab mode")).to_be_visible()
+    expect(page.get_by_role("tab", name=re.compile(r"lab — ready"))).to_be_visible()
+    for category in ("Images", "Data", "Secrets", "Cluster", "DNS", "Cadence"):
+        expect(page.get_by_role("heading", name=re.compile(f"^{category}"))).to_be_visible()
+    expect(page.get_by_text("Images synced to DR", exact=True)).to_be_visible()
+    expect(page.get_by_role("button", name="Re-run checks")).to_be_visible()
+    shots.take("readiness")
+
+
+def _plan_valid_and_last_drill_met(page: Page, base: str, shown: str, shots: Shots) -> None:
+    """Plans: valid, summarized, last drill met."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{base}/plans")
+    expect(page.get_by_text(f"{shown} is valid")).to_be_visible()
+    expect(page.locator("p", has_text="Last drill:")).to_contain_text("met")
+    expect(page.get_by_role("tab", name="Tiers")).to_be_visible()
+    shots.take("plans")
+
+
+def _declare_and_watch_the_incident(page: Page, base: str, shots: Shots) -> None:
+    """Declare an incident, and watch the real flow run take over to DR."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{base}/declare")
+    page.get_by_label("Reason").fill("primary region lost power (browser test)")
+    page.get_by_label("Reason").press("Tab")
+    confirm = page.get_by_label(re.compile("Type the plan name"))
+    confirm.fill("lab")
+    confirm.press("Tab")
+    page.get_by_role("button", name=DECLARE_BUTTON).click()
+    expect(page.get_by_text(re.compile(r"^Incident run "))).to_be_visible()
+    link = page.get_by_role("link", name="Open this run in the Prefect UI")
+    expect(link).to_have_attribute("href", re.compile(r"/runs/flow-run/[0-9a-f-]{36}$"))
+    expect(page.get_by_text("The takeover finished")).to_be_visible(timeout=120_000)
+    expect(page.get_by_text("RTO clock (since T0)")).to_be_visible()
+    for phase in ("preflight", "declare", "fence", "bring-up", "dns", "smoke", "measure"):
+        expect(page.get_by_text(phase, exact=True).first).to_be_visible()
+    shots.take("declare-incident")
+
+
+def _incident_in_the_history(page: Page, store: HistoryStore, tmp_path: Path, shots: Shots) -> None:
+    """The incident is in the history, with its timeline and the same report as the CLI."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("link", name="See this run in the drill history").click()
+    expect(page.get_by_role("heading", name="Drill history")).to_be_visible()
+    expect(page.get_by_role("heading", name=re.compile(r"Run .* — lab, incident"))).to_be_visible()
+    expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible()
+    expect(page.locator(".vega-embed").first).to_be_visible()  # the RTO trend
+    expect(page.locator(".vega-embed")).to_have_count(2)  # and the Gantt chart
+    incident = store.list_runs(mode="incident")[0]
+    assert incident.status == "succeeded" and incident.flow_run_id
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download report (Markdown)").click()
+    saved = tmp_path / "report.md"
+    download.value.save_as(saved)
+    assert saved.read_text() == render_markdown(report_data(incident, store))
+    shots.take("history")

@@ -85,6 +85,27 @@ def _detail(settings: UISettings, run_id: str) -> None:
         return
     run = report["run"]
     st.subheader(f"Run `{run['id']}` — {run['plan']}, {run['mode']}")
+    _verdict_and_objectives(report)
+    _who_and_when(run)
+    if run["status"] == RunStatus.RUNNING and not run["finished_at"]:
+        _still_running(settings, run)
+    _what_went_wrong(report)
+    _downloads(report)
+    timeline, steps, journal, readiness = st.tabs(
+        ["Phase timeline", "Steps and evidence", "Journal of changes", "Readiness at T0"]
+    )
+    with timeline:
+        _timeline(report["phases"])
+    with steps:
+        _steps_and_evidence(report["phases"] or [])
+    with journal:
+        _journal(report["journal"])
+    with readiness:
+        _readiness_at_t0(report)
+
+
+def _verdict_and_objectives(report: dict[str, Any]) -> None:
+    run = report["run"]
     m = report.get("measurement") or {}
     cols = st.columns(4)
     cols[0].metric("Verdict", components.verdict_label(run["verdict"]), run["status"], "off")
@@ -98,56 +119,69 @@ def _detail(settings: UISettings, run_id: str) -> None:
         "Worst RPO", components.seconds(max(rpo) if rpo else None),
         f"target {components.seconds(m.get('rpo_target_seconds'))}", "off",
     )  # fmt: skip
+
+
+def _who_and_when(run: dict[str, Any]) -> None:
     st.caption(
         f"Operator **{run['operator']}** — reason: {run['reason'] or '—'} — started "
         f"{components.when(run['started_at'])} — T0 {components.when(run['t0'])} — finished "
         f"{components.when(run['finished_at'])}"
     )
-    if run["status"] == RunStatus.RUNNING and not run["finished_at"]:
-        _still_running(settings, run)
-    if run.get("error"):
-        st.error(run["error"])
+
+
+def _what_went_wrong(report: dict[str, Any]) -> None:
+    if report["run"].get("error"):
+        st.error(report["run"]["error"])
     if report.get("unfenced"):
         st.error(
             "The primary was unreachable and was NOT fenced (forced).", icon=":material/warning:"
         )
+
+
+def _downloads(report: dict[str, Any]) -> None:
+    run_id = report["run"]["id"]
     left, right = st.columns(2)
     left.download_button(
         "Download report (Markdown)", data.report_markdown(report),
-        file_name=f"drill-{run['id']}.md", mime="text/markdown", key=f"{KEY}.md",
+        file_name=f"drill-{run_id}.md", mime="text/markdown", key=f"{KEY}.md",
     )  # fmt: skip
     right.download_button(
         "Download report (JSON)", json.dumps(report, indent=2, default=str),
-        file_name=f"drill-{run['id']}.json", mime="application/json", key=f"{KEY}.json",
+        file_name=f"drill-{run_id}.json", mime="application/json", key=f"{KEY}.json",
     )  # fmt: skip
-    timeline, steps, journal, readiness = st.tabs(
-        ["Phase timeline", "Steps and evidence", "Journal of changes", "Readiness at T0"]
-    )
-    with timeline:
-        if report["phases"]:
-            st.altair_chart(charts.gantt(report["phases"]), width="stretch")
-        else:
-            st.info("No phase was recorded.")
-    with steps:
-        for phase in report["phases"] or []:
-            st.markdown(f"**{phase['name']}** — {phase['status']}, {phase['seconds']:.2f} s")
-            for step in phase["steps"]:
-                label = f"{step['status']}: {step['name']} ({step['seconds']:.2f} s)"
-                with st.expander(label):
-                    st.write(step["result"] or "—")
-                    if step["evidence"]:
-                        st.json(step["evidence"], expanded=1)
-    with journal:
-        if report["journal"]:
-            st.dataframe(report["journal"], hide_index=True, width="stretch")
-        else:
-            st.info("No change was made.")
-    with readiness:
-        snapshot = data.readiness_snapshot(report)
-        if snapshot is None:
-            st.info("No readiness snapshot was taken for this run.")
-        else:
-            components.readiness_checklist(snapshot, at=snapshot.checked_at)
+
+
+def _timeline(phases: list[dict[str, Any]] | None) -> None:
+    if phases:
+        st.altair_chart(charts.gantt(phases), width="stretch")
+    else:
+        st.info("No phase was recorded.")
+
+
+def _steps_and_evidence(phases: list[dict[str, Any]]) -> None:
+    for phase in phases:
+        st.markdown(f"**{phase['name']}** — {phase['status']}, {phase['seconds']:.2f} s")
+        for step in phase["steps"]:
+            label = f"{step['status']}: {step['name']} ({step['seconds']:.2f} s)"
+            with st.expander(label):
+                st.write(step["result"] or "—")
+                if step["evidence"]:
+                    st.json(step["evidence"], expanded=1)
+
+
+def _journal(entries: list[dict[str, Any]]) -> None:
+    if entries:
+        st.dataframe(entries, hide_index=True, width="stretch")
+    else:
+        st.info("No change was made.")
+
+
+def _readiness_at_t0(report: dict[str, Any]) -> None:
+    snapshot = data.readiness_snapshot(report)
+    if snapshot is None:
+        st.info("No readiness snapshot was taken for this run.")
+    else:
+        components.readiness_checklist(snapshot, at=snapshot.checked_at)
 
 
 def main() -> None:
