@@ -126,9 +126,7 @@ def test_a_drill_still_stops_on_a_blocking_check_before_any_change(
     assert snapshot(plan) == before
 
 
-def test_each_step_is_in_the_store_as_it_ends(
-    stalled_lab: LabInfo, history: HistoryStore
-) -> None:
+def test_each_step_is_in_the_store_as_it_ends(stalled_lab: LabInfo, history: HistoryStore) -> None:
     """A drill stalled in bring-up: its finished steps are readable while the phase runs."""
     plan = lab_plan(stalled_lab)
     before = snapshot(plan)
