@@ -65,6 +65,7 @@ def _print_started(info: serve.ServeInfo, already: bool) -> None:
     table.add_row(
         "work pool", f"{serve.WORK_POOL} (worker {serve.WORKER_NAME}, pid {info.worker_pid})"
     )
+    table.add_row("warm runner", f"{serve.INCIDENT_DEPLOYMENT} (pid {info.warm_pid})")
     table.add_row("project", info.project_dir)
     table.add_row("history store", serve.redacted(info.db_url))
     table.add_row("logs", ", ".join(str(p) for p in info.logs.values()))
@@ -113,7 +114,8 @@ def start(
     ] = 300.0,
     state_dir: StateDir = serve.DEFAULT_STATE_DIR,
 ) -> None:
-    """Start a local Prefect server, deploy the drills flows and start a worker (idempotent)."""
+    """Start a local Prefect server, deploy the drills flows and start a worker, and a warm
+    runner that starts declared incidents at once (idempotent)."""
     if ctx.invoked_subcommand is not None:
         return
     if stop_flag:
@@ -187,6 +189,7 @@ def status(
             "healthy": healthy,
             **{k: v for k, v in info.__dict__.items()},
             "db_url": serve.redacted(info.db_url),
+            "warm_running": serve.warm_running(info),
             "workers": [w.__dict__ for w in workers],
             "deployments": [{**d.__dict__, "schedules": list(d.schedules)} for d in deployments],
         }
@@ -197,6 +200,8 @@ def status(
     )
     for w in workers:
         console.print(f"Worker {w.name}: {w.status} (last heartbeat {w.last_heartbeat or '—'})")
+    warm = "running" if serve.warm_running(info) else "NOT running (`drills serve` restarts it)"
+    console.print(f"Warm runner of {serve.INCIDENT_DEPLOYMENT} (pid {info.warm_pid}): {warm}")
     table = Table(title="Deployments")
     for column in ("deployment", "flow", "schedule", "plan"):
         table.add_column(column)
