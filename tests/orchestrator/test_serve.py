@@ -164,6 +164,9 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
     )  # fmt: skip
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "Completed" in ran.stderr
+    # Followed step by step, each step printed as the run stored it.
+    assert "preflight: readiness checks ok" in ran.stderr, ran.stderr
+    assert "preflight: site endpoints seen from outside ok" in ran.stderr, ran.stderr
     assert "(dry run)" in ran.stdout and "## Intended changes (dry run)" in ran.stdout
     # The worker wrote the history store the CLI reads: one store, whoever runs the drill.
     runs = HistoryStore(_history_db).list_runs(limit=50)
