@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -227,13 +228,21 @@ def test_a_crashed_incident_blocks_the_next_one_until_recovered(
     assert accepted.accepted, accepted.message
 
 
+def _declared_by_carol(
+    env: UiEnv, prefect_url: str, deployment: str, reason: str
+) -> tuple[AppTest, Any]:
+    """The declare page in lab mode after carol declared on the lab; and its one flow run."""
+    env.set("DRILLS_UI_LAB", "1")
+    at = open_page("declare")
+    declare(fill_declaration(at, operator="carol", reason=reason, confirmation="lab"))
+    [run] = flow_runs(prefect_url, deployment)
+    return at, run
+
+
 def test_an_incident_no_worker_has_started_is_cancelled_at_once_and_audited(
     declare_env: UiEnv, populated: Drilled, server: Server
 ) -> None:
-    declare_env.set("DRILLS_UI_LAB", "1")
-    at = open_page("declare")
-    declare(fill_declaration(at, operator="carol", reason="by mistake", confirmation="lab"))
-    [run] = flow_runs(server.url, server.deployment)
+    at, run = _declared_by_carol(declare_env, server.url, server.deployment, "by mistake")
     label = at.checkbox(key="declare.cancel_sure").label
     assert "stops where it is" in label and "--hold" in label
     assert at.button(key="declare.cancel").disabled  # until confirmed
@@ -346,10 +355,7 @@ def test_a_declaration_from_the_terminal_takes_the_dashboards_path(
 def test_the_live_view_lists_each_step_of_the_running_phase_as_it_ends(
     declare_env: UiEnv, prefect_url: str, incident_deployment: str
 ) -> None:
-    declare_env.set("DRILLS_UI_LAB", "1")
-    at = open_page("declare")
-    declare(fill_declaration(at, operator="carol", reason="region down", confirmation="lab"))
-    [run] = flow_runs(prefect_url, incident_deployment)
+    at, run = _declared_by_carol(declare_env, prefect_url, incident_deployment, "region down")
     t0 = dt.datetime.fromisoformat(run.parameters["declared_at"])
 
     def at_t0(seconds: float) -> str:
