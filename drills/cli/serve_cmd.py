@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from drills import apps
@@ -31,7 +32,8 @@ from drills.store.kinds import Mode
 from drills.store.report import render_markdown, report_data
 
 serve_app = typer.Typer(
-    help="A local Prefect server, work pool, worker and the deployments of prefect.yaml.",
+    help="A local Prefect server, work pool, worker, the warm runner of declared incidents and "
+    "the deployments of prefect.yaml.",
 )
 console = out_console()
 err = err_console(highlight=False, soft_wrap=True)
@@ -65,6 +67,7 @@ def _print_started(info: serve.ServeInfo, already: bool) -> None:
     table.add_row(
         "work pool", f"{serve.WORK_POOL} (worker {serve.WORKER_NAME}, pid {info.worker_pid})"
     )
+    table.add_row("warm runner", f"{serve.INCIDENT_DEPLOYMENT} (pid {info.warm_pid})")
     table.add_row("project", info.project_dir)
     table.add_row("history store", serve.redacted(info.db_url))
     table.add_row("logs", ", ".join(str(p) for p in info.logs.values()))
@@ -98,7 +101,7 @@ def _own_server_hint(project: Path) -> str:
 def start(
     ctx: typer.Context,
     stop_flag: Annotated[
-        bool, typer.Option("--stop", help="Stop the worker and the server instead.")
+        bool, typer.Option("--stop", help="Stop the runners and the server instead.")
     ] = False,
     port: Annotated[
         int | None,
@@ -113,7 +116,8 @@ def start(
     ] = 300.0,
     state_dir: StateDir = serve.DEFAULT_STATE_DIR,
 ) -> None:
-    """Start a local Prefect server, deploy the drills flows and start a worker (idempotent)."""
+    """Start a local Prefect server, deploy the drills flows and start a worker, and a warm
+    runner that starts declared incidents at once (idempotent)."""
     if ctx.invoked_subcommand is not None:
         return
     if stop_flag:
@@ -187,6 +191,7 @@ def status(
             "healthy": healthy,
             **{k: v for k, v in info.__dict__.items()},
             "db_url": serve.redacted(info.db_url),
+            "warm_running": serve.warm_running(info),
             "workers": [w.__dict__ for w in workers],
             "deployments": [{**d.__dict__, "schedules": list(d.schedules)} for d in deployments],
         }
@@ -197,6 +202,8 @@ def status(
     )
     for w in workers:
         console.print(f"Worker {w.name}: {w.status} (last heartbeat {w.last_heartbeat or '—'})")
+    warm = "running" if serve.warm_running(info) else "NOT running (`drills serve` restarts it)"
+    console.print(f"Warm runner of {serve.INCIDENT_DEPLOYMENT} (pid {info.warm_pid}): {warm}")
     table = Table(title="Deployments")
     for column in ("deployment", "flow", "schedule", "plan"):
         table.add_column(column)
@@ -235,7 +242,44 @@ def _target(api_url: str | None, state_dir: Path) -> tuple[str, dict[str, str], 
     raise _fail("no Prefect server: start one with `drills serve` or set PREFECT_API_URL")
 
 
-def _follow(api: PrefectRest, run: FlowRunState, ui: str, timeout: float) -> FlowRunState:
+class StepPrinter:
+    """Each step of a drill's run as it ends, from the history store (where the run writes
+    each step as it ends), timed from T0: the click, for a declared incident."""
+
+    def __init__(self, history: HistoryStore, t0: dt.datetime | None = None) -> None:
+        self.history = history
+        self.t0 = t0
+        self.printed: set[tuple[str, str, str]] = set()
+
+    def __call__(self, flow_run_id: str) -> None:
+        from drills.orchestrator.flow_runs import drill_run_of
+
+        run = drill_run_of(self.history, flow_run_id)
+        if run is None:
+            return
+        t0 = run.t0 or self.t0
+        for phase in run.timeline or []:
+            for step in phase["steps"]:
+                key = (phase["name"], step["name"], step["started_at"])
+                if step["ended_at"] and key not in self.printed:
+                    self.printed.add(key)
+                    err.print(escape(_step_line(phase["name"], step, t0)))
+
+
+def _step_line(phase: str, step: dict[str, Any], t0: dt.datetime | None) -> str:
+    ended = dt.datetime.fromisoformat(step["ended_at"])
+    when = f"T0+{(ended - t0).total_seconds():6.2f}s" if t0 else f"{ended:%H:%M:%S}"
+    result = f": {step['result']}" if step.get("result") else ""
+    return f"  {when}  {phase}: {step['name']} {step['status']} ({step['seconds']:.2f}s){result}"
+
+
+def _follow(
+    api: PrefectRest,
+    run: FlowRunState,
+    ui: str,
+    timeout: float,
+    steps: StepPrinter | None = None,
+) -> FlowRunState:
     deadline = time.monotonic() + timeout
     shown = ""
     while True:
@@ -245,9 +289,11 @@ def _follow(api: PrefectRest, run: FlowRunState, ui: str, timeout: float) -> Flo
             err.print(f"  {now}  {run.name}: {run.state_name or run.state_type}")
             if run.state_type == "PAUSED":
                 err.print(f"  waiting for approval: open {ui}/runs/flow-run/{run.id} and resume it")
+        if steps is not None:
+            steps(run.id)
         if run.final or time.monotonic() > deadline:
             return run
-        time.sleep(1.0)
+        time.sleep(0.5)
         run = api.flow_run(run.id)
 
 
@@ -307,8 +353,10 @@ def run_deployment(
 ) -> None:
     """Start a flow run of a deployment on the Prefect server and follow it to its report.
 
-    It is executed by a worker, as a scheduled run would be. For the drill
-    flow, `operator` defaults to you.
+    It is executed by a worker, as a scheduled run would be (a declared
+    incident by the warm runner, when one runs). For the drill flow,
+    `operator` defaults to you, and each step is printed as it ends (timed
+    from T0 for an incident).
 
     An incident (declare-incident, or mode=incident) is declared exactly as
     the dashboard declares it: T0 is now (or -p declared_at=ISO-8601), the
@@ -329,7 +377,10 @@ def run_deployment(
             err.print(f"Flow run {run.name} of {target.full_name}: {ui}/runs/flow-run/{run.id}")
             if not wait:
                 return
-            run = _follow(api, run, ui, timeout)
+            steps = None
+            if target.flow_name == DRILL_FLOW:
+                steps = StepPrinter(HistoryStore(db or local_db), _t0_of(run))
+            run = _follow(api, run, ui, timeout, steps)
     except DrillError as exc:
         raise _fail(str(exc)) from None
     if not run.final:
@@ -409,6 +460,15 @@ def _declare(
         raise _fail(f"Incident not declared: {declaration.message}")
     err.print(f"Incident on {plan.name} declared by {operator}; T0 {declared_at.isoformat()}.")
     return api.flow_run(declaration.flow_run_id)
+
+
+def _t0_of(run: FlowRunState) -> dt.datetime | None:
+    """An incident's T0, the moment it was declared, from its flow run's parameters."""
+    declared = run.parameters.get("declared_at")
+    if not declared:
+        return None
+    t0 = _declared_at(declared)
+    return t0 if t0.tzinfo else t0.replace(tzinfo=dt.UTC)
 
 
 def _declared_at(value: Any) -> dt.datetime:

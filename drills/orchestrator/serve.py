@@ -42,6 +42,10 @@ WORKER_NAME = "drills-local-worker"
 INFO_FILE = "serve.json"
 # How often the worker asks for runs: Prefect's 10 s default is for fleets, not a laptop.
 WORKER_QUERY_SECONDS = "2"
+# The incident deployment has a warm runner of its own (flows/warm.py): a standby process
+# with everything imported, and a query every WARM_POLL_SECONDS.
+INCIDENT_DEPLOYMENT = "minimum-takeover-drill/declare-incident"
+WARM_POLL_SECONDS = "0.2"
 
 
 @dataclass(frozen=True)
@@ -55,11 +59,12 @@ class ServeInfo:
     worker_pid: int | None
     started_at: str
     startup_seconds: float = 0.0
+    warm_pid: int | None = None  # the warm runner of the incident deployment
 
     @property
     def logs(self) -> dict[str, Path]:
         state = Path(self.state_dir)
-        return {name: state / f"{name}.log" for name in ("server", "deploy", "worker")}
+        return {name: state / f"{name}.log" for name in ("server", "deploy", "worker", "warm")}
 
 
 def _write_info(info: ServeInfo) -> None:
@@ -87,11 +92,13 @@ def read_info(state_dir: Path) -> ServeInfo | None:
 
 
 def _is_prefect(pid: int) -> bool:
-    """Whether pid still runs prefect: after a reboot the recorded pid may be anyone's."""
+    """Whether pid still runs prefect or our warm runner: after a reboot the recorded pid
+    may be anyone's."""
     try:
-        return b"prefect" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
+    return b"prefect" in cmdline or b"flows.warm" in cmdline
 
 
 def _stop_tree(pid: int, timeout: float) -> None:
@@ -262,6 +269,22 @@ def _start_worker(info: ServeInfo, deadline: float) -> ServeInfo:
     return info
 
 
+def _start_warm(info: ServeInfo) -> ServeInfo:
+    """The warm runner of the incident deployment, beside the worker (flows/warm.py)."""
+    argv = [sys.executable, "-m", "flows.warm", "--deployment", INCIDENT_DEPLOYMENT]
+    argv += ["--poll", WARM_POLL_SECONDS]
+    env = worker_env(info)
+    env.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "drills")  # as prefect.yaml gives the worker
+    pid = _spawn(argv, log_path=info.logs["warm"], env=env, cwd=Path(info.project_dir))
+    info = dataclasses.replace(info, warm_pid=pid)
+    _write_info(info)
+    return info
+
+
+def warm_running(info: ServeInfo) -> bool:
+    return info.warm_pid is not None and pid_alive(info.warm_pid) and _is_prefect(info.warm_pid)
+
+
 def up(
     state_dir: Path = DEFAULT_STATE_DIR,
     *,
@@ -283,10 +306,7 @@ def up(
 
     existing = running(state_dir)
     if existing is not None:
-        if existing.worker_pid is not None and pid_alive(existing.worker_pid):
-            return existing, True
-        log.info("the server runs without its worker; starting one")
-        return _start_worker(existing, deadline), False
+        return _complete(existing, deadline)
     down(state_dir)  # whatever a crashed start left behind
     (state_dir / "home").mkdir(parents=True, exist_ok=True)
     chosen = choose_port(port)
@@ -317,6 +337,8 @@ def up(
         done(f"work pool {WORK_POOL} and the deployments of prefect.yaml ready")
         info = _start_worker(info, deadline)
         done(f"worker {WORKER_NAME} online")
+        info = _start_warm(info)
+        done(f"warm runner of {INCIDENT_DEPLOYMENT} started")
     except BaseException:
         down(state_dir)
         raise
@@ -325,15 +347,29 @@ def up(
     return info, False
 
 
+def _complete(existing: ServeInfo, deadline: float) -> tuple[ServeInfo, bool]:
+    """A server already running: start whatever of ours it is missing."""
+    info, already = existing, True
+    if existing.worker_pid is None or not pid_alive(existing.worker_pid):
+        log.info("the server runs without its worker; starting one")
+        info, already = _start_worker(info, deadline), False
+    if not warm_running(info):
+        log.info("the server runs without its warm runner; starting one")
+        info, already = _start_warm(info), False
+    return info, already
+
+
 def down(state_dir: Path = DEFAULT_STATE_DIR, timeout: float = 15.0) -> bool:
     """Stop the worker (and its flow runs), then the server; returns whether any ran."""
     state_dir = state_dir.resolve()
     info = read_info(state_dir)
     if info is None:
         return False
-    pids = [pid for pid in (info.server_pid, info.worker_pid) if pid]
+    pids = [pid for pid in (info.server_pid, info.worker_pid, info.warm_pid) if pid]
     was_running = any(pid_alive(pid) for pid in pids)
-    # The worker first: without its server it retries for a long while before it exits.
+    # The runners first: without their server they retry for a long while before they exit.
+    if info.warm_pid:
+        _stop_tree(info.warm_pid, timeout)
     if info.worker_pid:
         _stop_tree(info.worker_pid, timeout)
     if info.server_pid:

@@ -8,8 +8,10 @@ failure stops and reports; it never fails back on its own.
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,8 +19,10 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
-from drills.checks.readiness import run_readiness
-from drills.checks.runner import ReadinessReport
+from drills.checks.base import CheckRegistry
+from drills.checks.identity import CHECK_ID as DISTINCT_CHECK
+from drills.checks.readiness import check_context, run_readiness, select_checks
+from drills.checks.runner import ReadinessReport, run_checks
 from drills.errors import DrillError, RunRefused
 from drills.plan import DrillPlan, plan_digest
 from drills.store.details import Approval, RunDetails
@@ -27,19 +31,25 @@ from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.takeover.journal import Journal
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
+from drills.takeover.live import LiveTimeline
 from drills.takeover.measure import Measurement, measure
 from drills.takeover.snapshot import Snapshot, differences, take
 from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
 from drills.takeover.steps.phases import PhaseContext, preflight_guard, smoke
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
-from drills.takeover.timeline import Listener, Timeline
+from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.drill")
 
 T = TypeVar("T")
 PhaseRunner = Callable[[str, Callable[[], Any]], Any]
+# How long a run that ends waits for the readiness checks still going beside it. Each
+# check has a deadline of its own; this only bounds a hung thread. An interrupted run
+# (a cancel, which a scheduler follows with a kill) waits less.
+READINESS_WAIT_S = 60.0
+READINESS_WAIT_INTERRUPTED_S = 5.0
 
 
 class DrillAborted(DrillError):  # noqa: N818 - it is not an error of ours: the drill stopped on purpose
@@ -77,6 +87,9 @@ class DrillHooks:
     listener: Listener | None = None
     crash_point: Callable[[str], None] | None = None
     run_phase: PhaseRunner = field(default=lambda _name, body: body())
+    # The readiness checks of the preflight (every check of drills by default). The
+    # guards before the first change (sites.distinct) always use drills' own.
+    checks: CheckRegistry | None = None
 
 
 @dataclass
@@ -105,9 +118,11 @@ class Drill:
         self.hooks = hooks or DrillHooks()
         self.run_id = request.run_id or uuid.uuid4().hex[:12]
         self.timeline = Timeline(self._on_event)
+        self.live = LiveTimeline(history, self.run_id, self.timeline)
         self.journal = Journal(history, self.run_id)
         self.t0: dt.datetime | None = None
         self.readiness: ReadinessReport | None = None
+        self._readiness_beside: threading.Thread | None = None
         self.details = RunDetails(plan_path=request.plan_path)
 
     # -- the run ---------------------------------------------------------------
@@ -160,61 +175,85 @@ class Drill:
                 fence_deadline_s=req.fence_deadline_s,
                 dns_deadline_s=req.dns_deadline_s,
             )
-            result = self._run_phases(ctx)
+            try:
+                result = self._run_phases(ctx)
+            finally:
+                self.live.close()
         self._finish(result)
         return result
 
     def _run_phases(self, ctx: PhaseContext) -> DrillResult:
-        drill_mode = self.request.mode == Mode.DRILL
         before: Snapshot = {}
+        wait_s = READINESS_WAIT_S
         try:
-            self._preflight(ctx)
-            if drill_mode:
-                before = take(self.plan, ctx.targets)
-                # Durable before the first change: `drills recover` verifies against it.
-                self.details.snapshot_before = before
-                self.history.update_run(self.run_id, details=self.details)
+            before = self._prepare(ctx)
             self._declare()
             self._approve()
             if self.request.dry_run:
                 return self._dry_run(ctx)
             self._confirm(ctx)
-            for phase in TAKEOVER:
-                self._phase(phase.name, partial(phase.run, ctx))
-            restored = self._phase("smoke", partial(smoke, ctx))
-            self.details.unfenced = bool(ctx.facts.get("unfenced"))
-            with self.timeline.phase("measure"), self.timeline.step("RTO and RPO") as step:
-                measurement = self._measure(ctx, restored)
-                step.evidence = measurement.to_json()
-                step.result = measurement.summary()
-            if not drill_mode:
-                return self._result(RunStatus.SUCCEEDED, measurement)
-            self._phase("failback", partial(self._failback, ctx))
-            drift = self._verify(ctx, before, "verify failback")
-            status = RunStatus.SUCCEEDED if not drift else RunStatus.FAILBACK_DRIFT
-            return self._result(status, measurement, drift=drift)
+            return self._take_over(ctx, before)
         except (DrillAborted, RunRefused) as exc:
             return self._result(RunStatus.ABORTED, None, error=str(exc))
         except KeyboardInterrupt as exc:
-            # A cancel (Ctrl-C, SIGTERM from a scheduler) is not a failure: stop cleanly.
-            error = str(exc) or "cancelled by an interrupt"
-            log.warning("run %s %s", self.run_id, error)
-            if not drill_mode:
-                return self._incident_stopped(RunStatus.CANCELLED, error)
-            result = self._rollback(ctx, before, error)
-            if result.status == RunStatus.ROLLED_BACK:
-                result.status, result.verdict = RunStatus.CANCELLED, Verdict.CANCELLED
-            return result
-        except (DrillError, Exception) as exc:
-            # Whatever went wrong, even a bug of ours, must not leave production half
-            # failed over: roll back first, report the cause with the result.
-            error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, DrillError) else str(exc)
-            log.error(
-                "run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError)
-            )
-            if not drill_mode:
-                return self._incident_stopped(RunStatus.FAILED, error)
-            return self._rollback(ctx, before, error)
+            wait_s = READINESS_WAIT_INTERRUPTED_S
+            return self._interrupted(ctx, before, exc)
+        except (DrillError, Exception) as exc:  # noqa: BLE001 - _failed logs it, traceback too
+            return self._failed(ctx, before, exc)
+        finally:
+            self._await_readiness(wait_s)
+
+    def _prepare(self, ctx: PhaseContext) -> Snapshot:
+        """The preflight, then (drill mode) the state to return to, stored before any change."""
+        self._preflight(ctx)
+        if self.request.mode != Mode.DRILL:
+            return {}
+        before = take(self.plan, ctx.targets)
+        # Durable before the first change: `drills recover` verifies against it.
+        self.details.snapshot_before = before
+        self.history.update_run(self.run_id, details=self.details)
+        return before
+
+    def _take_over(self, ctx: PhaseContext, before: Snapshot) -> DrillResult:
+        for phase in TAKEOVER:
+            self._phase(phase.name, partial(phase.run, ctx))
+        restored = self._phase("smoke", partial(smoke, ctx))
+        self.details.unfenced = bool(ctx.facts.get("unfenced"))
+        # The RPO at T0 comes from the readiness checks, which an incident runs beside
+        # the takeover: the RTO is already fixed by `restored`, so waiting costs it nothing.
+        self._await_readiness(READINESS_WAIT_S)
+        with self.timeline.phase("measure"), self.timeline.step("RTO and RPO") as step:
+            measurement = self._measure(ctx, restored)
+            step.evidence = measurement.to_json()
+            step.result = measurement.summary()
+        if self.request.mode != Mode.DRILL:
+            return self._result(RunStatus.SUCCEEDED, measurement)
+        self._phase("failback", partial(self._failback, ctx))
+        drift = self._verify(ctx, before, "verify failback")
+        status = RunStatus.SUCCEEDED if not drift else RunStatus.FAILBACK_DRIFT
+        return self._result(status, measurement, drift=drift)
+
+    def _interrupted(
+        self, ctx: PhaseContext, before: Snapshot, exc: KeyboardInterrupt
+    ) -> DrillResult:
+        """A cancel (Ctrl-C, SIGTERM from a scheduler) is not a failure: stop cleanly."""
+        error = str(exc) or "cancelled by an interrupt"
+        log.warning("run %s %s", self.run_id, error)
+        if self.request.mode != Mode.DRILL:
+            return self._incident_stopped(RunStatus.CANCELLED, error)
+        result = self._rollback(ctx, before, error)
+        if result.status == RunStatus.ROLLED_BACK:
+            result.status, result.verdict = RunStatus.CANCELLED, Verdict.CANCELLED
+        return result
+
+    def _failed(self, ctx: PhaseContext, before: Snapshot, exc: Exception) -> DrillResult:
+        """Whatever went wrong, even a bug of ours, must not leave production half failed
+        over: a drill rolls back first, and the cause goes with the result."""
+        error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, DrillError) else str(exc)
+        log.error("run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError))
+        if self.request.mode != Mode.DRILL:
+            return self._incident_stopped(RunStatus.FAILED, error)
+        return self._rollback(ctx, before, error)
 
     def _incident_stopped(self, status: RunStatus, error: str) -> DrillResult:
         """An incident never fails back on its own: it stops, and says what the operator may do."""
@@ -236,20 +275,61 @@ class Drill:
 
     # -- phases that do not change anything ----------------------------------------
     def _preflight(self, ctx: PhaseContext) -> None:
-        with self.timeline.phase("preflight"):
-            self._readiness()
-            preflight_guard(ctx, self.readiness)
+        """What must hold before the first change, in every mode: two sites that are two,
+        and a fence that can be proven (or is forced). In a drill, the readiness checks
+        too: a blocking failure stops it here. An incident cannot be stopped by them, so it
+        runs them beside the takeover, and keeps their result as its readiness at T0."""
+        guard: ReadinessReport | None
+        with self.timeline.phase("preflight") as phase:
+            if self.request.mode == Mode.INCIDENT and not self.request.dry_run:
+                self._start_readiness_beside(phase)
+                guard = self._distinct(ctx)
+            else:
+                with self.timeline.step("readiness checks") as step:
+                    self._readiness(step)
+                guard = self.readiness
+            preflight_guard(ctx, guard)
 
-    def _readiness(self) -> None:
-        with self.timeline.step("readiness checks") as step:
-            self.readiness = run_readiness(self.plan, history=self.history)
-            blocking = [r.id for r in self.readiness.blocking]
-            step.evidence = {"blocking": blocking, "checks": len(self.readiness.results)}
-            if blocking and self.request.mode == Mode.DRILL:
-                step.result = f"blocked by {', '.join(blocking)}"
-                raise DrillAborted(f"preflight: blocking readiness failures: {', '.join(blocking)}")
-            if blocking:
-                step.result = f"recorded and continuing (incident): {', '.join(blocking)}"
+    def _distinct(self, ctx: PhaseContext) -> ReadinessReport:
+        """sites.distinct alone, drills' own check whatever the hooks give: the guard."""
+        context = check_context(self.plan, ctx.targets, None)
+        return run_checks(select_checks([DISTINCT_CHECK]), context)
+
+    def _readiness(self, step: StepRecord) -> None:
+        self.readiness = run_readiness(self.plan, history=self.history, registry=self.hooks.checks)
+        blocking = [r.id for r in self.readiness.blocking]
+        step.evidence = {"blocking": blocking, "checks": len(self.readiness.results)}
+        if blocking and self.request.mode == Mode.DRILL:
+            step.result = f"blocked by {', '.join(blocking)}"
+            raise DrillAborted(f"preflight: blocking readiness failures: {', '.join(blocking)}")
+        if blocking:
+            step.result = f"recorded and continuing (incident): {', '.join(blocking)}"
+
+    def _start_readiness_beside(self, preflight: PhaseRecord) -> None:
+        def check() -> None:
+            try:
+                with self.timeline.step("readiness checks", phase=preflight) as step:
+                    self._readiness(step)
+                    step.evidence["beside_takeover"] = True
+                assert self.readiness is not None
+                self.history.update_run(self.run_id, readiness=self.readiness.to_json())
+            except Exception:  # recorded in its step; an incident goes on without it
+                log.error("run %s: readiness checks failed", self.run_id, exc_info=True)
+
+        # The caller's context (a Prefect flow run's logger, say) goes with the thread.
+        run = contextvars.copy_context().run
+        self._readiness_beside = threading.Thread(
+            target=run, args=(check,), name=f"readiness-{self.run_id}", daemon=True
+        )
+        self._readiness_beside.start()
+
+    def _await_readiness(self, timeout_s: float) -> None:
+        thread = self._readiness_beside
+        if thread is None or not thread.is_alive():
+            return
+        thread.join(timeout_s)
+        if thread.is_alive():
+            log.error("run %s: readiness checks still running after %.0fs", self.run_id, timeout_s)
 
     def _declare(self) -> None:
         with self.timeline.phase("declare"), self.timeline.step("record T0") as step:
@@ -364,7 +444,9 @@ class Drill:
 
     def _on_event(self, event: str, phase: Any, step: Any) -> None:
         if event == "phase-end":
-            self.history.update_run(self.run_id, timeline=self.timeline.to_json())
+            self.live.write_now()
+        elif event == "step-end":
+            self.live.write_soon()  # seen live, without holding up the next step
         if self.hooks.listener is not None:
             self.hooks.listener(event, phase, step)
         if event in ("phase-start", "phase-end") and self.hooks.crash_point is not None:

@@ -46,7 +46,8 @@ class StepRecord(_Span):
     evidence: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return self._span_json() | {"result": self.result, "evidence": self.evidence}
+        # A copy: the live timeline is written while other threads may still add to it.
+        return self._span_json() | {"result": self.result, "evidence": dict(self.evidence)}
 
 
 @dataclass
@@ -54,7 +55,7 @@ class PhaseRecord(_Span):
     steps: list[StepRecord] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return self._span_json() | {"steps": [s.to_json() for s in self.steps]}
+        return self._span_json() | {"steps": [s.to_json() for s in list(self.steps)]}
 
 
 Listener = Callable[[str, PhaseRecord, StepRecord | None], None]
@@ -93,8 +94,10 @@ class Timeline:
             self._emit("phase-end", record)
 
     @contextmanager
-    def step(self, name: str) -> Iterator[StepRecord]:
-        phase = self.current
+    def step(self, name: str, *, phase: PhaseRecord | None = None) -> Iterator[StepRecord]:
+        """A step of the current phase, or of ``phase``: work that goes on beside the
+        phases that follow (the readiness of an incident) stays in the phase it began in."""
+        phase = phase or self.current
         record = StepRecord(name, _now())
         phase.steps.append(record)
         self._emit("step-start", phase, record)
@@ -116,4 +119,4 @@ class Timeline:
             self._emit("step-end", phase, record)
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [p.to_json() for p in self.phases]
+        return [p.to_json() for p in list(self.phases)]

@@ -143,6 +143,7 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
         drills("serve", "status", "--json", "--state-dir", str(served.state)).stdout
     )
     assert status["healthy"] and status["workers"][0]["status"] == "ONLINE"
+    assert status["warm_running"] and status["warm_pid"] == info.warm_pid
     by_name = {d["name"]: d for d in status["deployments"]}
     assert set(by_name) == {"quarterly-drill", "readiness-check", "declare-incident"}
     assert by_name["quarterly-drill"]["schedules"] == ["cron 0 3 1 1,4,7,10 * (UTC)"]
@@ -163,6 +164,9 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
     )  # fmt: skip
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "Completed" in ran.stderr
+    # Followed step by step, each step printed as the run stored it.
+    assert "preflight: readiness checks ok" in ran.stderr, ran.stderr
+    assert "preflight: site endpoints seen from outside ok" in ran.stderr, ran.stderr
     assert "(dry run)" in ran.stdout and "## Intended changes (dry run)" in ran.stdout
     # The worker wrote the history store the CLI reads: one store, whoever runs the drill.
     runs = HistoryStore(_history_db).list_runs(limit=50)
@@ -269,6 +273,10 @@ def test_stopping_an_incident_from_the_declare_page_holds_it_and_reports(
         assert "Cancel requested" in shown(at), shown(at)
         final = wait_final(served.api_url, flow_run_id)
         assert final.state_type == "CANCELLED", final
+        # The warm runner started it (before the worker's next poll) and stopped it.
+        warm_log = served.info.logs["warm"].read_text()
+        assert f"({flow_run_id}) in pid" in warm_log, warm_log[-2000:]
+        assert "cancelled: SIGTERM" in warm_log, warm_log[-2000:]
         at.run()
         page = shown(at)
         assert "The incident run ended cancelled" in page, page
@@ -310,8 +318,9 @@ def test_stop_refuses_while_a_run_is_active_and_force_stops_everything(
     assert serve.running(state) is not None
 
     tree = [info.server_pid, info.worker_pid, *serve.descendants(info.server_pid)]
-    assert info.worker_pid is not None
+    assert info.worker_pid is not None and info.warm_pid is not None
     tree += serve.descendants(info.worker_pid)
+    tree += [info.warm_pid, *serve.descendants(info.warm_pid)]  # with its standby
     assert len(tree) >= 3, tree  # the paused flow run's process is among them
     stopped = drills("serve", "stop", "--force", "--state-dir", str(state), timeout=90)
     assert stopped.returncode == 0 and "stopped" in stopped.stdout

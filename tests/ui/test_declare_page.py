@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -227,13 +228,21 @@ def test_a_crashed_incident_blocks_the_next_one_until_recovered(
     assert accepted.accepted, accepted.message
 
 
+def _declared_by_carol(
+    env: UiEnv, prefect_url: str, deployment: str, reason: str
+) -> tuple[AppTest, Any]:
+    """The declare page in lab mode after carol declared on the lab; and its one flow run."""
+    env.set("DRILLS_UI_LAB", "1")
+    at = open_page("declare")
+    declare(fill_declaration(at, operator="carol", reason=reason, confirmation="lab"))
+    [run] = flow_runs(prefect_url, deployment)
+    return at, run
+
+
 def test_an_incident_no_worker_has_started_is_cancelled_at_once_and_audited(
     declare_env: UiEnv, populated: Drilled, server: Server
 ) -> None:
-    declare_env.set("DRILLS_UI_LAB", "1")
-    at = open_page("declare")
-    declare(fill_declaration(at, operator="carol", reason="by mistake", confirmation="lab"))
-    [run] = flow_runs(server.url, server.deployment)
+    at, run = _declared_by_carol(declare_env, server.url, server.deployment, "by mistake")
     label = at.checkbox(key="declare.cancel_sure").label
     assert "stops where it is" in label and "--hold" in label
     assert at.button(key="declare.cancel").disabled  # until confirmed
@@ -341,3 +350,40 @@ def test_a_declaration_from_the_terminal_takes_the_dashboards_path(
     assert events[1].detail["flow_run_id"] == str(run.id)
     assert events[2].detail["outcome"] == events[3].detail["outcome"]
     assert events[4].detail["outcome"] == events[5].detail["outcome"]
+
+
+def test_the_live_view_lists_each_step_of_the_running_phase_as_it_ends(
+    declare_env: UiEnv, prefect_url: str, incident_deployment: str
+) -> None:
+    at, run = _declared_by_carol(declare_env, prefect_url, incident_deployment, "region down")
+    t0 = dt.datetime.fromisoformat(run.parameters["declared_at"])
+
+    def at_t0(seconds: float) -> str:
+        return (t0 + dt.timedelta(seconds=seconds)).isoformat()
+
+    def step(name: str, start: float, end: float | None, result: str = "") -> dict[str, object]:
+        return {
+            "name": name, "started_at": at_t0(start), "ended_at": at_t0(end) if end else None,
+            "seconds": (end or 1.5) - start, "status": "ok" if end else "running",
+            "result": result, "evidence": {},
+        }  # fmt: skip
+
+    # What the flow run has stored so far: the fence going on, its first step done.
+    preflight = step("preflight", 0.4, 0.9) | {"steps": [step("site endpoints seen", 0.5, 0.9)]}
+    fence = step("fence", 1.0, None) | {
+        "steps": [step("close primary ingress", 1.0, 1.3, "2 ingresses closed"),
+                  step("stop primary writers", 1.3, None)]
+    }  # fmt: skip
+    store = declare_env.store()
+    started = t0 + dt.timedelta(seconds=0.3)
+    run_id = add_run(store, mode="incident", status="running", verdict=None, finished=False,
+                     flow_run_id=str(run.id), started_at=started)  # fmt: skip
+    store.update_run(run_id, t0=t0, timeline=[preflight, fence])
+    at.run()
+    page = shown(at)
+    assert "close primary ingress (T0+1.3 s, 0.3 s): 2 ingresses closed" in page, page
+    assert "stop primary writers (running)" in page, page
+    assert "**fence** (going on)" in page or "fence (going on)" in page, page
+    current = {m.label: m.value for m in at.metric}
+    assert current["Current phase"] == "fence", current
+    assert current["RTO clock (since T0)"].endswith("and counting"), current

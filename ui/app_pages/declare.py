@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
+from typing import Any
 
 import streamlit as st
 
+from drills.orchestrator.flow_runs import FlowRunProgress
 from drills.store.kinds import Mode, RunStatus
 from drills.text import for_markdown
 from ui import auth, components, data
 from ui.auth import Access
 from ui.cancel import cancel_control
+from ui.queries import RunRow
 from ui.settings import UISettings, load_settings
 
 KEY = "declare"
@@ -29,54 +32,54 @@ STEP_ICON = {
 }
 
 
-def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
-    """The run as it stands; True once it is over (Prefect final, history finished)."""
-    info = data.flow_run(settings, flow_run_id)
-    plan_name = st.session_state.get(PLAN) or ""
-    declared_at: dt.datetime | None = st.session_state.get(T0)
-    row = data.live_run(settings, flow_run_id, plan_name, declared_at)
-    link = settings.flow_run_url(flow_run_id)
-    name = info.name if info else flow_run_id
-    st.subheader(f"Incident run {name}")
-    if link:
-        st.link_button("Open this run in the Prefect UI", link)
-    report = data.live_report(settings, row.id) if row else None
-    phases = (report or {}).get("phases") or []
+def _current_phase(
+    info: FlowRunProgress | None, row: RunRow | None, phases: list[dict[str, Any]]
+) -> str:
+    """The phase going on now, from the run's own timeline (each step is stored as it ends)."""
+    if row is not None and row.status != RunStatus.RUNNING:
+        return "done"
+    going = [p["name"] for p in phases if not p.get("ended_at")]
+    if going:
+        return going[-1]
     if info and info.running_tasks:
-        current = ", ".join(info.running_tasks)
-    elif row and row.status != RunStatus.RUNNING:
-        current = "done"
-    elif phases:
-        current = f"after {phases[-1]['name']}"
-    else:
-        current = "starting" if info and info.state_type != "SCHEDULED" else "waiting for a worker"
-    t0 = (row.t0 if row else None) or declared_at
+        return ", ".join(info.running_tasks)
+    if phases:
+        return f"after {phases[-1]['name']}"
+    return "starting" if info and info.state_type != "SCHEDULED" else "waiting for a worker"
+
+
+def _clock(row: RunRow | None, declared_at: dt.datetime | None) -> str:
+    """The RTO clock, from the click (T0): the RTO once measured, else the time since."""
     if row and row.rto_seconds is not None:
-        clock = components.seconds(row.rto_seconds)
-    elif t0 is not None:
-        clock = components.seconds((components.now() - t0).total_seconds()) + " and counting"
-    else:
-        clock = "—"
-    cols = st.columns(4)
-    cols[0].metric("State", info.state_name if info else "unknown")
-    cols[1].metric("Current phase", current)
-    cols[2].metric("RTO clock (since T0)", clock)
-    cols[3].metric("Verdict", components.verdict_label(row.verdict) if row else "—")
-    if info is not None and not info.final:
-        cancel_control(
-            settings, access, info, flow_run_id=flow_run_id, plan_name=plan_name,
-            mode=Mode.INCIDENT, run_id=row.id if row else None, key=KEY,
-            name=st.session_state.get(f"{KEY}.operator"),
-        )  # fmt: skip
+        return components.seconds(row.rto_seconds)
+    t0 = (row.t0 if row else None) or declared_at
+    if t0 is None:
+        return "—"
+    return components.seconds((components.now() - t0).total_seconds()) + " and counting"
+
+
+def _step_line(step: dict[str, Any], t0: dt.datetime | None) -> str:
+    ended = step.get("ended_at")
+    when = ""
+    if ended and t0 is not None:
+        when = f"T0+{(dt.datetime.fromisoformat(ended) - t0).total_seconds():.1f} s, "
+    took = f"{step['seconds']:.1f} s" if ended else "running"
+    result = f": {step['result']}" if step.get("result") else ""
+    return f"- {STEP_ICON.get(step['status'], '')} {step['name']} ({when}{took}){result}"
+
+
+def _timeline(phases: list[dict[str, Any]], t0: dt.datetime | None) -> None:
+    """Each phase with its steps, each step as soon as it ended, running ones marked."""
     for phase in phases:
-        st.markdown(f"**{phase['name']}** {STEP_ICON.get(phase['status'], '')}")
-        lines = [
-            f"- {STEP_ICON.get(s['status'], '')} {s['name']} ({s['seconds']:.1f} s)"
-            + (f": {s['result']}" if s["result"] else "")
-            for s in phase["steps"]
-        ]
+        going = "" if phase.get("ended_at") else " (going on)"
+        st.markdown(f"**{phase['name']}**{going} {STEP_ICON.get(phase['status'], '')}")
+        lines = [_step_line(step, t0) for step in phase["steps"]]
         if lines:
             st.markdown("\n".join(lines))
+
+
+def _outcome(info: FlowRunProgress | None, row: RunRow | None) -> bool:
+    """How the run ended, once it has; True then."""
     # An incident stopped part-way ends its flow run but stays unfinished in the history.
     finished = bool(info and info.final and (row is None or row.status != RunStatus.RUNNING))
     if finished and row is not None:
@@ -94,6 +97,33 @@ def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
     elif finished and info is not None:
         st.error(f"The flow run ended {info.state_name} without a history record.")
     return finished
+
+
+def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
+    """The run as it stands; True once it is over (Prefect final, history finished)."""
+    info = data.flow_run(settings, flow_run_id)
+    plan_name = st.session_state.get(PLAN) or ""
+    declared_at: dt.datetime | None = st.session_state.get(T0)
+    row = data.live_run(settings, flow_run_id, plan_name, declared_at)
+    link = settings.flow_run_url(flow_run_id)
+    st.subheader(f"Incident run {info.name if info else flow_run_id}")
+    if link:
+        st.link_button("Open this run in the Prefect UI", link)
+    report = data.live_report(settings, row.id) if row else None
+    phases: list[dict[str, Any]] = (report or {}).get("phases") or []
+    cols = st.columns(4)
+    cols[0].metric("State", info.state_name if info else "unknown")
+    cols[1].metric("Current phase", _current_phase(info, row, phases))
+    cols[2].metric("RTO clock (since T0)", _clock(row, declared_at))
+    cols[3].metric("Verdict", components.verdict_label(row.verdict) if row else "—")
+    if info is not None and not info.final:
+        cancel_control(
+            settings, access, info, flow_run_id=flow_run_id, plan_name=plan_name,
+            mode=Mode.INCIDENT, run_id=row.id if row else None, key=KEY,
+            name=st.session_state.get(f"{KEY}.operator"),
+        )  # fmt: skip
+    _timeline(phases, (row.t0 if row else None) or declared_at)
+    return _outcome(info, row)
 
 
 @st.fragment(run_every=2)

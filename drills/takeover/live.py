@@ -1,0 +1,62 @@
+"""The run's timeline in the history store as it happens: each step as it ends.
+
+A phase's end is written at once (the next phase starts from a durable record). A
+step's end is written soon, by a thread of its own, so that the takeover never waits
+on the database between two steps: writes that pile up collapse into one of the
+newest timeline. The dashboard's live view and `drills serve run` read it from there.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from drills.store.history import HistoryStore
+from drills.takeover.timeline import Timeline
+
+log = logging.getLogger("drills.takeover.live")
+
+CLOSE_WAIT_S = 5.0
+
+
+class LiveTimeline:
+    def __init__(self, history: HistoryStore, run_id: str, timeline: Timeline) -> None:
+        self.history = history
+        self.run_id = run_id
+        self.timeline = timeline
+        self._lock = threading.Lock()  # one write at a time, each of the newest timeline
+        self._due = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def write_now(self) -> None:
+        with self._lock:
+            self.history.update_run(self.run_id, timeline=self.timeline.to_json())
+
+    def write_soon(self) -> None:
+        if self._closed:
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._loop, name=f"live-timeline-{self.run_id}", daemon=True
+            )
+            self._thread.start()
+        self._due.set()
+
+    def close(self) -> None:
+        """Stop writing; the run's final record carries the whole timeline anyway."""
+        self._closed = True
+        self._due.set()
+        if self._thread is not None:
+            self._thread.join(CLOSE_WAIT_S)
+
+    def _loop(self) -> None:
+        while True:
+            self._due.wait()
+            if self._closed:
+                return
+            self._due.clear()
+            try:
+                self.write_now()
+            except Exception:  # a live view that lags must never stop the takeover
+                log.warning("run %s: live timeline not written", self.run_id, exc_info=True)
