@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Select, select
+from sqlalchemy import Connection, Select, String, bindparam, select
 
 from drills.checks.base import Status
 from drills.checks.cadence import MAX_DRILL_AGE_DAYS
@@ -27,7 +27,6 @@ from drills.store.models import DrillRun, Lease, ReadinessSnapshot
 
 DEFAULT_READINESS_INTERVAL_S = 900.0  # the readiness-check deployment of prefect.yaml
 CADENCE_S = MAX_DRILL_AGE_DAYS * 86400.0
-STATUSES = tuple(str(s) for s in Status)
 SITES = ("primary", "dr", "in-transition")
 # An incident that ended with DR serving: completed, or finished (or held) by `drills
 # recover`, which never fails an incident back. A failed one stopped part-way.
@@ -154,25 +153,27 @@ class Snapshotter:
     def _readiness(
         self, conn: Connection, plan: str
     ) -> tuple[float, tuple[CheckState, ...], dict[str, float]]:
-        latest = conn.execute(
-            select(ReadinessSnapshot.id, ReadinessSnapshot.checked_at)
-            .where(ReadinessSnapshot.plan == plan)
-            .order_by(ReadinessSnapshot.checked_at.desc())
-            .limit(1)
-        ).first()
+        latest = conn.execute(_LATEST_READINESS, {"plan": plan}).first()
         if latest is None:
             return 0.0, (), {}
         snapshot_id, checked_at = latest
         with self._lock:
             cached = self._reports.get(plan)
         if cached is None or cached[0] != snapshot_id:
-            report = conn.execute(
-                select(ReadinessSnapshot.report).where(ReadinessSnapshot.id == snapshot_id)
-            ).scalar_one()
+            report = conn.execute(_REPORT, {"id": snapshot_id}).scalar_one()
             cached = (snapshot_id, *_parse_report(report))
             with self._lock:
                 self._reports[plan] = cached
         return _ts(_aware(checked_at)), cached[1], cached[2]
+
+
+_LATEST_READINESS = (
+    select(ReadinessSnapshot.id, ReadinessSnapshot.checked_at)
+    .where(ReadinessSnapshot.plan == bindparam("plan", type_=String))
+    .order_by(ReadinessSnapshot.checked_at.desc())
+    .limit(1)
+)
+_REPORT = select(ReadinessSnapshot.report).where(ReadinessSnapshot.id == bindparam("id"))
 
 
 def _parse_report(report: Mapping[str, Any]) -> tuple[tuple[CheckState, ...], dict[str, float]]:
@@ -193,29 +194,53 @@ def _parse_report(report: Mapping[str, Any]) -> tuple[tuple[CheckState, ...], di
     return tuple(checks), lags
 
 
-def _latest(conn: Connection, query: Select[Any]) -> Any:
-    return conn.execute(query.order_by(DrillRun.started_at.desc()).limit(1)).first()
+# Each statement is built once, with the plan (and a time) as bound parameters: building a
+# SQLAlchemy expression costs more than running it on an index.
+_PLAN = bindparam("plan", type_=String)
+_AFTER = bindparam("after", type_=DrillRun.started_at.type)
 
 
-def _runs_of(plan: str, mode: Mode, *columns: Any) -> Select[Any]:
-    # plan, mode, started_at: the ix_run_plan_mode_started index, walked from the newest.
-    return select(*columns).where(
-        DrillRun.plan == plan, DrillRun.mode == mode, DrillRun.dry_run.is_(False)
+def _newest(mode: Mode, *columns: Any, where: Sequence[Any]) -> Select[Any]:
+    """The newest run of a plan in one mode that is not a dry run, and matches ``where``:
+    ix_run_plan_mode_started, walked from the newest."""
+    query = select(*columns).where(
+        DrillRun.plan == _PLAN, DrillRun.mode == mode, DrillRun.dry_run.is_(False), *where
     )
+    return query.order_by(DrillRun.started_at.desc()).limit(1)
+
+
+_MEASURED = {
+    mode: _newest(
+        mode,
+        DrillRun.finished_at,
+        DrillRun.rto_seconds,
+        DrillRun.client_rto_seconds,
+        DrillRun.rpo_seconds,
+        where=(DrillRun.rto_seconds.is_not(None), DrillRun.finished_at.is_not(None)),
+    )
+    for mode in Mode
+}
+_DRILL_SUCCESS = _newest(
+    Mode.DRILL,
+    DrillRun.finished_at,
+    DrillRun.started_at,
+    where=(DrillRun.status.in_([s for s in RunStatus if s.counts_for_cadence]),),
+)
+_LAST_INCIDENT = _newest(
+    Mode.INCIDENT,
+    DrillRun.started_at,
+    DrillRun.status,
+    where=(DrillRun.status.in_(_INCIDENT_DR + _INCIDENT_HALFWAY),),
+)
+_DRILL_AFTER = _newest(
+    Mode.DRILL,
+    DrillRun.started_at,
+    where=(DrillRun.status == RunStatus.SUCCEEDED, DrillRun.started_at > _AFTER),
+)
 
 
 def _last_measured(conn: Connection, plan: str, mode: Mode) -> RunFigures | None:
-    row = _latest(
-        conn,
-        _runs_of(
-            plan,
-            mode,
-            DrillRun.finished_at,
-            DrillRun.rto_seconds,
-            DrillRun.client_rto_seconds,
-            DrillRun.rpo_seconds,
-        ).where(DrillRun.rto_seconds.is_not(None), DrillRun.finished_at.is_not(None)),
-    )
+    row = conn.execute(_MEASURED[mode], {"plan": plan}).first()
     if row is None:
         return None
     finished_at, rto, client_rto, rpo = row
@@ -230,13 +255,7 @@ def _last_measured(conn: Connection, plan: str, mode: Mode) -> RunFigures | None
 
 def _last_drill_success(conn: Connection, plan: str) -> float:
     """When the last drill that counts for the cadence ended (as the cadence check reads it)."""
-    proving = [status for status in RunStatus if status.counts_for_cadence]
-    row = _latest(
-        conn,
-        _runs_of(plan, Mode.DRILL, DrillRun.finished_at, DrillRun.started_at).where(
-            DrillRun.status.in_(proving)
-        ),
-    )
+    row = conn.execute(_DRILL_SUCCESS, {"plan": plan}).first()
     if row is None:
         return 0.0
     finished_at, started_at = row
@@ -247,23 +266,12 @@ def _serving_site(conn: Connection, plan: str, unfinished: _Unfinished) -> str:
     """Derived from the history until drills asks the sites: see the README (Metrics)."""
     if unfinished.in_progress or unfinished.stuck:
         return "in-transition"
-    column = DrillRun.started_at
-    incident = _latest(
-        conn,
-        _runs_of(plan, Mode.INCIDENT, column, DrillRun.status).where(
-            DrillRun.status.in_(_INCIDENT_DR + _INCIDENT_HALFWAY)
-        ),
-    )
+    incident = conn.execute(_LAST_INCIDENT, {"plan": plan}).first()
     if incident is None:
         return "primary"
     # A drill starts from the primary: one that succeeded after the incident means the
     # plan was failed back by hand since.
-    drill = _latest(
-        conn,
-        _runs_of(plan, Mode.DRILL, column).where(
-            DrillRun.status == RunStatus.SUCCEEDED, column > incident.started_at
-        ),
-    )
+    drill = conn.execute(_DRILL_AFTER, {"plan": plan, "after": incident.started_at}).first()
     if drill is not None:
         return "primary"
     return "dr" if incident.status in _INCIDENT_DR else "in-transition"
