@@ -14,6 +14,8 @@ declare -A wanted=(
   [chromium]=chromium
   [rclone]=rclone
   [kubectl]=kubernetes-client
+  [promtool]=prometheus
+  [prometheus-alertmanager]=prometheus-alertmanager
 )
 
 missing=()
@@ -36,5 +38,10 @@ echo "sysdeps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# The Debian registry package starts a system service we do not want listening.
-if command -v systemctl >/dev/null 2>&1; then systemctl disable --now docker-registry >/dev/null 2>&1 || true; fi
+# The Debian registry and Prometheus packages start system services we do not want listening
+# (the tests start their own, on free ports).
+if command -v systemctl >/dev/null 2>&1; then
+  for service in docker-registry prometheus prometheus-alertmanager; do
+    systemctl disable --now "$service" >/dev/null 2>&1 || true
+  done
+fi

@@ -23,14 +23,13 @@ it without restarting the server. OIDC is configured in Streamlit's secrets inst
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from drills.lab.control import DEFAULT_STATE_DIR
 from drills.orchestrator.rest import auth_headers
+from drills.plan import discovery
 from drills.store.history import database_url
 
 INCIDENT_DEPLOYMENT = "minimum-takeover-drill/declare-incident"
@@ -78,27 +77,14 @@ def _names(name: str) -> frozenset[str]:
 
 
 def plan_paths(spec: str | None) -> tuple[str, ...]:
-    """Plan files named by ``spec`` (paths or globs), in order, without duplicates.
+    """Plan files named by ``spec`` (see drills.plan.discovery); by default
+    ``.lab/plan.yaml`` when the lab wrote one, then ``plans/*.yaml``."""
+    return discovery.plan_paths(spec, default_plan_patterns())
 
-    Each is relative to the working directory when it lies under it (as a person
-    would type it, and as `drills plan validate` would then name it), else absolute.
-    """
-    if spec is None or not spec.strip():
-        lab_plan = DEFAULT_STATE_DIR / "plan.yaml"
-        patterns = ([str(lab_plan)] if lab_plan.exists() else []) + ["plans/*.yaml"]
-    else:
-        patterns = [p.strip() for p in re.split(rf"[,{re.escape(os.pathsep)}]", spec) if p.strip()]
-    found: dict[Path, str] = {}
-    cwd = Path.cwd()
-    for pattern in patterns:
-        expanded = os.path.expanduser(pattern)
-        # A plain path that does not exist is still listed: the Plans page says so.
-        matches = sorted(glob.glob(expanded)) if glob.has_magic(expanded) else [expanded]
-        for match in matches:
-            absolute = Path(match).resolve()
-            shown = absolute.relative_to(cwd) if absolute.is_relative_to(cwd) else absolute
-            found.setdefault(absolute, str(shown))
-    return tuple(found.values())
+
+def default_plan_patterns() -> list[str]:
+    lab_plan = DEFAULT_STATE_DIR / "plan.yaml"
+    return ([str(lab_plan)] if lab_plan.exists() else []) + ["plans/*.yaml"]
 
 
 def _prefect_api_url() -> str | None:

@@ -53,6 +53,10 @@ COMMANDS: dict[str, Entry] = {
         "drills.cli.serve_cmd",
         "A local Prefect server, work pool, worker and the deployments of prefect.yaml.",
     ),
+    "metrics": Entry(
+        "drills.cli.metrics_cmd",
+        "Prometheus metrics: readiness, drill cadence, RTO/RPO, serving site, runs.",
+    ),
     "ui": Entry(
         "drills.cli.ui_cmd",
         "The Streamlit dashboard: readiness, drill history, declare incident, plans.",

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, Select, create_engine, event, select
+from sqlalchemy import Engine, Select, create_engine, event, inspect, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from drills.store.kinds import Mode, RunStatus
@@ -63,11 +63,22 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def create_missing_indexes(engine: Engine) -> None:
+    """Indexes added after a store was made: create_all makes them only with a new table."""
+    inspector = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        have = {index["name"] for index in inspector.get_indexes(table.name)}
+        for index in table.indexes:
+            if index.name not in have:
+                index.create(engine, checkfirst=True)
+
+
 class HistoryStore:
     def __init__(self, url: str | None = None) -> None:
         self.url = url or database_url()
         self.engine = make_engine(self.url)
         Base.metadata.create_all(self.engine)
+        create_missing_indexes(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager

@@ -99,6 +99,10 @@ class DrillRun(Base):
     __table_args__ = (
         Index("ix_run_plan_started", "plan", "started_at"),
         Index("ix_run_started", "started_at"),
+        # The latest run of a plan in one mode, and the unfinished runs: what each scrape
+        # of `drills metrics serve` asks, without reading every run.
+        Index("ix_run_plan_mode_started", "plan", "mode", "started_at"),
+        Index("ix_run_finished", "finished_at"),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)

@@ -1,0 +1,198 @@
+"""The snapshot as Prometheus metrics: a collector that computes on each scrape.
+
+Every name is documented in the README (Metrics and alerts); tests/metrics checks that
+the README's table and this module name the same metrics.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from threading import Thread
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from drills.metrics.plans import PlanCache
+from drills.metrics.snapshot import SITES, MetricsSnapshot, PlanMetrics, Snapshotter
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    help: str
+    labels: tuple[str, ...]
+
+
+def _spec(name: str, help: str, *labels: str) -> Spec:
+    return Spec(name, help, labels)
+
+
+P = "plan"
+SPECS = (
+    _spec("drills_plan_rto_target_seconds", "The plan's RTO objective.", P),
+    _spec("drills_plan_rpo_target_seconds", "The plan's RPO objective.", P),
+    _spec(
+        "drills_plan_serving_site",
+        "1 for the site that serves the plan (primary, dr or in-transition), 0 for the others; "
+        "derived from the history.",
+        P, "site",
+    ),
+    _spec(
+        "drills_readiness_check_status",
+        "1 for each check of the plan's latest readiness run, its status as a label.",
+        P, "check", "category", "blocking", "status",
+    ),
+    _spec(
+        "drills_readiness_blocking_checks",
+        "Checks that block a takeover in the plan's latest readiness run.",
+        P,
+    ),
+    _spec(
+        "drills_readiness_last_run_timestamp_seconds",
+        "When the plan's latest stored readiness run checked (0: never).",
+        P,
+    ),
+    _spec(
+        "drills_readiness_interval_seconds",
+        "How often readiness is scheduled to run (--readiness-interval).",
+        P,
+    ),
+    _spec(
+        "drills_dataset_replication_lag_seconds",
+        "Replication lag of a dataset, as the latest readiness run measured it (data.rpo).",
+        P, "dataset",
+    ),
+    _spec("drills_dataset_rpo_target_seconds", "A dataset's rpo_target in the plan.", P, "dataset"),
+    _spec(
+        "drills_drill_last_success_timestamp_seconds",
+        "When the plan's last drill that counts for the cadence ended (0: never).",
+        P,
+    ),
+    _spec("drills_drill_cadence_seconds", "The longest a plan may go without a drill.", P),
+    _spec(
+        "drills_drill_due_in_seconds",
+        "Time left until the cadence limit; negative when the drill is overdue.",
+        P,
+    ),
+    _spec(
+        "drills_run_last_finished_timestamp_seconds",
+        "When the plan's last run with a measured RTO, per mode, finished.",
+        P, "mode",
+    ),
+    _spec("drills_run_last_rto_seconds", "RTO of that run.", P, "mode"),
+    _spec("drills_run_last_client_rto_seconds", "Client-visible RTO of that run.", P, "mode"),
+    _spec("drills_run_last_rpo_seconds", "RPO of each dataset in that run.", P, "mode", "dataset"),
+    _spec(
+        "drills_runs_in_progress",
+        "Runs not finished whose process still holds the plan's lease.",
+        P, "mode",
+    ),
+    _spec(
+        "drills_runs_stuck",
+        "Runs not finished that nobody holds the lease of: they need `drills recover`.",
+        P, "mode",
+    ),
+    _spec(
+        "drills_run_oldest_unfinished_start_timestamp_seconds",
+        "When the oldest run of the plan that has not finished started.",
+        P,
+    ),
+    _spec("drills_plan_files_invalid", "Plan files configured that do not load."),
+    _spec("drills_metrics_scrape_duration_seconds", "Time this scrape took to compute."),
+)  # fmt: skip
+MODES = ("drill", "incident")
+
+
+class Families:
+    """One gauge family per spec, filled plan by plan."""
+
+    def __init__(self) -> None:
+        self._by_name = {
+            s.name: GaugeMetricFamily(s.name, s.help, labels=list(s.labels)) for s in SPECS
+        }
+
+    def add(self, name: str, value: float, *labels: str) -> None:
+        self._by_name[name].add_metric(list(labels), value)
+
+    def __iter__(self) -> Iterator[Metric]:
+        return iter(self._by_name.values())
+
+
+def _plan_families(out: Families, p: PlanMetrics, now: float) -> None:
+    plan = p.plan
+    out.add("drills_plan_rto_target_seconds", p.rto_target_s, plan)
+    out.add("drills_plan_rpo_target_seconds", p.rpo_target_s, plan)
+    for site in SITES:
+        out.add("drills_plan_serving_site", float(site == p.serving_site), plan, site)
+    _readiness_families(out, p)
+    _run_families(out, p, now)
+
+
+def _readiness_families(out: Families, p: PlanMetrics) -> None:
+    plan = p.plan
+    for c in p.checks:
+        # One series a check (its status a label), not one a status: a scrape of 200 plans
+        # renders a quarter as many lines.
+        labels = (plan, c.check, c.category, str(c.blocking).lower(), c.status)
+        out.add("drills_readiness_check_status", 1.0, *labels)
+    out.add("drills_readiness_blocking_checks", sum(c.blocking for c in p.checks), plan)
+    out.add("drills_readiness_last_run_timestamp_seconds", p.readiness_at, plan)
+    out.add("drills_readiness_interval_seconds", p.readiness_interval_s, plan)
+    for lag in p.lags:
+        out.add("drills_dataset_rpo_target_seconds", lag.rpo_target_s, plan, lag.dataset)
+        if lag.lag_s is not None:
+            out.add("drills_dataset_replication_lag_seconds", lag.lag_s, plan, lag.dataset)
+
+
+def _run_families(out: Families, p: PlanMetrics, now: float) -> None:
+    plan = p.plan
+    out.add("drills_drill_last_success_timestamp_seconds", p.last_drill_success, plan)
+    out.add("drills_drill_cadence_seconds", p.cadence_s, plan)
+    out.add("drills_drill_due_in_seconds", p.last_drill_success + p.cadence_s - now, plan)
+    for run in p.last_runs:
+        out.add("drills_run_last_finished_timestamp_seconds", run.finished_at, plan, run.mode)
+        out.add("drills_run_last_rto_seconds", run.rto_s, plan, run.mode)
+        if run.client_rto_s is not None:
+            out.add("drills_run_last_client_rto_seconds", run.client_rto_s, plan, run.mode)
+        for dataset, rpo in sorted(run.rpo_s.items()):
+            out.add("drills_run_last_rpo_seconds", rpo, plan, run.mode, dataset)
+    for mode in MODES:
+        out.add("drills_runs_in_progress", p.in_progress.get(mode, 0), plan, mode)
+        out.add("drills_runs_stuck", p.stuck.get(mode, 0), plan, mode)
+    if p.oldest_unfinished_start is not None:
+        oldest = "drills_run_oldest_unfinished_start_timestamp_seconds"
+        out.add(oldest, p.oldest_unfinished_start, plan)
+
+
+def families(snapshot: MetricsSnapshot, took_s: float = 0.0) -> Families:
+    out = Families()
+    for plan in snapshot.plans:
+        _plan_families(out, plan, snapshot.taken_at)
+    out.add("drills_plan_files_invalid", len(snapshot.invalid_files))
+    out.add("drills_metrics_scrape_duration_seconds", took_s)
+    return out
+
+
+class DrillsCollector(Collector):
+    """Computes the metrics on each scrape, from the store and the plans as they are then."""
+
+    def __init__(self, snapshotter: Snapshotter, plans: PlanCache) -> None:
+        self.snapshotter = snapshotter
+        self.plans = plans
+
+    def collect(self) -> Iterator[Metric]:
+        began = time.perf_counter()
+        loaded = self.plans.load()
+        snapshot = self.snapshotter.take(loaded.plans, loaded.invalid)
+        return iter(families(snapshot, time.perf_counter() - began))
+
+
+def start(collector: DrillsCollector, host: str, port: int) -> tuple[WSGIServer, Thread]:
+    """Serve ``/metrics`` on ``host:port`` from a daemon thread of prometheus_client's."""
+    registry = CollectorRegistry(auto_describe=False)  # no collect at registration
+    registry.register(collector)
+    return start_http_server(port, addr=host, registry=registry)

@@ -1,0 +1,302 @@
+"""What `drills metrics serve` exposes, computed from the history store and the plans.
+
+Pure: no Prometheus here. ``take_snapshot`` asks the store a few indexed questions per
+plan (each a ``LIMIT 1`` on an index, never a scan of the runs) and one for the runs not
+finished; the report of a readiness snapshot is parsed once, then kept by its id.
+
+"Never" is 0 for a timestamp, as Prometheus does it: a plan never drilled has a last
+successful drill at 0, so the cadence says it is long overdue.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Select, String, bindparam, select
+
+from drills.checks.base import Status
+from drills.checks.cadence import MAX_DRILL_AGE_DAYS
+from drills.plan import DrillPlan
+from drills.store.history import HistoryStore
+from drills.store.kinds import Mode, RunStatus
+from drills.store.models import DrillRun, Lease, ReadinessSnapshot
+
+DEFAULT_READINESS_INTERVAL_S = 900.0  # the readiness-check deployment of prefect.yaml
+CADENCE_S = MAX_DRILL_AGE_DAYS * 86400.0
+SITES = ("primary", "dr", "in-transition")
+# An incident that ended with DR serving: completed, or finished (or held) by `drills
+# recover`, which never fails an incident back. A failed one stopped part-way.
+_INCIDENT_DR = (RunStatus.SUCCEEDED, RunStatus.RECOVERED)
+_INCIDENT_HALFWAY = (RunStatus.FAILED, RunStatus.RECOVER_FAILED)
+
+
+@dataclass(frozen=True)
+class CheckState:
+    check: str
+    category: str
+    blocking: bool
+    status: str
+
+
+@dataclass(frozen=True)
+class DatasetLag:
+    dataset: str
+    rpo_target_s: float
+    lag_s: float | None  # None: the latest readiness did not measure it
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """The last run of one mode with an RTO measured (not a dry run)."""
+
+    mode: str
+    finished_at: float
+    rto_s: float
+    client_rto_s: float | None
+    rpo_s: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class PlanMetrics:
+    plan: str
+    rto_target_s: float
+    rpo_target_s: float
+    readiness_interval_s: float
+    readiness_at: float  # 0: never
+    checks: tuple[CheckState, ...]
+    lags: tuple[DatasetLag, ...]
+    last_drill_success: float  # 0: never
+    cadence_s: float
+    last_runs: tuple[RunFigures, ...]
+    serving_site: str
+    in_progress: Mapping[str, int]  # by mode: unfinished, its lease held
+    stuck: Mapping[str, int]  # by mode: unfinished, nobody holds its lease (needs recover)
+    oldest_unfinished_start: float | None
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    taken_at: float
+    plans: tuple[PlanMetrics, ...]
+    invalid_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Unfinished:
+    in_progress: dict[str, int] = field(default_factory=dict)
+    stuck: dict[str, int] = field(default_factory=dict)
+    oldest: float | None = None
+
+
+def _ts(value: dt.datetime | None) -> float:
+    return value.timestamp() if value is not None else 0.0
+
+
+def _aware(value: dt.datetime) -> dt.datetime:
+    # Core selects skip the ORM's type on some dialects' aggregates; SQLite drops the zone.
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+class Snapshotter:
+    """Takes snapshots of one store; keeps the parsed readiness reports by snapshot id."""
+
+    def __init__(
+        self, store: HistoryStore, readiness_interval_s: float = DEFAULT_READINESS_INTERVAL_S
+    ) -> None:
+        self.store = store
+        self.readiness_interval_s = readiness_interval_s
+        self._reports: dict[str, tuple[int, tuple[CheckState, ...], dict[str, float]]] = {}
+        self._lock = threading.Lock()
+
+    def take(
+        self,
+        plans: Sequence[DrillPlan],
+        invalid_files: Sequence[str] = (),
+        now: dt.datetime | None = None,
+    ) -> MetricsSnapshot:
+        now = now or dt.datetime.now(dt.UTC)
+        with self.store.engine.connect() as conn:
+            unfinished = _unfinished(conn, now)
+            figures = tuple(
+                self._plan(conn, plan, unfinished.get(plan.name, _Unfinished())) for plan in plans
+            )
+        return MetricsSnapshot(now.timestamp(), figures, tuple(invalid_files))
+
+    def _plan(self, conn: Connection, plan: DrillPlan, unfinished: _Unfinished) -> PlanMetrics:
+        readiness_at, checks, lags = self._readiness(conn, plan.name)
+        last_runs = tuple(
+            figures for mode in Mode if (figures := _last_measured(conn, plan.name, mode))
+        )
+        return PlanMetrics(
+            plan=plan.name,
+            rto_target_s=plan.objectives.rto,
+            rpo_target_s=plan.objectives.rpo,
+            readiness_interval_s=self.readiness_interval_s,
+            readiness_at=readiness_at,
+            checks=checks,
+            lags=tuple(
+                DatasetLag(ds.name, ds.rpo_target, lags.get(ds.name)) for ds in plan.datasets
+            ),
+            last_drill_success=_last_drill_success(conn, plan.name),
+            cadence_s=CADENCE_S,
+            last_runs=last_runs,
+            serving_site=_serving_site(conn, plan.name, unfinished),
+            in_progress=unfinished.in_progress,
+            stuck=unfinished.stuck,
+            oldest_unfinished_start=unfinished.oldest,
+        )
+
+    def _readiness(
+        self, conn: Connection, plan: str
+    ) -> tuple[float, tuple[CheckState, ...], dict[str, float]]:
+        latest = conn.execute(_LATEST_READINESS, {"plan": plan}).first()
+        if latest is None:
+            return 0.0, (), {}
+        snapshot_id, checked_at = latest
+        with self._lock:
+            cached = self._reports.get(plan)
+        if cached is None or cached[0] != snapshot_id:
+            report = conn.execute(_REPORT, {"id": snapshot_id}).scalar_one()
+            cached = (snapshot_id, *_parse_report(report))
+            with self._lock:
+                self._reports[plan] = cached
+        return _ts(_aware(checked_at)), cached[1], cached[2]
+
+
+_LATEST_READINESS = (
+    select(ReadinessSnapshot.id, ReadinessSnapshot.checked_at)
+    .where(ReadinessSnapshot.plan == bindparam("plan", type_=String))
+    .order_by(ReadinessSnapshot.checked_at.desc())
+    .limit(1)
+)
+_REPORT = select(ReadinessSnapshot.report).where(ReadinessSnapshot.id == bindparam("id"))
+
+
+def _parse_report(report: Mapping[str, Any]) -> tuple[tuple[CheckState, ...], dict[str, float]]:
+    checks, lags = [], {}
+    for result in report.get("results", ()):
+        checks.append(
+            CheckState(
+                check=str(result["id"]),
+                category=str(result.get("category", "")),
+                blocking=bool(result.get("blocking")),
+                status=str(result.get("status", Status.ERROR)),
+            )
+        )
+        if result["id"] == "data.rpo":
+            for row in (result.get("evidence") or {}).get("datasets", ()):
+                if isinstance(row.get("lag_s"), int | float):
+                    lags[str(row["name"])] = float(row["lag_s"])
+    return tuple(checks), lags
+
+
+# Each statement is built once, with the plan (and a time) as bound parameters: building a
+# SQLAlchemy expression costs more than running it on an index.
+_PLAN = bindparam("plan", type_=String)
+_AFTER = bindparam("after", type_=DrillRun.started_at.type)
+
+
+def _newest(mode: Mode, *columns: Any, where: Sequence[Any]) -> Select[Any]:
+    """The newest run of a plan in one mode that is not a dry run, and matches ``where``:
+    ix_run_plan_mode_started, walked from the newest."""
+    query = select(*columns).where(
+        DrillRun.plan == _PLAN, DrillRun.mode == mode, DrillRun.dry_run.is_(False), *where
+    )
+    return query.order_by(DrillRun.started_at.desc()).limit(1)
+
+
+_MEASURED = {
+    mode: _newest(
+        mode,
+        DrillRun.finished_at,
+        DrillRun.rto_seconds,
+        DrillRun.client_rto_seconds,
+        DrillRun.rpo_seconds,
+        where=(DrillRun.rto_seconds.is_not(None), DrillRun.finished_at.is_not(None)),
+    )
+    for mode in Mode
+}
+_DRILL_SUCCESS = _newest(
+    Mode.DRILL,
+    DrillRun.finished_at,
+    DrillRun.started_at,
+    where=(DrillRun.status.in_([s for s in RunStatus if s.counts_for_cadence]),),
+)
+_LAST_INCIDENT = _newest(
+    Mode.INCIDENT,
+    DrillRun.started_at,
+    DrillRun.status,
+    where=(DrillRun.status.in_(_INCIDENT_DR + _INCIDENT_HALFWAY),),
+)
+_DRILL_AFTER = _newest(
+    Mode.DRILL,
+    DrillRun.started_at,
+    where=(DrillRun.status == RunStatus.SUCCEEDED, DrillRun.started_at > _AFTER),
+)
+
+
+def _last_measured(conn: Connection, plan: str, mode: Mode) -> RunFigures | None:
+    row = conn.execute(_MEASURED[mode], {"plan": plan}).first()
+    if row is None:
+        return None
+    finished_at, rto, client_rto, rpo = row
+    return RunFigures(
+        mode=str(mode),
+        finished_at=_ts(_aware(finished_at)),
+        rto_s=float(rto),
+        client_rto_s=None if client_rto is None else float(client_rto),
+        rpo_s={k: float(v) for k, v in (rpo or {}).items() if isinstance(v, int | float)},
+    )
+
+
+def _last_drill_success(conn: Connection, plan: str) -> float:
+    """When the last drill that counts for the cadence ended (as the cadence check reads it)."""
+    row = conn.execute(_DRILL_SUCCESS, {"plan": plan}).first()
+    if row is None:
+        return 0.0
+    finished_at, started_at = row
+    return _ts(_aware(finished_at or started_at))
+
+
+def _serving_site(conn: Connection, plan: str, unfinished: _Unfinished) -> str:
+    """Derived from the history until drills asks the sites: see the README (Metrics)."""
+    if unfinished.in_progress or unfinished.stuck:
+        return "in-transition"
+    incident = conn.execute(_LAST_INCIDENT, {"plan": plan}).first()
+    if incident is None:
+        return "primary"
+    # A drill starts from the primary: one that succeeded after the incident means the
+    # plan was failed back by hand since.
+    drill = conn.execute(_DRILL_AFTER, {"plan": plan, "after": incident.started_at}).first()
+    if drill is not None:
+        return "primary"
+    return "dr" if incident.status in _INCIDENT_DR else "in-transition"
+
+
+def _unfinished(conn: Connection, now: dt.datetime) -> dict[str, _Unfinished]:
+    """Runs not finished (ix_run_finished), each in progress while its lease is held."""
+    rows = conn.execute(
+        select(DrillRun.id, DrillRun.plan, DrillRun.mode, DrillRun.started_at).where(
+            DrillRun.finished_at.is_(None), DrillRun.dry_run.is_(False)
+        )
+    ).all()
+    if not rows:
+        return {}
+    held = {
+        run_id
+        for run_id, expires_at in conn.execute(select(Lease.run_id, Lease.expires_at))
+        if _aware(expires_at) > now
+    }
+    found: dict[str, _Unfinished] = {}
+    for run_id, plan, mode, started_at in rows:
+        entry = found.setdefault(plan, _Unfinished())
+        counts = entry.in_progress if run_id in held else entry.stuck
+        counts[str(mode)] = counts.get(str(mode), 0) + 1
+        started = _ts(_aware(started_at))
+        if entry.oldest is None or started < entry.oldest:
+            found[plan] = _Unfinished(entry.in_progress, entry.stuck, started)
+    return found
