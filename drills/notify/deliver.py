@@ -83,6 +83,18 @@ class Batch:
         if not titles:
             self._done.set()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A report that holds a batch is cached (the dashboard pickles it): what was
+        # delivered so far travels, the lock and the event do not.
+        with self._lock:
+            return {"titles": self.titles, "deliveries": list(self._deliveries)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(())  # type: ignore[misc]
+        self.titles = tuple(state["titles"])
+        self._deliveries = list(state["deliveries"])
+        self._targets = sorted({d.target for d in self._deliveries})
+
     def _start(self, targets: Sequence[str]) -> None:
         with self._lock:
             self._targets = list(targets)

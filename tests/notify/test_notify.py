@@ -130,6 +130,19 @@ def test_an_unreachable_target_never_fails_or_holds_the_run(
     assert f"json://{closed_port}: not delivered" in " ".join(shown.stdout.split())
 
 
+def test_a_report_with_its_deliveries_can_be_cached() -> None:
+    """The dashboard caches readiness reports with st.cache_data, which pickles them."""
+    import pickle
+
+    notice = Notice(EventKind.RUN_STARTED, "p", "t", ("x",))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DRILLS_NOTIFY", "json://127.0.0.1:9/x")
+        batch = notify([notice])
+        copy = pickle.loads(pickle.dumps(batch))
+        batch.wait(DEADLINE_S)
+    assert copy.done and copy.titles == ("[drills] t",)
+
+
 def test_mail_arrives_at_a_real_smtp_server() -> None:
     notice = Notice(
         EventKind.INCIDENT_DECLARED, "lab", "lab: incident declared by alice",
