@@ -38,6 +38,7 @@ from drills.takeover.drill import (
 )
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord
 from flows.artifacts import artifact_key
+from flows.events import notices_as_events
 
 # A declared_at this far ahead of our clock is a typo or a wrong zone, not clock skew.
 FUTURE_TOLERANCE = dt.timedelta(minutes=5)
@@ -180,7 +181,7 @@ def minimum_takeover_drill(
     history = HistoryStore()
     # Cancelling the flow run stops its process with SIGTERM: a drill then rolls back and
     # an incident stops and reports, both recorded, instead of dying part-way.
-    with cancel_on_signals():
+    with cancel_on_signals(), notices_as_events():
         result = Drill(request, history, hooks).run()
     publish(history, result, drill_plan.name)
     summary = summarize(result, drill_plan.name, flow_run_id)

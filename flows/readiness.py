@@ -21,6 +21,7 @@ from drills.checks.view import markdown, rows, verdict
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
 from flows.artifacts import artifact_key
+from flows.events import notices_as_events
 
 __all__ = ["artifact_key", "publish", "readiness_check", "readiness_flow"]
 
@@ -54,9 +55,10 @@ def readiness_flow(registry: CheckRegistry | None = None) -> Flow[..., dict[str,
         snapshot."""
         logger = get_run_logger()
         drill_plan = load_plan(plan)
-        report = run_readiness(
-            drill_plan, history=HistoryStore(), store=store, registry=registry, call=as_task
-        )
+        with notices_as_events():
+            report = run_readiness(
+                drill_plan, history=HistoryStore(), store=store, registry=registry, call=as_task
+            )
         publish(report)
         logger.info("%s: %s, %d blocking", drill_plan.name, verdict(report), len(report.blocking))
         return report.to_json()

@@ -3,6 +3,7 @@ CLI, the Prefect flow, the drill's preflight and the dashboard."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import os
@@ -11,6 +12,8 @@ from collections.abc import Callable, Iterable
 from drills.checks.base import CheckContext, CheckRegistry, CheckResult, CheckSpec
 from drills.checks.catalog import load_checks
 from drills.checks.runner import CheckCall, ReadinessReport, call_in_place, run_checks
+from drills.notify import notify, readiness_changes, remind_after
+from drills.notify.readiness import FAILING_SINCE
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.targets.sites import Targets
@@ -66,9 +69,7 @@ def run_readiness(
         context = check_context(plan, targets, history)
         report = run_checks(specs, context, on_result=on_result, call=call)
     if history is not None and store and not specs_filtered(only, categories):
-        history.save_readiness(
-            plan.name, report.checked_at, report.ok, len(report.blocking), report.to_json()
-        )
+        report = _store_and_notify(plan, history, report)
     log.info(
         "readiness of %s: %d checks, %d blocking",
         plan.name,
@@ -76,6 +77,24 @@ def run_readiness(
         len(report.blocking),
     )
     return report
+
+
+def _store_and_notify(
+    plan: DrillPlan, history: HistoryStore, report: ReadinessReport
+) -> ReadinessReport:
+    """Keep the snapshot, and tell people what changed since the previous one.
+
+    Only full, stored runs notify: "changed" means against the last stored snapshot.
+    """
+    previous = history.latest_readiness(plan.name)
+    data = report.to_json()
+    changes = readiness_changes(
+        plan.name, previous.report if previous else None, data, remind_after=remind_after()
+    )
+    data[FAILING_SINCE] = changes.failing_since
+    history.save_readiness(plan.name, report.checked_at, report.ok, len(report.blocking), data)
+    batch = notify(changes.notices, plan)
+    return dataclasses.replace(report, notices=changes.notices, deliveries=batch)
 
 
 def specs_filtered(only: Iterable[str], categories: Iterable[str]) -> bool:

@@ -13,11 +13,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from drills.checks.base import CheckContext, CheckResult, CheckSpec, Outcome, Status
 from drills.errors import DrillError
+from drills.notify import Batch, Notice
 
 log = logging.getLogger("drills.checks")
 
@@ -27,6 +28,10 @@ class ReadinessReport:
     plan: str
     checked_at: dt.datetime
     results: tuple[CheckResult, ...]
+    # What changed since the previous stored snapshot, and what became of the messages
+    # about it (filled in by run_readiness; a report read back from the store has neither).
+    notices: tuple[Notice, ...] = field(default=(), compare=False)
+    deliveries: Batch = field(default_factory=Batch, compare=False, repr=False)
 
     @property
     def blocking(self) -> tuple[CheckResult, ...]:

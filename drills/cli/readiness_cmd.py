@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
@@ -94,6 +95,8 @@ def readiness(
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
         print_report(report, verbose=verbose)
+        if verbose:
+            print_notifications(report)
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
 
@@ -117,6 +120,27 @@ def print_report(report: ReadinessReport, *, verbose: bool) -> None:
     console.print(table)
     style = "green" if report.ok else ("red" if report.blocking else "yellow")
     console.print(f"[{style}]{verdict(report)}[/] — {len(report.blocking)} blocking")
+
+
+def print_notifications(report: ReadinessReport) -> None:
+    """What changed since the last stored snapshot, and what became of each message: waits
+    for the deliveries at most as long as the process would at exit."""
+    from drills.notify.deliver import EXIT_FLUSH_S
+
+    if not report.notices:
+        console.print("[dim]notifications: nothing changed since the last stored run[/]")
+        return
+    deliveries = report.deliveries.wait(EXIT_FLUSH_S)
+    if not deliveries:
+        console.print(
+            f"[dim]notifications: {len(report.notices)} to send, no target "
+            "(set DRILLS_NOTIFY or the plan's notify:)[/]"
+        )
+        return
+    console.print("[bold]notifications[/]")
+    for d in deliveries:
+        colour = {"delivered": "green", "pending": "yellow"}.get(d.status, "red")
+        console.print(f"  [{colour}]{escape(d.describe())}[/]")
 
 
 def _details(r: CheckResult) -> str:

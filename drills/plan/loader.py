@@ -137,6 +137,9 @@ class DrillPlan(PlanModel):
     ] = ()
     schedule: Schedule | None = None
     approval: Approval = Approval()
+    # Where to send notifications: credential references, each to one or more Apprise URLs
+    # (comma-separated), because an Apprise URL holds its service's token.
+    notify: Annotated[tuple[SecretRef, ...], Field(max_length=20)] = ()
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.

@@ -24,6 +24,7 @@ from drills.checks.identity import CHECK_ID as DISTINCT_CHECK
 from drills.checks.readiness import check_context, run_readiness, select_checks
 from drills.checks.runner import ReadinessReport, run_checks
 from drills.errors import DrillError, RunRefused
+from drills.notify.runs import announce_finish, announce_start
 from drills.plan import DrillPlan, plan_digest
 from drills.store.details import Approval, RunDetails
 from drills.store.history import HistoryStore
@@ -159,6 +160,9 @@ class Drill:
                 flow_run_id=req.flow_run_id,
                 details=self.details,
             )
+        )
+        announce_start(
+            self.plan, self.run_id, req.mode, req.operator, req.reason, dry_run=req.dry_run
         )
         with Targets(self.plan) as targets:
             executor = ChangeExecutor(
@@ -441,6 +445,11 @@ class Drill:
             details=self.details,
             error=result.error,
         )
+        announce_finish(
+            self.plan, self.run_id, self.request.mode, status=result.status,
+            verdict=result.verdict, rto_s=m.rto_seconds if m else None,
+            rpo_s=m.rpo_seconds if m else {}, error=result.error, dry_run=self.request.dry_run,
+        )  # fmt: skip
 
     def _on_event(self, event: str, phase: Any, step: Any) -> None:
         if event == "phase-end":

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from drills.errors import DrillError
+from drills.notify.runs import announce_incident
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.models import DrillRun
@@ -179,6 +180,11 @@ def declare_incident(
         reason=request.reason,
         detail=detail,
     )
+    if declaration.accepted:
+        announce_incident(
+            request.plan_name, request.plan_path, request.operator, request.reason,
+            request.declared_at, declaration.flow_run_id,
+        )  # fmt: skip
     level = logging.WARNING if declaration.accepted else logging.INFO
     log.log(
         level,

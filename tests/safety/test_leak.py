@@ -25,7 +25,11 @@ import yaml
 from drills.lab.runtime import AWS_KEY_ID, SECRET_PREFIX, LabInfo
 from drills.store.history import HistoryStore
 from tests.support.leak_scan import ROOT, Cli, Leak, SecretScanner, captured_logs, plan_variant
+from tests.support.receivers import JsonReceiver, SmtpReceiver, json_receiver, smtp_receiver
 from tests.support.services import own_lab
+
+# The token in the notification target's URL: it must never leave the process either.
+NOTIFY_TOKEN = "notify-token-9f2c41d7e0b3a6"
 
 
 @dataclass
@@ -36,6 +40,7 @@ class LeakRun:
     db_file: Path
     scanner: SecretScanner
     cli: Cli
+    messages: list[bytes] = field(default_factory=list)  # what the notification receivers got
     rendered: dict[str, bytes] = field(default_factory=dict)  # label -> what was read back
 
 
@@ -93,11 +98,26 @@ def leak_run(
     leak_lab: LabInfo, tmp_path_factory: pytest.TempPathFactory, prefect_harness: None
 ) -> Iterator[LeakRun]:
     """Everything an operator can do to the lab, done once, with all output kept."""
+    # Every notification of every run goes to a chat hook and a mailbox, both scanned.
+    with json_receiver() as hook, smtp_receiver() as mail:
+        yield from _leak_run(leak_lab, tmp_path_factory, hook, mail)
+
+
+def _leak_run(
+    leak_lab: LabInfo,
+    tmp_path_factory: pytest.TempPathFactory,
+    hook: JsonReceiver,
+    mail: SmtpReceiver,
+) -> Iterator[LeakRun]:
     out = tmp_path_factory.mktemp("leak-out")
     db_file = out / "history.db"
     db_url = f"sqlite:///{db_file}"
-    scanner = SecretScanner(lab_secrets(leak_lab))
-    env = os.environ | {"DRILLS_DB_URL": db_url, "PREFECT_API_URL": "", "COLUMNS": "200"}
+    scanner = SecretScanner(lab_secrets(leak_lab) | {"notify url token": NOTIFY_TOKEN})
+    notify_to = f"{hook.url(auth=f'drills:{NOTIFY_TOKEN}@')},{mail.url()}"
+    env = os.environ | {
+        "DRILLS_DB_URL": db_url, "PREFECT_API_URL": "", "COLUMNS": "200",
+        "DRILLS_NOTIFY": notify_to, "DRILLS_UI_URL": "http://127.0.0.1:8501",
+    }  # fmt: skip
     cli = Cli(out, env)
     plan = Path(leak_lab.state_dir) / "plan.yaml"
     run = LeakRun(leak_lab, plan, out, db_file, scanner, cli)
@@ -120,6 +140,7 @@ def leak_run(
 
     with pytest.MonkeyPatch.context() as patch, captured_logs(out / "in-process.log"):
         patch.setenv("DRILLS_DB_URL", db_url)
+        patch.setenv("DRILLS_NOTIFY", notify_to)
         run_flows(run)
         render_pages(run, patch)
     store = HistoryStore(db_url)
@@ -132,6 +153,10 @@ def leak_run(
     for run_id in run_ids:
         reports += [["report", run_id], ["report", run_id, "--format", "json"]]
     assert all(done.code == 0 for done in cli.batch(reports).values())
+    from drills.notify.deliver import sender
+
+    sender().flush()  # the in-process flows' messages
+    run.messages = hook.raw + mail.raw
     yield run
 
 
@@ -237,6 +262,8 @@ def _leaks(run: LeakRun) -> list[Leak]:
     found += run.scanner.scan_bytes(_table_dump(run.db_file), "history tables")
     for label, data in run.rendered.items():
         found += run.scanner.scan_bytes(data, label)
+    for i, message in enumerate(run.messages):
+        found += run.scanner.scan_bytes(message, f"notification {i}")
     return found
 
 
@@ -258,6 +285,7 @@ def test_everything_ran_and_left_something_to_scan(leak_run: LeakRun) -> None:
     assert logs, "DEBUG logging captured nothing"
     assert any(label.startswith("prefect artifact") for label in leak_run.rendered)
     assert any(label.startswith("prefect logs") for label in leak_run.rendered)
+    assert leak_run.messages, "no notification was received"
     if (ROOT / "ui" / "streamlit_app.py").exists():
         assert any(label.startswith("ui page") for label in leak_run.rendered)
 

@@ -30,7 +30,7 @@ from drills.lab.runtime import LabInfo
 
 log = logging.getLogger("drills.tests.leak")
 ROOT = Path(__file__).resolve().parents[2]
-LOGGERS = ("drills", "botocore", "urllib3", "httpx", "kubernetes")
+LOGGERS = ("drills", "botocore", "urllib3", "httpx", "kubernetes", "apprise")
 MIN_SECRET_BYTES = 12  # shorter needles would match by chance in megabytes of logs
 
 
