@@ -16,6 +16,7 @@ scheme and host when the host is a host name or an address, never a path or user
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import queue
@@ -132,6 +133,21 @@ class Plugin(Protocol):
     def notify(self, *, body: str, title: str, notify_type: Any) -> bool: ...
 
 
+@functools.cache
+def _load_apprise() -> None:
+    """Import Apprise and its plugins (and so `requests`) in the caller's thread, once.
+
+    Imported for the first time in the sender's thread, beside a run whose own threads
+    import `requests` through other SDKs, the two imports can meet in a cycle; Python
+    then hands one of them a half-initialised module, and that run fails with an
+    ImportError (seen: a drill ended by `cannot import name 'parse_dict_header'`).
+    """
+    import apprise  # noqa: F401
+    from apprise.manager_plugins import NotificationManager
+
+    NotificationManager().load_modules()
+
+
 def apprise_plugin(url: str) -> Plugin | None:
     """Apprise's plugin for ``url``, keeping nothing on disk; None when it is not one."""
     import apprise
@@ -241,6 +257,7 @@ class Sender:
         batch = Batch([render(n, ui_url)[0] for n in notices])
         if not notices:
             return batch
+        _load_apprise()
         with self._idle:
             self._busy += 1
         self._queue.put(_Job(tuple(notices), plan, env_value, ui_url, batch))

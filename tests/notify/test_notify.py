@@ -30,7 +30,9 @@ from drills.plan import load_plan, plan_from_text
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
 from tests.support.checks import DRIFT_FAILURES
+from tests.support.drill import drills_cli
 from tests.support.receivers import json_receiver, smtp_receiver
+from tests.support.services import own_lab
 
 UI_URL = "http://drills-ui.example.test:8501"
 EXAMPLE = Path(__file__).resolve().parents[2] / "plans" / "gpu-platform.example.yaml"
@@ -324,3 +326,26 @@ def test_the_readiness_flow_emits_prefect_events(
     assert set(changed[0].payload["failing"]) >= DRIFT_FAILURES
     assert changed[0].resource.id == "drills.plan.lab"
     assert any(e.event == "drills.drill.overdue" for e in found)  # never drilled in that store
+
+
+def test_a_drill_is_told_when_it_starts_and_when_it_ends(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real drill through the CLI, on a lab of its own: one message as it starts, one
+    with its verdict, RTO and RPO as it ends; and none for a dry run."""
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    with own_lab(tmp_path_factory, "notify-lab", ready_delay=0.2) as info, json_receiver() as hook:
+        monkeypatch.setenv("DRILLS_NOTIFY", hook.url())
+        monkeypatch.setenv("DRILLS_UI_URL", UI_URL)
+        dry = drills_cli("run", str(plan_file(info)), "--dry-run", db=db)
+        assert dry.returncode == 0, dry.stdout + dry.stderr
+        ran = drills_cli("run", str(plan_file(info)), "--yes", "--reason", "quarterly", db=db)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        # Readiness at preflight may tell its own news; the run's two messages are these.
+        runs = [m for m in hook.messages() if m["title"].startswith("[drills] lab: drill ")]
+    assert len(runs) == 2, runs
+    started, finished = runs
+    assert "lab: drill started" in started["title"] and "reason: quarterly" in started["message"]
+    assert "ended succeeded, verdict met" in finished["message"]
+    assert "RTO " in finished["message"] and "(target 5m)" in finished["message"]
+    assert "RPO of " in finished["message"]
