@@ -200,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.standby:
         return standby()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # It asks Prefect for due runs five times a second: one log line a request would be
+    # 400,000 lines a day of nothing.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     api_url = os.environ.get("PREFECT_API_URL")
     if not api_url:
         parser.error("PREFECT_API_URL is not set")

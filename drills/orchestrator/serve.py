@@ -269,15 +269,31 @@ def _start_worker(info: ServeInfo, deadline: float) -> ServeInfo:
     return info
 
 
-def _start_warm(info: ServeInfo) -> ServeInfo:
-    """The warm runner of the incident deployment, beside the worker (flows/warm.py)."""
+# What flows/warm.py logs once its standby has everything imported and can take a run.
+WARM_READY = "ready (standby pid"
+
+
+def _warm_ready(info: ServeInfo) -> bool:
+    """Whether the warm runner's standby is ready: until then a declared incident would be
+    taken by the worker's slower cold start."""
+    try:
+        return WARM_READY in info.logs["warm"].read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def _start_warm(info: ServeInfo, deadline: float) -> ServeInfo:
+    """The warm runner of the incident deployment, beside the worker (flows/warm.py),
+    waited on until its standby is ready."""
     argv = [sys.executable, "-m", "flows.warm", "--deployment", INCIDENT_DEPLOYMENT]
     argv += ["--poll", WARM_POLL_SECONDS]
     env = worker_env(info)
     env.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "drills")  # as prefect.yaml gives the worker
+    info.logs["warm"].unlink(missing_ok=True)  # a ready line from an earlier runner proves nothing
     pid = _spawn(argv, log_path=info.logs["warm"], env=env, cwd=Path(info.project_dir))
     info = dataclasses.replace(info, warm_pid=pid)
     _write_info(info)
+    _wait("warm runner", lambda: _warm_ready(info), pid, info.logs["warm"], deadline)
     return info
 
 
@@ -337,8 +353,8 @@ def up(
         done(f"work pool {WORK_POOL} and the deployments of prefect.yaml ready")
         info = _start_worker(info, deadline)
         done(f"worker {WORKER_NAME} online")
-        info = _start_warm(info)
-        done(f"warm runner of {INCIDENT_DEPLOYMENT} started")
+        info = _start_warm(info, deadline)
+        done(f"warm runner of {INCIDENT_DEPLOYMENT} ready")
     except BaseException:
         down(state_dir)
         raise
@@ -355,7 +371,7 @@ def _complete(existing: ServeInfo, deadline: float) -> tuple[ServeInfo, bool]:
         info, already = _start_worker(info, deadline), False
     if not warm_running(info):
         log.info("the server runs without its warm runner; starting one")
-        info, already = _start_warm(info), False
+        info, already = _start_warm(info, deadline), False
     return info, already
 
 
