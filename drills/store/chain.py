@@ -527,7 +527,8 @@ def _summary(state: _PlanState, chain: list[EvidenceEntry]) -> PlanChain:
     )
 
 
-Ranked = tuple[tuple[float, int], ChainProblem]
+# (0 for the chain's own links, else 1; the link where it shows; order within it)
+Ranked = tuple[tuple[int, float, int], ChainProblem]
 
 
 def _plan_problems(state: _PlanState, chain: list[EvidenceEntry]) -> list[Ranked]:
@@ -564,7 +565,7 @@ def _link_problems(plan: str, chain: list[EvidenceEntry]) -> list[Ranked]:
                 plan, "chain", str(e.seq), "changed", "the link's own hash differs", e.seq, e.label
             )
         if problem is not None:
-            found.append(((e.seq, 0), problem))
+            found.append(((0, e.seq, 0), problem))
             return found  # everything after a broken link is unproven anyway
         prev = e.entry_sha256
     return found
@@ -585,10 +586,11 @@ def _content_problems(
             continue
         if live is None:
             found.append(
-                ((entry.seq, 1), _problem(state.plan, entry, "removed", "sealed, now gone"))
+                ((1, entry.seq, 1), _problem(state.plan, entry, "removed", "sealed, now gone"))
             )
         elif live.sha256 != entry.content_sha256:
-            found.append(((entry.seq, 1), _problem(state.plan, entry, "changed", _changed(entry))))
+            problem = _problem(state.plan, entry, "changed", _changed(entry))
+            found.append(((1, entry.seq, 1), problem))
     return found
 
 
@@ -621,11 +623,11 @@ def _step_problems(
         if now is not None and now.sha256 == entry.content_sha256:
             continue
         if now is None or (entry.content_sha256 not in live_shas and now.sha256 in sealed_shas):
-            return [((entry.seq, 1), _problem(state.plan, entry, "removed", "sealed, now gone"))]
+            return [((1, entry.seq, 1), _problem(state.plan, entry, "removed", "sealed, now gone"))]
         if entry.content_sha256 in live_shas and now.sha256 not in sealed_shas:
             detail = f"a step not in the chain stands here: {now.label}"
-            return [((entry.seq, 1), _problem(state.plan, entry, "inserted", detail))]
-        return [((entry.seq, 1), _problem(state.plan, entry, "changed", _changed(entry)))]
+            return [((1, entry.seq, 1), _problem(state.plan, entry, "inserted", detail))]
+        return [((1, entry.seq, 1), _problem(state.plan, entry, "changed", _changed(entry)))]
     return []
 
 
@@ -652,13 +654,13 @@ def _unsealed_problems(
                 state.plan, kind, key, "inserted",
                 "not in the chain, among records that are", min(later), live.label,
             )  # fmt: skip
-            found.append(((min(later), 0), problem))
+            found.append(((1, min(later), 0), problem))
         else:
             problem = ChainProblem(
                 state.plan, kind, key, "unchained", "final, but not in the chain", None,
                 live.label,
             )  # fmt: skip
-            found.append(((float("inf"), 0), problem))
+            found.append(((1, float("inf"), 0), problem))
     return found
 
 
