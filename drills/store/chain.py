@@ -192,24 +192,29 @@ class Sealer:
         return {(kind, key): sha for kind, key, sha in rows}
 
     def seal_run(self, run_id: str) -> None:
-        """The run's ended steps not sealed as they are now, then the run if it is final."""
+        """The run's ended steps not sealed as they are now, then the run if it is final.
+
+        A live timeline write of a run in progress reads only what the steps need; the
+        whole row is read once the run is final."""
         self.session.flush()
-        row = self.session.execute(
-            _rows(_table(DrillRun)).where(_table(DrillRun).c.id == run_id)
+        runs = _table(DrillRun)
+        head = self.session.execute(
+            select(runs.c.plan, runs.c.finished_at, runs.c.timeline).where(runs.c.id == run_id)
         ).first()
-        if row is None:
+        if head is None:
             return
-        content = dict(row._mapping)
+        plan, finished_at, timeline = head
         sealed = self._sealed(run_id)
-        plan = content["plan"]
-        for step in step_digests(run_id, content.get("timeline")):
+        for step in step_digests(run_id, timeline):
             if sealed.get(("step", step.key)) != step.sha256:
                 self.append(plan, "step", step.key, step.sha256, run_id=run_id, label=step.label)
-        if content.get("finished_at") is None and ("run", run_id) not in sealed:
+        if finished_at is None and ("run", run_id) not in sealed:
             return  # open: sealed when it finishes
+        row = self.session.execute(_rows(runs).where(runs.c.id == run_id)).one()
+        content = dict(row._mapping)
         digest = record_digest(content)
         if sealed.get(("run", run_id)) != digest:
-            label = f"{content.get('mode')} run, {content.get('status')}"
+            label = f"{_plain(content.get('mode'))} run, {_plain(content.get('status'))}"
             self.append(plan, "run", run_id, digest, run_id=run_id, label=label)
 
     def seal_journal(self, run_id: str, seq: int) -> None:
@@ -222,11 +227,10 @@ class Sealer:
             return
         content = dict(row._mapping)
         plan = self.session.scalar(select(DrillRun.plan).where(DrillRun.id == run_id)) or ""
-        key = journal_key(run_id, seq)
+        # Written anew (a new entry, a new state, a new updated_at): always a new link.
+        label = f"{content.get('step')} {content.get('target')}: {_plain(content.get('state'))}"
         digest = record_digest(content)
-        if self._sealed(run_id).get(("journal", key)) != digest:
-            label = f"{content.get('step')} {content.get('target')}: {content.get('state')}"
-            self.append(plan, "journal", key, digest, run_id=run_id, label=label)
+        self.append(plan, "journal", journal_key(run_id, seq), digest, run_id=run_id, label=label)
 
     def seal_row(self, model: type[ReadinessSnapshot] | type[AuditEvent], row_id: int) -> None:
         """A readiness snapshot or an audit event, just written (never written again)."""
