@@ -33,6 +33,7 @@ with one kept elsewhere (an evidence pack's manifest) for that.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import hashlib
 import json
@@ -579,22 +580,24 @@ def _content_problems(
     state: _PlanState, newest: dict[tuple[str, str], EvidenceEntry]
 ) -> list[Ranked]:
     found: list[Ranked] = []
-    steps_done: set[str] = set()
+    sealed_steps: dict[str, list[EvidenceEntry]] = {}
     for (kind, key), entry in newest.items():
-        live = state.live.get((kind, key))
         if kind == "step":
-            run_id = entry.run_id or key.rsplit("/", 1)[0]
-            if run_id not in steps_done:
-                steps_done.add(run_id)
-                found.extend(_step_problems(state, newest, run_id))
+            sealed_steps.setdefault(entry.run_id or key.rsplit("/", 1)[0], []).append(entry)
             continue
+        live = state.live.get((kind, key))
         if live is None:
-            found.append(
-                ((1, entry.seq, 1), _problem(state.plan, entry, "removed", "sealed, now gone"))
-            )
+            problem = _problem(state.plan, entry, "removed", "sealed, now gone")
+            found.append(((1, entry.seq, 1), problem))
         elif live.sha256 != entry.content_sha256:
             problem = _problem(state.plan, entry, "changed", _changed(entry))
             found.append(((1, entry.seq, 1), problem))
+    live_steps: dict[str, dict[str, _Live]] = {}
+    for live in state.live.values():
+        if live.kind == "step":
+            live_steps.setdefault(live.scope, {})[live.key] = live
+    for run_id, sealed in sealed_steps.items():
+        found.extend(_step_problems(state.plan, sealed, live_steps.get(run_id, {})))
     return found
 
 
@@ -610,16 +613,10 @@ def _changed(entry: EvidenceEntry) -> str:
     )
 
 
-def _step_problems(
-    state: _PlanState, newest: dict[tuple[str, str], EvidenceEntry], run_id: str
-) -> list[Ranked]:
+def _step_problems(plan: str, sealed: list[EvidenceEntry], live: dict[str, _Live]) -> list[Ranked]:
     """A run's steps in timeline order: a step deleted shifts those after it, so tell a
     removal or an insertion from a change by where the sealed contents went."""
-    sealed = sorted(
-        (e for (k, _), e in newest.items() if k == "step" and e.run_id == run_id),
-        key=lambda e: _position(e.record_key),
-    )
-    live = {lv.key: lv for lv in state.live.values() if lv.kind == "step" and lv.scope == run_id}
+    sealed = sorted(sealed, key=lambda e: _position(e.record_key))
     sealed_shas = {e.content_sha256 for e in sealed}
     live_shas = {lv.sha256 for lv in live.values()}
     for entry in sealed:
@@ -627,11 +624,11 @@ def _step_problems(
         if now is not None and now.sha256 == entry.content_sha256:
             continue
         if now is None or (entry.content_sha256 not in live_shas and now.sha256 in sealed_shas):
-            return [((1, entry.seq, 1), _problem(state.plan, entry, "removed", "sealed, now gone"))]
+            return [((1, entry.seq, 1), _problem(plan, entry, "removed", "sealed, now gone"))]
         if entry.content_sha256 in live_shas and now.sha256 not in sealed_shas:
             detail = f"a step not in the chain stands here: {now.label}"
-            return [((1, entry.seq, 1), _problem(state.plan, entry, "inserted", detail))]
-        return [((1, entry.seq, 1), _problem(state.plan, entry, "changed", _changed(entry)))]
+            return [((1, entry.seq, 1), _problem(plan, entry, "inserted", detail))]
+        return [((1, entry.seq, 1), _problem(plan, entry, "changed", _changed(entry)))]
     return []
 
 
@@ -645,20 +642,17 @@ def _unsealed_problems(
     """Final records with no link: inserted when sealed records of their kind and scope
     sort after them, unchained when they come after all of them."""
     found: list[Ranked] = []
+    index = _Later(state, newest)
     for (kind, key), live in state.live.items():
         if (kind, key) in newest or live.order == ("open",):
             continue
-        later = [
-            e.seq for (k, _), e in newest.items()
-            if k == kind and _scope(e, state.plan) == live.scope
-            and _order(state, e) is not None and _order(state, e) > live.order  # type: ignore[operator]
-        ]  # fmt: skip
-        if later:
+        later = index.first_after(kind, live.scope, live.order)
+        if later is not None:
             problem = ChainProblem(
                 state.plan, kind, key, "inserted",
-                "not in the chain, among records that are", min(later), live.label,
+                "not in the chain, among records that are", later, live.label,
             )  # fmt: skip
-            found.append(((1, min(later), 0), problem))
+            found.append(((1, later, 0), problem))
         else:
             problem = ChainProblem(
                 state.plan, kind, key, "unchained", "final, but not in the chain", None,
@@ -666,6 +660,34 @@ def _unsealed_problems(
             )  # fmt: skip
             found.append(((1, float("inf"), 0), problem))
     return found
+
+
+class _Later:
+    """For a record's place among sealed ones of its kind and scope: the lowest link seq
+    of those that sort after it (bisection over each group, sorted once)."""
+
+    def __init__(self, state: _PlanState, newest: dict[tuple[str, str], EvidenceEntry]) -> None:
+        groups: dict[tuple[str, str], list[tuple[tuple[Any, ...], int]]] = {}
+        for (kind, _), entry in newest.items():
+            order = _order(state, entry)
+            if order is not None:
+                groups.setdefault((kind, _scope(entry, state.plan)), []).append((order, entry.seq))
+        self._orders: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+        self._min_seq_from: dict[tuple[str, str], list[int]] = {}
+        for group, items in groups.items():
+            items.sort(key=lambda item: item[0])
+            suffix = [seq for _, seq in items]
+            for i in range(len(suffix) - 2, -1, -1):
+                suffix[i] = min(suffix[i], suffix[i + 1])
+            self._orders[group] = [order for order, _ in items]
+            self._min_seq_from[group] = suffix
+
+    def first_after(self, kind: str, scope: str, order: tuple[Any, ...]) -> int | None:
+        orders = self._orders.get((kind, scope))
+        if not orders:
+            return None
+        i = bisect.bisect_right(orders, order)
+        return self._min_seq_from[(kind, scope)][i] if i < len(orders) else None
 
 
 def _scope(entry: EvidenceEntry, plan: str) -> str:
