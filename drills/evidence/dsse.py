@@ -79,22 +79,23 @@ def _b64(value: object, what: str) -> bytes:
         raise EnvelopeError(f"{what} is not valid base64") from None
 
 
+def _json(raw: bytes, what: str) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise EnvelopeError(f"{what} is not valid JSON") from None
+
+
 def open_envelope(raw: bytes) -> Opened:
     """Parse an envelope and the Statement in it; signatures are checked by :func:`signed_by`."""
-    try:
-        env = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise EnvelopeError("not valid JSON") from None
+    env = _json(raw, "the envelope")
     if not isinstance(env, dict) or env.get("payloadType") != PAYLOAD_TYPE:
         raise EnvelopeError(f"not a DSSE envelope of type {PAYLOAD_TYPE}")
     body = _b64(env.get("payload"), "payload")
     signatures = env.get("signatures")
     if not isinstance(signatures, list) or not all(isinstance(s, dict) for s in signatures):
         raise EnvelopeError("signatures is not a list of signatures")
-    try:
-        found = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise EnvelopeError("payload is not JSON") from None
+    found = _json(body, "payload")
     if not isinstance(found, dict) or found.get("_type") != STATEMENT_TYPE:
         raise EnvelopeError(f"payload is not an in-toto Statement ({STATEMENT_TYPE})")
     if found.get("predicateType") != PREDICATE_TYPE:

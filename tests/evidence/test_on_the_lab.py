@@ -76,3 +76,25 @@ def test_the_history_verifies_and_coverage_says_so(drilled_pack: dict[str, Path]
     assert found["headline"] == "1 of 1 plans drilled in the last 12 months."
     (lab,) = found["plans"]
     assert lab["drilled"] and lab["failback_drilled"] and lab["chain"] == "verifies"
+
+
+def test_a_changed_history_does_not_verify(drilled_pack: dict[str, Path]) -> None:
+    """A copy of the store with the run's operator rewritten in SQL: named, exit 1."""
+    import sqlite3
+
+    import sqlalchemy as sa
+
+    source = Path(str(drilled_pack["db"]).removeprefix("sqlite:///"))
+    copy = drilled_pack["tmp"] / "changed.db"
+    with sqlite3.connect(source) as src, sqlite3.connect(copy) as dst:
+        src.backup(dst)  # the WAL's pages too
+    engine = sa.create_engine(f"sqlite:///{copy}")
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE drill_runs SET operator = 'mallory'"))
+    engine.dispose()
+    code, out = drills("evidence", "verify", "--db", f"sqlite:///{copy}")
+    assert code == 1
+    assert drilled_pack["run_id"] in out and "changed" in out, out
+    code, out = drills("evidence", "coverage", "--db", f"sqlite:///{copy}", "--plans",
+                       "/nonexistent/plan.yaml")  # fmt: skip
+    assert code == 1 and "does NOT verify" in out

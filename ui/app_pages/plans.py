@@ -44,14 +44,14 @@ def _last_drill(settings: UISettings, entry: PlanEntry) -> str:
     )
 
 
-def _coverage_line(row: PlanCoverage | None) -> str:
+def _coverage_line(row: PlanCoverage | None, period: str) -> str:
     if row is None:
         return "no run in the history"
     drilled = "drilled" if row.drilled else "**NOT drilled**"
     failback = "failback drilled" if row.failback_drilled else "failback **not** drilled"
     last = components.when(row.last_drill) if row.last_drill else "never"
     return (
-        f"{drilled} in the last {data.COVERAGE_PERIOD.removesuffix('m')} months (last "
+        f"{drilled} in the last {period} (last "
         f"successful drill: {last}); {failback}; {row.incidents} incident(s); "
         f"{row.open_findings} open finding(s); history {row.chain}"
     )
@@ -89,7 +89,7 @@ def _plan(settings: UISettings, entry: PlanEntry, cover: Coverage) -> None:
     st.markdown(f"**Next scheduled drill:** {_next_drill(settings, entry)}")
     st.markdown(f"**Last drill:** {_last_drill(settings, entry)}")
     row = next((p for p in cover.plans if p.plan == entry.name), None)
-    st.markdown(f"**Coverage:** {_coverage_line(row)}")
+    st.markdown(f"**Coverage:** {_coverage_line(row, cover.period)}")
     _findings(settings, entry)
     sites, tiers, datasets, dns, objectives = st.tabs(
         ["Sites", "Tiers", "Datasets", "DNS", "Objectives"]
