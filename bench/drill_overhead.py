@@ -9,13 +9,21 @@ Goal: under 1 s for the lab plan of 12 workloads. Three drills; medians.
 
 Every part of the overhead is attributed to the phase or step where it was
 spent, from the drill's own timeline, so a miss says what to fix.
+
+``DRILLS_BENCH_BASE=REV`` (or ``python bench/drill_overhead.py --compare REV``) runs the
+same drills on the code of git revision REV and on this tree, in turns, each on a fresh
+lab, and prints them side by side: what a change to the drill's writes (the evidence
+chain) costs. This tree's run also counts the chain links a drill appends and times
+``verify_store`` over the store the drills left.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -156,35 +164,181 @@ def _report(runs: list[Figures], tiers: list[str], plan: DrillPlan) -> None:
         print(f"    {phase:<9} {step:<55}{seconds:7.3f}s")
 
 
-def main() -> int:
+@dataclass
+class Measured:
+    runs: list[Figures]
+    walls: list[float]  # each whole drill, failback included: every journal and history write
+    tiers: list[str]
+    plan: DrillPlan
+    links: list[int]  # chain links each drill appended (none before the chain existed)
+    verify_s: float | None  # verify_store over the store the drills left
+
+
+def _chain_links(history: HistoryStore) -> int | None:
+    try:
+        from drills.store.chain import verify_store
+    except ImportError:  # the code compared against predates the chain
+        return None
+    return verify_store(history).links
+
+
+def _verify_seconds(history: HistoryStore) -> float | None:
+    try:
+        from drills.store.chain import verify_store
+    except ImportError:
+        return None
+    started = time.perf_counter()
+    report = verify_store(history)
+    assert report.ok, report.first_problem
+    return time.perf_counter() - started
+
+
+def _measure(quiet: bool = False) -> Measured | None:
     with tempfile.TemporaryDirectory(prefix="bench-drill-") as tmp:
         state = Path(tmp) / "lab"
         begun = time.perf_counter()
         info, _ = control.up(state, ready_delay=READY_DELAY_S)
-        print(f"setup: lab up in {time.perf_counter() - begun:.2f}s ({info.dns_provider} DNS)")
+        if not quiet:
+            print(f"setup: lab up in {time.perf_counter() - begun:.2f}s ({info.dns_provider} DNS)")
         try:
             plan = load_plan(state / "plan.yaml")
             history = HistoryStore(f"sqlite:///{Path(tmp) / 'history.db'}")
             tiers = _tiers_brought_up(plan)
-            runs: list[Figures] = []
+            measured = Measured([], [], tiers, plan, [], None)
             for i in range(RUNS):
+                links_before = _chain_links(history)
                 started = time.perf_counter()
                 result = _drill(plan, history)
+                wall = time.perf_counter() - started
                 if result.status != "succeeded" or result.measurement is None:
                     print(f"drill {i + 1} did not succeed: {result.status}: {result.error}")
-                    return 1
-                runs.append(_figures(result, tiers))
-                print(f"  drill {i + 1}: {result.status} in {time.perf_counter() - started:.2f}s")
+                    return None
+                measured.runs.append(_figures(result, tiers))
+                measured.walls.append(wall)
+                links_after = _chain_links(history)
+                if links_before is not None and links_after is not None:
+                    measured.links.append(links_after - links_before)
+                if not quiet:
+                    print(f"  drill {i + 1}: {result.status} in {wall:.2f}s")
+            measured.verify_s = _verify_seconds(history)
+            history.close()
         finally:
             control.down(state)
+    return measured
+
+
+def _as_json(m: Measured) -> dict[str, object]:
+    return {
+        "overhead": [f.overhead for f in m.runs],
+        "rto": [f.rto for f in m.runs],
+        "writes": [f.parts["between phases (history writes at phase end)"] for f in m.runs],
+        "fence": [f.phases["fence"] for f in m.runs],
+        "wall": m.walls,
+        "links": m.links,
+        "verify_s": m.verify_s,
+    }
+
+
+def _subprocess(code_dir: Path) -> dict[str, object]:
+    """This script, measuring the drills package found in ``code_dir``."""
+    env = {**os.environ, "PYTHONPATH": str(code_dir)}
+    env.pop("DRILLS_BENCH_BASE", None)
+    done = subprocess.run(
+        [sys.executable, __file__, "--json"], env=env, cwd=code_dir, capture_output=True,
+        text=True, check=False, timeout=600,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"drills at {code_dir}: {done.stderr[-2000:]}")
+    data: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return data
+
+
+def _compare(rev: str, rounds: int = 2) -> int:
+    """Base and this tree in turns, ``rounds`` times each, each turn on a fresh lab."""
+    here = Path(__file__).resolve().parent.parent
+    results: dict[str, list[dict[str, object]]] = {"base": [], "this": []}
+    with tempfile.TemporaryDirectory(prefix="bench-base-") as base_dir:
+        archive = subprocess.run(
+            ["git", "-C", str(here), "archive", rev], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", base_dir], input=archive, check=True)
+        for i in range(rounds):
+            for name, code in (("base", Path(base_dir)), ("this", here)):
+                results[name].append(_subprocess(code))
+                print(f"  round {i + 1}: {name} measured", flush=True)
+    _report_compare(rev, results)
+    return 0
+
+
+def _pooled(turns: list[dict[str, object]], key: str) -> list[float]:
+    values: list[float] = []
+    for turn in turns:
+        found = turn.get(key)
+        if isinstance(found, list):
+            values.extend(float(v) for v in found)
+    return values
+
+
+def _report_compare(rev: str, results: dict[str, list[dict[str, object]]]) -> None:
+    med = statistics.median
+    drills = len(_pooled(results["this"], "overhead"))
+    print(f"drill_overhead, {rev} (base) beside this tree: {drills} drills each, medians")
+    print(f"  {'':<48}{'base':>10}{'this':>10}{'change':>10}")
+    rows = (
+        ("orchestrator overhead (RTO − unavoidable)", "overhead"),
+        ("RTO", "rto"),
+        ("phase fence (3 journalled changes)", "fence"),
+        ("between phases (history writes)", "writes"),
+        ("whole drill, failback included", "wall"),
+    )
+    for label, key in rows:
+        base, this = med(_pooled(results["base"], key)), med(_pooled(results["this"], key))
+        print(f"  {label:<48}{base:9.3f}s{this:9.3f}s{this - base:+9.3f}s")
+    links = _pooled(results["this"], "links")
+    verify = [float(str(t["verify_s"])) for t in results["this"] if t.get("verify_s") is not None]
+    if links:
+        print(f"  chain links appended per drill (this tree): {med(links):.0f}")
+    if verify:
+        print(f"  verify_store over {RUNS} drills' store: median {med(verify) * 1e3:.0f} ms")
+
+
+def main() -> int:
+    base = os.environ.get("DRILLS_BENCH_BASE")
+    if base:
+        status = _compare(base)
+        _print_load()
+        return status
+    measured = _measure()
+    if measured is None:
+        return 1
+    runs, tiers, plan = measured.runs, measured.tiers, measured.plan
     _report(runs, tiers, plan)
+    if measured.links:
+        print(f"  chain links appended per drill: {measured.links}; verify_store "
+              f"{(measured.verify_s or 0) * 1e3:.0f} ms")  # fmt: skip
+    _print_load()
+    return 0 if statistics.median(f.overhead for f in runs) < GOAL_S else 1
+
+
+def _print_load() -> None:
     load = os.getloadavg()
     print(
         f"  at {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs, "
         f"load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
-    return 0 if statistics.median(f.overhead for f in runs) < GOAL_S else 1
+
+
+def _cli(argv: list[str]) -> int:
+    if argv[:1] == ["--json"]:
+        measured = _measure(quiet=True)
+        if measured is None:
+            return 1
+        print(json.dumps(_as_json(measured)))
+        return 0
+    if argv[:1] == ["--compare"] and len(argv) == 2:
+        os.environ["DRILLS_BENCH_BASE"] = argv[1]
+    return main()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_cli(sys.argv[1:]))

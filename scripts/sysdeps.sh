@@ -12,6 +12,7 @@ declare -A wanted=(
   [docker-registry]=docker-registry
   [skopeo]=skopeo
   [chromium]=chromium
+  [pdftotext]=poppler-utils
   [rclone]=rclone
   [kubectl]=kubernetes-client
   [promtool]=prometheus

@@ -21,6 +21,11 @@ from drills.checks.base import CheckResult
 from drills.checks.readiness import run_readiness, select_checks
 from drills.checks.runner import ReadinessReport
 from drills.errors import PlanError, TargetError
+from drills.evidence.coverage import Coverage, Period, coverage
+from drills.evidence.findings import Finding, open_findings
+from drills.evidence.history_chain import chain_status
+from drills.evidence.keys import SigningKeyError, configured_reference, load_signer
+from drills.evidence.pack import build, zip_bytes
 from drills.orchestrator.flow_runs import (
     CancelOutcome,
     DeploymentInfo,
@@ -324,3 +329,39 @@ def cancel_run(
     )
     clear_caches()
     return outcome
+
+
+# --- evidence ------------------------------------------------------------------------------
+
+COVERAGE_PERIOD = "12m"
+
+
+@st.cache_data(ttl=MEDIUM, show_spinner=False)
+def plan_coverage(db_url: str, plan_names: tuple[str, ...]) -> Coverage:
+    """Coverage over the last 12 months, with the history chain's verdict."""
+    return coverage(_store(db_url), plan_names, Period.parse(COVERAGE_PERIOD), chain=chain_status)
+
+
+@st.cache_data(ttl=SHORT, show_spinner=False)
+def plan_open_findings(db_url: str, plan_name: str) -> list[Finding]:
+    return open_findings(_store(db_url), plan_name)
+
+
+def signing_key() -> tuple[str | None, str | None]:
+    """(key id, problem) of the key DRILLS_SIGNING_KEY references; (None, None) without one.
+    The key itself never leaves this function."""
+    try:
+        signer = load_signer(configured_reference())
+    except SigningKeyError as exc:
+        return None, str(exc)
+    return (signer.keyid if signer else None), None
+
+
+def evidence_pack(store: HistoryStore, run_id: str) -> bytes:
+    """The run's evidence pack as a zip, signed when a key is configured. Not cached: a pack
+    is made when asked for. Called by the download button on click, outside the page's
+    script run: it uses no Streamlit call."""
+    run = store.get_run(run_id)
+    if run is None:
+        raise KeyError(run_id)
+    return zip_bytes(build(store, run, load_signer(configured_reference())))

@@ -51,11 +51,16 @@ COMMANDS: dict[str, Entry] = {
     "lab": Entry("drills.cli.lab_cmd", "The local lab: two stand-in sites on loopback."),
     "serve": Entry(
         "drills.cli.serve_cmd",
-        "A local Prefect server, work pool, worker and the deployments of prefect.yaml.",
+        "A local Prefect server, work pool, worker, the warm runner of declared incidents and "
+        "the deployments of prefect.yaml.",
     ),
     "metrics": Entry(
         "drills.cli.metrics_cmd",
         "Prometheus metrics: readiness, drill cadence, RTO/RPO, serving site, runs.",
+    ),
+    "evidence": Entry(
+        "drills.cli.evidence_cmd",
+        "Signed evidence packs of drills for auditors, and drill coverage per plan.",
     ),
     "ui": Entry(
         "drills.cli.ui_cmd",

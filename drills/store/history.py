@@ -9,19 +9,30 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Engine, Select, create_engine, event, inspect, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from drills.store import chain
 from drills.store.kinds import Mode, RunStatus
-from drills.store.models import AuditEvent, Base, DrillRun, JournalEntry, ReadinessSnapshot
+from drills.store.models import (
+    AuditEvent,
+    Base,
+    DrillRun,
+    EvidenceMeta,
+    JournalEntry,
+    ReadinessSnapshot,
+)
 
 DEFAULT_URL = "sqlite:///.drills/history.db"
 Query = TypeVar("Query", bound=Select[Any])
+T = TypeVar("T")
+CHAIN_RETRIES = 8  # writers racing for a plan's next link: each loser writes again
 
 
 def database_url() -> str:
@@ -80,11 +91,42 @@ class HistoryStore:
         Base.metadata.create_all(self.engine)
         create_missing_indexes(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._upgrade_chain()
 
     @contextmanager
     def session(self) -> Iterator[Session]:
         with self._sessions.begin() as session:
             yield session
+
+    def write(self, work: Callable[[Session, chain.Sealer], T]) -> T:
+        """A write that appends to the evidence chain, in one transaction with its record.
+
+        ``work`` writes the record first (on SQLite that takes the write lock, so the
+        chain's head read next is the newest), then seals it. Two writers that still
+        read the same head collide on the chain's unique (plan, seq): the loser's whole
+        transaction is rolled back and run again.
+        """
+        for attempt in range(CHAIN_RETRIES):
+            try:
+                with self.session() as s:
+                    return work(s, chain.Sealer(s))
+            except IntegrityError as exc:
+                if "evidence_chain" not in str(exc) and "ux_chain_plan_seq" not in str(exc):
+                    raise
+                if attempt == CHAIN_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _upgrade_chain(self) -> None:
+        """A store made before the evidence chain gets one, its records sealed as pre-chain."""
+        with self.session() as s:
+            if s.get(EvidenceMeta, chain.UPGRADED_KEY) is not None:
+                return
+        try:
+            with self.session() as s:
+                chain.upgrade(s)
+        except IntegrityError:
+            pass  # another process upgraded it at the same moment
 
     def close(self) -> None:
         self.engine.dispose()
@@ -93,13 +135,17 @@ class HistoryStore:
     def save_readiness(
         self, plan: str, checked_at: dt.datetime, ok: bool, blocking: int, report: dict[str, Any]
     ) -> int:
-        with self.session() as s:
+
+        def save(s: Session, sealer: chain.Sealer) -> int:
             row = ReadinessSnapshot(
                 plan=plan, checked_at=checked_at, ok=ok, blocking=blocking, report=report
             )
             s.add(row)
             s.flush()
+            sealer.seal_row(ReadinessSnapshot, row.id)
             return row.id
+
+        return self.write(save)
 
     def latest_readiness(self, plan: str) -> ReadinessSnapshot | None:
         with self.session() as s:
@@ -130,16 +176,26 @@ class HistoryStore:
             return s.scalars(query).first()
 
     def create_run(self, run: DrillRun) -> None:
-        with self.session() as s:
+        def create(s: Session, sealer: chain.Sealer) -> None:
             s.add(run)
+            s.flush()
+            sealer.seal_run(run.id)  # a run recorded already finished is sealed at once
+
+        self.write(create)
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        with self.session() as s:
+        """Write some of a run's fields; its ended steps, and the run once finished, are
+        sealed in the evidence chain as they now stand."""
+
+        def update(s: Session, sealer: chain.Sealer) -> None:
             run = s.get(DrillRun, run_id)
             if run is None:
                 raise KeyError(run_id)
             for name, value in fields.items():
                 setattr(run, name, value)
+            sealer.seal_run(run_id)
+
+        self.write(update)
 
     def get_run(self, run_id: str) -> DrillRun | None:
         with self.session() as s:
@@ -197,15 +253,19 @@ class HistoryStore:
         reason: str,
         detail: dict[str, Any] | None = None,
     ) -> None:
-        with self.session() as s:
-            s.add(
-                AuditEvent(
-                    at=dt.datetime.now(dt.UTC),
-                    who=who,
-                    action=action,
-                    plan=plan,
-                    accepted=accepted,
-                    reason=reason,
-                    detail=detail or {},
-                )
+
+        def write(s: Session, sealer: chain.Sealer) -> None:
+            event = AuditEvent(
+                at=dt.datetime.now(dt.UTC),
+                who=who,
+                action=action,
+                plan=plan,
+                accepted=accepted,
+                reason=reason,
+                detail=detail or {},
             )
+            s.add(event)
+            s.flush()
+            sealer.seal_row(AuditEvent, event.id)
+
+        self.write(write)

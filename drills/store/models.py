@@ -8,7 +8,18 @@ from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import JSON, Boolean, DateTime, Float, Index, Integer, String, Text, type_coerce
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    type_coerce,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeDecorator
@@ -177,6 +188,47 @@ class AuditEvent(Base):
     accepted: Mapped[bool] = mapped_column(Boolean)
     reason: Mapped[str] = mapped_column(Text)
     detail: Mapped[dict[str, Any]]
+
+
+class EvidenceEntry(Base):
+    """One link of a plan's evidence chain: a record in its final form, sealed.
+
+    Append-only. ``seq`` counts the plan's links from 1; ``entry_sha256`` covers the
+    previous link's hash and this link's place, kind, key and content hash, so that a
+    record changed, removed or slipped in between afterwards shows (drills.store.chain).
+    A record sealed again (a journal entry's next state, a run recovered) gets a new link
+    under the same key: the newest link is what the record must still hold.
+    """
+
+    __tablename__ = "evidence_chain"
+    __table_args__ = (
+        # Two writers that read the same head cannot both append: one retries.
+        UniqueConstraint("plan", "seq", name="ux_chain_plan_seq"),
+        Index("ix_chain_run", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    plan: Mapped[str] = mapped_column(String(128))
+    seq: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))  # run | step | journal | readiness | audit
+    record_key: Mapped[str] = mapped_column(String(160))
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    label: Mapped[str] = mapped_column(String(300), default="")
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    prev_sha256: Mapped[str] = mapped_column(String(64))
+    entry_sha256: Mapped[str] = mapped_column(String(64))
+    # Sealed when an older store was upgraded: trusted from chained_at only, not from its start.
+    pre_chain: Mapped[bool] = mapped_column(Boolean, default=False)
+    chained_at: Mapped[dt.datetime]
+
+
+class EvidenceMeta(Base):
+    """Facts about the store's chain, e.g. when it was upgraded to have one."""
+
+    __tablename__ = "evidence_meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
 
 
 def details_value(*path: str) -> ColumnElement[Any]:

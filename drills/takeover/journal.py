@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
+from drills.store.chain import Sealer
 from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState
 from drills.store.models import JournalEntry
@@ -49,7 +51,8 @@ class Journal:
     ) -> int:
         """Write the original state down before acting; returns the entry's sequence number."""
         now = dt.datetime.now(dt.UTC)
-        with self._lock, self.store.session() as s:
+
+        def write(s: Session, sealer: Sealer) -> int:
             last = s.scalar(
                 select(func.max(JournalEntry.seq)).where(JournalEntry.run_id == self.run_id)
             )
@@ -67,10 +70,14 @@ class Journal:
                     updated_at=now,
                 )
             )
-        return seq
+            sealer.seal_journal(self.run_id, seq)  # in the chain before the change is made
+            return seq
+
+        with self._lock:
+            return self.store.write(write)
 
     def mark(self, seq: int, state: EntryState) -> None:
-        with self.store.session() as s:
+        def write(s: Session, sealer: Sealer) -> None:
             entry = s.scalars(
                 select(JournalEntry).where(
                     JournalEntry.run_id == self.run_id, JournalEntry.seq == seq
@@ -78,6 +85,9 @@ class Journal:
             ).one()
             entry.state = state
             entry.updated_at = dt.datetime.now(dt.UTC)
+            sealer.seal_journal(self.run_id, seq)  # each state is a link of its own
+
+        self.store.write(write)
 
     def changes(self) -> list[Change]:
         return [

@@ -22,6 +22,7 @@ import httpx
 import pytest
 import yaml
 
+from drills.evidence.keys import SIGNING_KEY_ENV, keygen
 from drills.lab.runtime import AWS_KEY_ID, SECRET_PREFIX, LabInfo
 from drills.store.history import HistoryStore
 from tests.support.leak_scan import ROOT, Cli, Leak, SecretScanner, captured_logs, plan_variant
@@ -112,11 +113,15 @@ def _leak_run(
     out = tmp_path_factory.mktemp("leak-out")
     db_file = out / "history.db"
     db_url = f"sqlite:///{db_file}"
-    scanner = SecretScanner(lab_secrets(leak_lab) | {"notify url token": NOTIFY_TOKEN})
+    # The key that signs evidence packs: a secret too. Kept outside what is scanned.
+    signing_key, _, _ = keygen(tmp_path_factory.mktemp("leak-keys"))
+    found = lab_secrets(leak_lab) | {"evidence signing key": _pem_body(signing_key)}
+    scanner = SecretScanner(found | {"notify url token": NOTIFY_TOKEN})
     notify_to = f"{hook.url(auth=f'drills:{NOTIFY_TOKEN}@')},{mail.url()}"
     env = os.environ | {
         "DRILLS_DB_URL": db_url, "PREFECT_API_URL": "", "COLUMNS": "200",
         "DRILLS_NOTIFY": notify_to, "DRILLS_UI_URL": "http://127.0.0.1:8501",
+        SIGNING_KEY_ENV: f"file:{signing_key}",
     }  # fmt: skip
     cli = Cli(out, env)
     plan = Path(leak_lab.state_dir) / "plan.yaml"
@@ -152,12 +157,23 @@ def _leak_run(
     reports = [["history", "--json"]]
     for run_id in run_ids:
         reports += [["report", run_id], ["report", run_id, "--format", "json"]]
-    assert all(done.code == 0 for done in cli.batch(reports).values())
+        # The run's evidence pack, signed: scanned file by file, its PDF's text too.
+        reports += [["evidence", "export", run_id, "--out", str(out / f"pack-{run_id}.zip")]]
+    reports += [["evidence", "coverage", "--plans", str(plan)], ["evidence", "verify", "--db",
+                db_url]]  # fmt: skip
+    done = cli.batch(reports)
+    assert all(d.code == 0 for name, d in done.items() if "coverage" not in name), done
+    assert len(list(out.glob("pack-*.zip"))) == len(run_ids)
     from drills.notify.deliver import sender
 
     sender().flush()  # the in-process flows' messages
     run.messages = hook.raw + mail.raw
     yield run
+
+
+def _pem_body(key_file: Path) -> str:
+    """The base64 body of a PEM key: the key itself, whatever its header."""
+    return "".join(line for line in key_file.read_text().splitlines() if "-----" not in line)
 
 
 def run_flows(run: LeakRun) -> None:
@@ -273,6 +289,7 @@ def _leaks(run: LeakRun) -> list[Leak]:
 def test_the_lab_has_the_distinctive_secrets_the_scan_looks_for(leak_run: LeakRun) -> None:
     names = set(leak_run.scanner.secrets)
     assert {"tsig key", "aws secret access key", "kubeconfig token"} <= names
+    assert "evidence signing key" in names
     assert any(n.startswith("k8s primary ") for n in names)
     assert any(n.startswith("k8s dr ") for n in names)
     assert any(n.startswith("secrets manager ") for n in names)
@@ -310,3 +327,27 @@ def test_the_scan_finds_a_planted_secret(leak_run: LeakRun) -> None:
     assert {leak.secret for leak in leaks} >= {"tsig key"}
     assert any(leak.secret.startswith("k8s ") and "base64" in leak.form for leak in leaks)
     assert all(tsig not in str(leak) for leak in leaks)
+
+
+def test_the_scan_reads_inside_packs_and_pdfs(leak_run: LeakRun) -> None:
+    """A secret deflated in a zip, or drawn as text in a PDF, is found (never echoed)."""
+    import io
+    import zipfile
+
+    from drills.evidence.render import to_html, to_pdf
+    from tests.support.services import require_system_binary
+
+    require_system_binary("chromium", "chromium")
+    require_system_binary("pdftotext", "poppler-utils")
+    tsig = leak_run.scanner.secrets["tsig key"]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("report.md", ("padding " * 50 + tsig).encode())
+        zf.writestr("report.pdf", to_pdf(to_html(f"# Report\n\nvalue {tsig}\n", "t")))
+    leaks = list(leak_run.scanner.scan_document(buffer.getvalue(), "pack.zip"))
+    places = {leak.where for leak in leaks if leak.secret == "tsig key"}
+    assert "pack.zip!report.md" in places
+    assert any(p.startswith("pack.zip!report.pdf (text") for p in places), places
+    assert all(tsig not in str(leak) for leak in leaks)
+    packs = sorted(leak_run.out.glob("pack-*.zip"))
+    assert packs and all(zipfile.is_zipfile(p) for p in packs)

@@ -1,7 +1,8 @@
 """The leak scan's tools: find secret values in what the product wrote, and run the CLI
 with everything it writes kept.
 
-Secrets are found plain and in every base64 form.
+Secrets are found plain and in every base64 form, inside zips (evidence packs: each file,
+inflated) and in the text of PDFs (as pdftotext reads it).
 
 A secret can leave in its own bytes, base64-encoded as Kubernetes stores it
 (standard or urlsafe alphabet, padded or not), or base64-encoded inside a larger
@@ -13,12 +14,16 @@ wherever base64 of it sits. Findings name the secret and the place, never the va
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
+import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from drills.lab.procs import find_binary
 from drills.lab.runtime import LabInfo
 
 log = logging.getLogger("drills.tests.leak")
@@ -84,13 +90,41 @@ class SecretScanner:
     def scan_text(self, text: str, where: str) -> Iterator[Leak]:
         yield from self.scan_bytes(text.encode("utf-8", "surrogateescape"), where)
 
+    def scan_document(self, data: bytes, where: str) -> Iterator[Leak]:
+        """The bytes, and what they hold: a zip's files (each inflated), a PDF's text."""
+        yield from self.scan_bytes(data, where)
+        if data.startswith(b"PK\x03\x04"):
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                for name in zf.namelist():
+                    yield from self.scan_document(zf.read(name), f"{where}!{name}")
+        elif data.startswith(b"%PDF-"):
+            text = pdf_text(data)
+            yield from self.scan_text(text, f"{where} (text)")
+            # A long value may wrap across lines of the page.
+            yield from self.scan_text("".join(text.split()), f"{where} (text, unwrapped)")
+
     def scan_files(self, paths: Iterable[Path]) -> Iterator[Leak]:
         for path in paths:
             if path.is_file():
-                yield from self.scan_bytes(path.read_bytes(), str(path))
+                yield from self.scan_document(path.read_bytes(), str(path))
 
     def scan_tree(self, root: Path) -> Iterator[Leak]:
         yield from self.scan_files(sorted(root.rglob("*")))
+
+
+def pdf_text(data: bytes) -> str:
+    """A PDF's text, as pdftotext reads it; "" without pdftotext (outside CI only)."""
+    binary = find_binary("pdftotext")
+    if binary is None:
+        if os.environ.get("CI") == "true":
+            raise RuntimeError("pdftotext not installed; apt-get install poppler-utils")
+        log.warning("pdftotext not installed: the text of PDFs is not scanned")
+        return ""
+    with tempfile.NamedTemporaryFile(suffix=".pdf") as pdf:
+        pdf.write(data)
+        pdf.flush()
+        done = subprocess.run([binary, pdf.name, "-"], capture_output=True, timeout=60, check=True)
+    return done.stdout.decode("utf-8", "replace")
 
 
 def plan_variant(info: LabInfo, name: str, change: Callable[[dict[str, Any]], None]) -> Path:

@@ -128,7 +128,9 @@ def test_history_table_chart_and_run_detail(populated: Drilled, ui_env: UiEnv) -
     assert len(journal) > 0 and set(journal["state"]) == {"undone"}
     assert "readiness checks" in text and "Images" in text  # steps, and the snapshot at T0
     labels = [b.label for b in at.download_button]
-    assert labels == ["Download report (Markdown)", "Download report (JSON)"]
+    assert labels == [
+        "Download report (Markdown)", "Download report (JSON)", "Download evidence pack"
+    ]  # fmt: skip
 
 
 def test_history_filters_are_applied(populated: Drilled, ui_env: UiEnv) -> None:

@@ -91,6 +91,7 @@ def _detail(settings: UISettings, run_id: str) -> None:
         _still_running(settings, run)
     _what_went_wrong(report)
     _downloads(report)
+    _evidence_pack(settings, run)
     timeline, steps, journal, readiness = st.tabs(
         ["Phase timeline", "Steps and evidence", "Journal of changes", "Readiness at T0"]
     )
@@ -148,6 +149,25 @@ def _downloads(report: dict[str, Any]) -> None:
     right.download_button(
         "Download report (JSON)", json.dumps(report, indent=2, default=str),
         file_name=f"drill-{run_id}.json", mime="application/json", key=f"{KEY}.json",
+    )  # fmt: skip
+
+
+def _evidence_pack(settings: UISettings, run: dict[str, Any]) -> None:
+    keyid, problem = data.signing_key()
+    if problem is not None:
+        st.error(f"No evidence pack: the signing key cannot be used. {problem}")
+        return
+    run_id, store = run["id"], data.store(settings)
+    st.download_button(
+        "Download evidence pack", lambda: data.evidence_pack(store, run_id),
+        file_name=f"evidence-{run_id}.zip", mime="application/zip", key=f"{KEY}.evidence",
+        help="The report (Markdown, JSON, PDF) and the run's records, hashed and signed: "
+        "check it with `drills evidence verify PACK --public-key signing.pub`.",
+        on_click="ignore",
+    )  # fmt: skip
+    st.caption(
+        f"Signed with key `{keyid[:16]}…`." if keyid
+        else "**Unsigned:** no signing key is configured (`DRILLS_SIGNING_KEY`)."
     )  # fmt: skip
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from drills.evidence.coverage import Coverage, PlanCoverage
 from drills.store.kinds import Mode
 from drills.text import for_markdown
 from ui import components, data, plan_summary
@@ -43,7 +44,36 @@ def _last_drill(settings: UISettings, entry: PlanEntry) -> str:
     )
 
 
-def _plan(settings: UISettings, entry: PlanEntry) -> None:
+def _coverage_line(row: PlanCoverage | None, period: str) -> str:
+    if row is None:
+        return "no run in the history"
+    drilled = "drilled" if row.drilled else "**NOT drilled**"
+    failback = "failback drilled" if row.failback_drilled else "failback **not** drilled"
+    last = components.when(row.last_drill) if row.last_drill else "never"
+    return (
+        f"{drilled} in the last {period} (last "
+        f"successful drill: {last}); {failback}; {row.incidents} incident(s); "
+        f"{row.open_findings} open finding(s); history {row.chain}"
+    )
+
+
+def _findings(settings: UISettings, entry: PlanEntry) -> None:
+    found = data.plan_open_findings(settings.db_url, entry.name)
+    if not found:
+        return
+    with st.expander(f"Open findings ({len(found)})", expanded=True):
+        st.dataframe(
+            [
+                {"finding": f.id, "kind": f.kind, "what": f.key, "detail": f.detail,
+                 "remediation": f.remediation, "since run": f.opened_run,
+                 "seen": f.times_seen}
+                for f in found
+            ],
+            hide_index=True, width="stretch",
+        )  # fmt: skip
+
+
+def _plan(settings: UISettings, entry: PlanEntry, cover: Coverage) -> None:
     st.header(entry.name, divider="gray")
     if entry.plan is None:
         count = len(entry.problems)
@@ -58,6 +88,9 @@ def _plan(settings: UISettings, entry: PlanEntry) -> None:
         st.markdown(plan.description.strip())
     st.markdown(f"**Next scheduled drill:** {_next_drill(settings, entry)}")
     st.markdown(f"**Last drill:** {_last_drill(settings, entry)}")
+    row = next((p for p in cover.plans if p.plan == entry.name), None)
+    st.markdown(f"**Coverage:** {_coverage_line(row, cover.period)}")
+    _findings(settings, entry)
     sites, tiers, datasets, dns, objectives = st.tabs(
         ["Sites", "Tiers", "Datasets", "DNS", "Objectives"]
     )
@@ -82,8 +115,19 @@ def main() -> None:
         st.info("No plan is configured: set `DRILLS_PLANS` to plan files or globs.")
         return
     st.caption(f"{len(entries)} plan file(s) from `DRILLS_PLANS` (or the defaults).")
+    names = tuple(sorted({e.name for e in entries if e.valid}))
+    cover = data.plan_coverage(settings.db_url, names)
+    _history_verdict(cover)
     for entry in entries:
-        _plan(settings, entry)
+        _plan(settings, entry, cover)
+
+
+def _history_verdict(cover: Coverage) -> None:
+    st.markdown(f"**{for_markdown(cover.headline())}**")
+    if cover.chain.verifies:
+        st.success(f"History verifies: {for_markdown(cover.chain.detail)}", icon="✅")
+    else:
+        st.error(f"History does NOT verify: {for_markdown(cover.chain.detail)}", icon="🚨")
 
 
 main()

@@ -1,0 +1,198 @@
+"""Coverage: for every plan, over a period, was it drilled, was failback drilled, how many
+incidents, how many open findings; and does the history's chain verify.
+
+"Failback drilled" means a drill (mode drill, not a dry run) in the period whose failback
+phase succeeded: failback runs of their own do not exist yet.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from drills.evidence.findings import findings
+from drills.store.history import HistoryStore
+from drills.store.kinds import Mode
+from drills.store.models import DrillRun
+from drills.text import for_markdown
+
+_PERIOD = re.compile(r"\s*(\d{1,4})\s*([dwmy])\s*")
+_UNITS = {"d": "day", "w": "week", "m": "month", "y": "year"}
+
+
+@dataclass(frozen=True)
+class Period:
+    count: int
+    unit: str  # d, w, m (months) or y
+
+    @classmethod
+    def parse(cls, text: str) -> Period:
+        match = _PERIOD.fullmatch(text.lower())
+        if not match or int(match.group(1)) == 0:
+            raise ValueError(
+                f"period {text!r} is not a number of days, weeks, months or years "
+                "(e.g. 90d, 12w, 12m, 1y)"
+            )
+        return cls(int(match.group(1)), match.group(2))
+
+    def __str__(self) -> str:
+        word = _UNITS[self.unit]
+        return f"{word}" if self.count == 1 else f"{self.count} {word}s"
+
+    def start(self, now: dt.datetime) -> dt.datetime:
+        if self.unit in "dw":
+            return now - dt.timedelta(days=self.count * (7 if self.unit == "w" else 1))
+        months = self.count * (12 if self.unit == "y" else 1)
+        year, month = divmod(now.year * 12 + now.month - 1 - months, 12)
+        day = min(now.day, calendar.monthrange(year, month + 1)[1])
+        return now.replace(year=year, month=month + 1, day=day)
+
+
+@dataclass(frozen=True)
+class ChainStatus:
+    """Whether the history store's tamper-evident chain verifies, and where it breaks."""
+
+    verifies: bool
+    detail: str
+    broken: dict[str, str] = field(default_factory=dict)  # plan -> its first problem
+
+
+@dataclass
+class PlanCoverage:
+    plan: str
+    drilled: bool
+    last_drill: str | None
+    failback_drilled: bool
+    incidents: int
+    open_findings: int
+    chain: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Coverage:
+    period: str
+    since: str
+    generated_at: str
+    plans: list[PlanCoverage]
+    chain: ChainStatus
+
+    @property
+    def undrilled(self) -> list[str]:
+        return [p.plan for p in self.plans if not p.drilled]
+
+    def headline(self) -> str:
+        """One line a compliance officer can read."""
+        total, missing = len(self.plans), self.undrilled
+        line = f"{total - len(missing)} of {total} plans drilled in the last {self.period}"
+        if missing:
+            names = (
+                ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else missing[0]
+            )
+            line += f"; {names} {'has' if len(missing) == 1 else 'have'} not been"
+        return line + "."
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "headline": self.headline(),
+            "period": self.period,
+            "since": self.since,
+            "generated_at": self.generated_at,
+            "chain": asdict(self.chain),
+            "plans": [p.to_json() for p in self.plans],
+        }
+
+
+def _failback_ok(run: DrillRun) -> bool:
+    return any(p.get("name") == "failback" and p.get("status") == "ok" for p in run.timeline or [])
+
+
+def _runs_since(store: HistoryStore, since: dt.datetime) -> list[DrillRun]:
+    query = select(DrillRun).where(DrillRun.started_at >= since).order_by(DrillRun.started_at)
+    with store.session() as s:
+        return list(s.scalars(query).all())
+
+
+def plans_in_history(store: HistoryStore) -> list[str]:
+    with store.session() as s:
+        return sorted(s.scalars(select(DrillRun.plan).distinct()).all())
+
+
+def _chain_cell(chain: ChainStatus, plan: str) -> str:
+    return "does NOT verify" if plan in chain.broken else "verifies"
+
+
+def coverage(
+    store: HistoryStore,
+    plan_names: Iterable[str],
+    period: Period,
+    *,
+    chain: Callable[[HistoryStore], ChainStatus],
+    now: dt.datetime | None = None,
+) -> Coverage:
+    """Coverage of ``plan_names`` and of every plan in the history, over ``period``."""
+    now = now or dt.datetime.now(dt.UTC)
+    since = period.start(now)
+    names = sorted(set(plan_names) | set(plans_in_history(store)))
+    recent = _runs_since(store, since)
+    open_count: dict[str, int] = {}
+    for f in findings(store):
+        if f.open:
+            open_count[f.plan] = open_count.get(f.plan, 0) + 1
+    status = chain(store)
+    rows = []
+    for name in names:
+        mine = [r for r in recent if r.plan == name]
+        drills = [r for r in mine if r.mode == Mode.DRILL and not r.dry_run]
+        last = store.last_successful_drill(name)
+        rows.append(
+            PlanCoverage(
+                plan=name,
+                drilled=last is not None and last.started_at >= since,
+                last_drill=last.started_at.isoformat() if last else None,
+                failback_drilled=any(_failback_ok(r) for r in drills),
+                incidents=sum(1 for r in mine if r.mode == Mode.INCIDENT),
+                open_findings=open_count.get(name, 0),
+                chain=_chain_cell(status, name),
+            )
+        )
+    return Coverage(str(period), since.isoformat(), now.isoformat(), rows, status)
+
+
+def _yes(value: bool) -> str:
+    return "yes" if value else "**no**"
+
+
+def coverage_markdown(report: Coverage) -> str:
+    lines = [
+        "# Drill coverage",
+        "",
+        f"**{for_markdown(report.headline())}**",
+        "",
+        f"Period: the last {report.period} (since {report.since}); "
+        f"generated {report.generated_at}.",
+        f"History chain: {for_markdown(report.chain.detail)}",
+        "",
+        "| plan | drilled in period | last drill | failback drilled | incidents | open findings "
+        "| chain |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for p in report.plans:
+        lines.append(
+            f"| {for_markdown(p.plan)} | {_yes(p.drilled)} | {p.last_drill or 'never'} "
+            f"| {_yes(p.failback_drilled)} | {p.incidents} | {p.open_findings} | {p.chain} |"
+        )
+    lines += [
+        "",
+        "A plan is drilled when a drill of it (not a dry run) succeeded in the period. Failback "
+        "is drilled when such a drill's failback phase succeeded.",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,137 @@
+"""Findings: what a run showed to be wrong, until a later run of the same plan shows it fixed.
+
+A readiness check that failed or errored at T0, or a step of the takeover that failed,
+opens a finding. It stays open while later runs of the plan fail it again, and closes at
+the first later run in which the same check (or step, by phase and name) passed. A pure
+function of the history store: nothing is kept but the runs themselves.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from sqlalchemy import select
+
+from drills.store.history import HistoryStore
+from drills.store.models import DrillRun
+
+Kind = Literal["readiness", "step"]
+FAILED_CHECK = ("fail", "error")
+PASSED_CHECK = ("pass", "warn")  # a warning does not block: the check did its job
+
+
+@dataclass
+class Finding:
+    id: str
+    plan: str
+    kind: Kind
+    key: str  # a check id, or "phase / step"
+    what: str  # the check's title or the step's name
+    detail: str  # what was wrong, the last time it was seen
+    remediation: str
+    opened_run: str
+    opened_at: str | None
+    last_seen_run: str
+    times_seen: int = 1
+    closed_run: str | None = None
+    closed_at: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.closed_run is None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {"open": self.open}
+
+
+@dataclass(frozen=True)
+class Observation:
+    kind: Kind
+    key: str
+    what: str
+    failed: bool
+    detail: str
+    remediation: str
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def observations(run: DrillRun) -> Iterator[Observation]:
+    """What one run says about each readiness check and step: failed, or passed."""
+    for result in (run.readiness or {}).get("results") or []:
+        status = result.get("status")
+        if status in FAILED_CHECK or status in PASSED_CHECK:
+            yield Observation(
+                "readiness", str(result.get("id")), str(result.get("title") or result.get("id")),
+                status in FAILED_CHECK, f"{status}: {result.get('summary', '')}",
+                str(result.get("remediation") or ""),
+            )  # fmt: skip
+    for phase in run.timeline or []:
+        for step in phase.get("steps") or []:
+            if step.get("status") not in ("ok", "failed"):
+                continue  # planned (dry run), skipped or never ended: says nothing
+            yield Observation(
+                "step", f"{phase.get('name')} / {step.get('name')}", str(step.get("name")),
+                step["status"] == "failed", str(step.get("result") or "failed"),
+                f"Find and fix the cause of the failed step, then drill plan {run.plan} again.",
+            )  # fmt: skip
+
+
+def _finding_id(plan: str, obs: Observation, run_id: str) -> str:
+    digest = hashlib.sha256(f"{plan}\0{obs.kind}\0{obs.key}\0{run_id}".encode()).hexdigest()
+    return "F-" + digest[:10]
+
+
+def fold(runs: Iterable[DrillRun]) -> list[Finding]:
+    """Findings of ``runs``, given oldest first (all of one plan, or several)."""
+    current: dict[tuple[str, Kind, str], Finding] = {}
+    done: list[Finding] = []
+    for run in runs:
+        for obs in observations(run):
+            key = (run.plan, obs.kind, obs.key)
+            found = current.get(key)
+            if obs.failed and found is None:
+                current[key] = Finding(
+                    _finding_id(run.plan, obs, run.id), run.plan, obs.kind, obs.key, obs.what,
+                    obs.detail, obs.remediation, run.id, _iso(run.t0 or run.started_at), run.id,
+                )  # fmt: skip
+            elif obs.failed and found is not None:
+                found.detail, found.last_seen_run = obs.detail, run.id
+                found.times_seen += 1
+            elif found is not None:
+                found.closed_run, found.closed_at = run.id, _iso(run.t0 or run.started_at)
+                done.append(current.pop(key))
+    return sorted([*done, *current.values()], key=lambda f: (f.plan, f.opened_at or "", f.key))
+
+
+def _runs(store: HistoryStore, plan: str | None, until: dt.datetime | None) -> list[DrillRun]:
+    query = select(DrillRun).order_by(DrillRun.started_at, DrillRun.id)
+    if plan is not None:
+        query = query.where(DrillRun.plan == plan)
+    if until is not None:
+        query = query.where(DrillRun.started_at <= until)
+    with store.session() as s:
+        return list(s.scalars(query).all())
+
+
+def findings(
+    store: HistoryStore, plan: str | None = None, *, until: dt.datetime | None = None
+) -> list[Finding]:
+    """Every finding of ``plan`` (or of every plan), as of ``until`` (default: now)."""
+    return fold(_runs(store, plan, until))
+
+
+def open_findings(store: HistoryStore, plan: str | None = None) -> list[Finding]:
+    return [f for f in findings(store, plan) if f.open]
+
+
+def findings_of_run(store: HistoryStore, run: DrillRun) -> list[Finding]:
+    """The findings as they stood when ``run`` ended: those it opened or saw again, those it
+    closed, and those still open from earlier runs of the plan."""
+    return fold(_runs(store, run.plan, run.started_at))

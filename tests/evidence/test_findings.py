@@ -1,0 +1,55 @@
+"""Findings open on a failure and close when a later run of the same plan passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from drills.evidence.findings import findings, findings_of_run, fold, open_findings
+from drills.store.kinds import RunStatus
+from tests.evidence.support import check, make_run, phase, store_with
+
+
+def test_a_failed_check_opens_a_finding_until_the_same_check_passes(tmp_path: Path) -> None:
+    runs = [
+        make_run("r1", days=0, checks=[check("dns-ttl", "fail", "lower the TTL"),
+                                       check("images", "pass")]),
+        make_run("r2", days=1, checks=[check("dns-ttl", "error")]),
+        make_run("r3", days=2, checks=[]),  # no readiness: says nothing
+        make_run("r4", days=3, checks=[check("dns-ttl", "pass")]),
+    ]  # fmt: skip
+    store = store_with(tmp_path, *runs)
+    (found,) = findings(store)
+    assert (found.kind, found.key, found.opened_run) == ("readiness", "dns-ttl", "r1")
+    assert (found.last_seen_run, found.times_seen, found.closed_run) == ("r2", 2, "r4")
+    assert found.remediation == "lower the TTL"
+    assert not found.open
+    assert open_findings(store) == []
+    # As r2 ended, it was open.
+    run = store.get_run("r2")
+    assert run is not None
+    assert [f.open for f in findings_of_run(store, run)] == [True]
+
+
+def test_a_failed_step_is_a_finding_of_its_plan_only(tmp_path: Path) -> None:
+    failed = [phase("smoke", ("GET /health", "failed", "HTTP 503"))]
+    passed = [phase("smoke", ("GET /health", "ok", "HTTP 200"))]
+    store = store_with(
+        tmp_path,
+        make_run("a1", plan="a", status=RunStatus.ROLLED_BACK, phases=failed),
+        make_run("b1", plan="b", days=1, phases=passed),  # another plan: closes nothing
+        make_run("a2", plan="a", days=2, dry_run=True,
+                 phases=[phase("smoke", ("GET /health", "planned", ""))]),
+    )  # fmt: skip
+    (found,) = open_findings(store)
+    assert (found.plan, found.kind, found.key) == ("a", "step", "smoke / GET /health")
+    assert found.detail == "HTTP 503"
+    store.create_run(make_run("a3", plan="a", days=3, phases=passed))
+    assert open_findings(store) == []
+    assert open_findings(store, "a") == []
+
+
+def test_a_finding_that_comes_back_is_a_new_one() -> None:
+    fail, ok = check("c", "fail"), check("c", "pass")
+    found = fold([make_run(f"r{i}", days=i, checks=[c]) for i, c in enumerate([fail, ok, fail])])
+    assert [(f.opened_run, f.open) for f in found] == [("r0", False), ("r2", True)]
+    assert found[0].id != found[1].id
