@@ -39,7 +39,8 @@ COMMANDS: dict[str, Entry] = {
     "history": Entry("drills.cli.run_cmd", "List past drills and incidents, newest first."),
     "report": Entry(
         "drills.cli.run_cmd",
-        "Print a run's report: who, when, what changed, how long each phase took, objectives met.",
+        "Print a run's report: who, when, what changed, how long each phase took, objectives met,"
+        " and the findings open or closed as it ended.",
     ),
     "recover": Entry(
         "drills.cli.recover_cmd",

@@ -237,15 +237,25 @@ def _execute(
 
 
 def _print_report(history: HistoryStore, run_id: str, *, as_json: bool) -> None:
-    from drills.store.report import render_markdown, report_data
-
     stored = history.get_run(run_id)
     assert stored is not None
-    data = report_data(stored, history)
+    _echo_report(history, stored, as_json=as_json)
+
+
+def _echo_report(history: HistoryStore, run: DrillRun, *, as_json: bool) -> None:
+    """The run's report with its findings as they stood when it ended: those it opened,
+    saw again or closed, and those still open from earlier runs of the plan."""
+    from drills.evidence.findings import findings_of_run
+    from drills.evidence.render import findings_markdown
+    from drills.store.report import render_markdown, report_data
+
+    data = report_data(run, history)
+    found = findings_of_run(history, run)
     if as_json:
+        data["findings"] = [f.to_json() for f in found]
         typer.echo(json.dumps(data, indent=2, default=str))
     else:
-        typer.echo(render_markdown(data))
+        typer.echo(render_markdown(data) + "\n".join(["", *findings_markdown(found), ""]))
 
 
 def _row(run: DrillRun) -> dict[str, Any]:
@@ -296,9 +306,8 @@ def report_cmd(
     fmt: Annotated[str, typer.Option("--format", help="md or json.")] = "md",
     db: DbUrl = None,
 ) -> None:
-    """Print a run's report: who, when, what changed, how long each phase took, objectives met."""
-    from drills.store.report import render_markdown, report_data
-
+    """Print a run's report: who, when, what changed, how long each phase took, objectives met,
+    and the findings open or closed as it ended."""
     if fmt not in ("md", "json"):
         err.print(f"[red]--format must be md or json, not {fmt!r}[/]")
         raise typer.Exit(2)
@@ -307,11 +316,7 @@ def report_cmd(
     if run is None:
         err.print(f"[red]no run {run_id!r} (or the prefix is ambiguous); see `drills history`[/]")
         raise typer.Exit(EXIT_FAILED)
-    data = report_data(run, history)
-    if fmt == "json":
-        typer.echo(json.dumps(data, indent=2, default=str))
-    else:
-        typer.echo(render_markdown(data))
+    _echo_report(history, run, as_json=fmt == "json")
 
 
 def register(app: typer.Typer) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from drills.evidence.findings import findings, findings_of_run, fold, open_findings
 from drills.store.kinds import RunStatus
 from tests.evidence.support import check, make_run, phase, store_with
+from tests.support.drill import drills_cli
 
 
 def test_a_failed_check_opens_a_finding_until_the_same_check_passes(tmp_path: Path) -> None:
@@ -53,3 +55,22 @@ def test_a_finding_that_comes_back_is_a_new_one() -> None:
     found = fold([make_run(f"r{i}", days=i, checks=[c]) for i, c in enumerate([fail, ok, fail])])
     assert [(f.opened_run, f.open) for f in found] == [("r0", False), ("r2", True)]
     assert found[0].id != found[1].id
+
+
+def test_drills_report_ends_with_the_findings_as_the_run_ended(tmp_path: Path) -> None:
+    store = store_with(
+        tmp_path,
+        make_run("r1", days=0, checks=[check("dns-ttl", "fail", "lower the TTL")]),
+        make_run("r2", days=1, checks=[check("dns-ttl", "pass")]),
+    )
+    store.close()
+    db = f"sqlite:///{tmp_path}/history.db"
+    first = drills_cli("report", "r1", db=db)
+    assert first.returncode == 0, first.stderr
+    assert "Issues found and remediation" in first.stdout
+    assert "readiness: dns-ttl" in first.stdout and "lower the TTL" in first.stdout
+    assert "| open |" in first.stdout
+    closed = json.loads(drills_cli("report", "r2", "--format", "json", db=db).stdout)
+    assert [(f["key"], f["open"], f["closed_run"]) for f in closed["findings"]] == [
+        ("dns-ttl", False, "r2")
+    ]
