@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import re
+from functools import lru_cache
 from urllib.parse import unquote
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "for_html",
     "for_markdown",
     "for_terminal",
+    "is_credential_name",
     "is_sensitive_param",
     "redact_url",
 ]
@@ -82,35 +84,48 @@ def for_html(text: str) -> str:
 
 # --- URLs -------------------------------------------------------------------
 
-# Words that make a query parameter a credential. Split from the name's words, so
-# `access_token`, `X-Amz-Signature`, `AWSAccessKeyId`, `clientSecret` all match.
-_SENSITIVE_WORDS = frozenset(
-    {
-        "auth",
-        "authorization",
-        "credential",
-        "credentials",
-        "jwt",
-        "key",
-        "apikey",
-        "passphrase",
-        "passwd",
-        "password",
-        "pwd",
-        "secret",
-        "sig",
-        "signature",
-        "token",
-    }
+# What makes a name (a query parameter, a plan key) a credential's. Two kinds of test,
+# so that one-word spellings (`accesstoken`, `clientsecret`) match as well as
+# `access_token`, `X-Amz-Signature` and `clientSecret`, while `monkey`, `keyword`,
+# `keyboard_layout` and `bypass` do not:
+# - these anywhere in the name, lowercased, with `-`, `_`, `.` and spaces removed;
+_CREDENTIAL_PARTS = (
+    "token",
+    "secret",
+    "passw",
+    "passphrase",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "signature",
+    "credential",
+)
+# - these as a whole word of the name (`key`, `api_key`, `X-Api-Key`, `AWSAccessKeyId`).
+# `code` is left out: a country or a status code is far more common in a plan than
+# an OAuth code.
+_CREDENTIAL_WORDS = frozenset(
+    {"auth", "authorization", "jwt", "key", "pass", "passwd", "pw", "pwd", "sig"}
 )
 _NAME_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_NAME_SEPARATORS = re.compile(r"[-_. ]+")
 REDACTED = "***"
+
+
+@lru_cache(maxsize=4096)  # plans repeat a few dozen key names thousands of times
+def is_credential_name(name: str) -> bool:
+    """True for a name that a credential goes by: ``password``, ``api_key``, ``AUTH_TOKEN``,
+    ``accesstoken``, ``X-Amz-Credential``, ``pw``... The one list of such names, used for
+    query parameters (:func:`redact_url`, ``plan validate``) and plan keys alike."""
+    name = unquote(name)
+    squashed = _NAME_SEPARATORS.sub("", name.lower())
+    if any(part in squashed for part in _CREDENTIAL_PARTS):
+        return True
+    return any(word.lower() in _CREDENTIAL_WORDS for word in _NAME_WORDS.findall(name))
 
 
 def is_sensitive_param(name: str) -> bool:
     """True for a query parameter named like a credential (``sig``, ``X-Amz-Credential``...)."""
-    words = {w.lower() for w in _NAME_WORDS.findall(unquote(name))}
-    return bool(words & _SENSITIVE_WORDS)
+    return is_credential_name(name)
 
 
 def split_url(url: str) -> tuple[str, str, str, str | None, str | None] | None:

@@ -7,6 +7,7 @@ from typing import Any
 from drills.checks.base import CheckResult, Status
 from drills.checks.catalog import CATEGORIES
 from drills.checks.runner import ReadinessReport
+from drills.text import for_markdown
 
 BADGE = {
     Status.PASS: "✅ pass",
@@ -58,14 +59,20 @@ def markdown(report: ReadinessReport) -> str:
         "|---|---|---|---|---|",
     ]
     for r in _ordered(report):
-        summary = r.summary.replace("|", "\\|")
+        summary = _inline(r.summary)
         block = "yes" if r.blocking else ""
         lines.append(f"| {r.category} | `{r.id}` | {BADGE[r.status]} | {block} | {summary} |")
     problems = [r for r in _ordered(report) if r.status is not Status.PASS and r.remediation]
     if problems:
         lines += ["", "## What to do"]
-        lines += [f"- `{r.id}`: {r.remediation}" for r in problems]
+        lines += [f"- `{r.id}`: {_inline(r.remediation)}" for r in problems]
     return "\n".join(lines) + "\n"
+
+
+def _inline(text: str) -> str:
+    """Outside text (a summary, a remediation) for one table cell or list item: on one
+    line, with Markdown's punctuation and control characters made inert."""
+    return for_markdown(" ".join(text.splitlines()))
 
 
 def _ordered(report: ReadinessReport) -> list[CheckResult]:

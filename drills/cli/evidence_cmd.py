@@ -215,10 +215,10 @@ def _plan_names(plans: str | None) -> list[str]:
     from drills.errors import PlanError
     from drills.lab.control import DEFAULT_STATE_DIR
     from drills.plan import load_plan
-    from drills.plan.discovery import plan_paths
+    from drills.plan.discovery import default_plan_patterns, plan_paths
 
     lab_plan = DEFAULT_STATE_DIR / "plan.yaml"
-    defaults = ([str(lab_plan)] if lab_plan.exists() else []) + ["plans/*.yaml"]
+    defaults = default_plan_patterns(lab_plan)
     names = []
     for path in plan_paths(plans, defaults):
         try:
@@ -249,8 +249,8 @@ def coverage_cmd(
             "--plans",
             envvar="DRILLS_PLANS",
             show_default=False,
-            help="Plan files or globs, separated by ',' (default: .lab/plan.yaml, "
-            "plans/*.yaml), as the dashboard reads them; plans in the history count too.",
+            help="Plan files or globs, separated by ',' (default: .lab/plan.yaml, plans/*.yaml "
+            "except *.example.yaml), as the dashboard reads them; plans in the history count too.",
         ),
     ] = None,
     db: DbUrl = None,

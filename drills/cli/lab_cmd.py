@@ -85,7 +85,7 @@ def up(
             timeout=timeout,
         )
     except LabError as exc:
-        err.print(f"[red]lab up failed:[/] {exc}")
+        err.print(Text("lab up failed: ", style="red").append(str(exc), style=""))
         raise typer.Exit(EXIT_FAILED) from None
     if already:
         console.print(f"The lab is already running (pid {info.pid}).")
@@ -124,7 +124,7 @@ def status(
     for column in ("part", "url", "answer"):
         table.add_column(column)
     for p in probes:
-        table.add_row(p.name, p.url, f"[{'green' if p.ok else 'red'}]{p.detail}[/]")
+        table.add_row(Text(p.name), Text(p.url), Text(p.detail, style="green" if p.ok else "red"))
     console.print(table)
 
 

@@ -38,8 +38,8 @@ def serve(
         typer.Option(
             "--plans",
             envvar="DRILLS_PLANS",
-            help="Plan files or globs, separated by ',' (default: .lab/plan.yaml, plans/*.yaml), "
-            "as the dashboard reads them.",
+            help="Plan files or globs, separated by ',' (default: .lab/plan.yaml, plans/*.yaml "
+            "except *.example.yaml), as the dashboard reads them.",
             show_default=False,
         ),
     ] = None,
@@ -58,12 +58,12 @@ def serve(
     from drills.metrics.exporter import DrillsCollector, start
     from drills.metrics.plans import PlanCache
     from drills.metrics.snapshot import Snapshotter
-    from drills.plan.discovery import plan_paths
+    from drills.plan.discovery import default_plan_patterns, plan_paths
 
     lab_plan = DEFAULT_STATE_DIR / "plan.yaml"
 
     def paths() -> tuple[str, ...]:
-        defaults = ([str(lab_plan)] if lab_plan.exists() else []) + ["plans/*.yaml"]
+        defaults = default_plan_patterns(lab_plan)
         return plan_paths(plans, defaults)
 
     err = err_console(highlight=False)

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, load_plan_or_exit
 from drills.cli.console import err_console, out_console
-from drills.errors import TargetError
+from drills.errors import PlanProblem, TargetError
 from drills.plan import (
     ControllerFence,
     DrillPlan,
@@ -93,8 +93,8 @@ def validate(
         if problems:
             err = _err()
             err.print(Text(f"✗ {shown}: {len(problems)} reference(s) do not resolve", style="red"))
-            for line in problems:
-                err.print(Text(for_terminal(f"{shown}: {line}")))
+            for problem in problems:
+                err.print(Text(for_terminal(str(problem))))
             raise typer.Exit(EXIT_INVALID)
     if strict and warnings:
         _err().print(Text(f"✗ {shown}: warnings are problems with --strict", style="red"))
@@ -109,17 +109,18 @@ def _print_warnings(warnings: tuple[PlanWarning, ...]) -> None:
         err.print(Text(for_terminal(f"! {warning}"), style="yellow"))
 
 
-def _resolution_problems(plan: DrillPlan) -> list[str]:
+def _resolution_problems(plan: DrillPlan) -> list[PlanProblem]:
+    """Each reference that does not resolve, located in the plan file (file:line:col)."""
     problems = []
     for field, ref in plan.secret_refs():
         try:
             plan.resolve_secret(ref)
         except TargetError as exc:
-            problems.append(f"{field}: {ref} does not resolve: {exc.cause}")
+            problems.append(plan.problem_at(field, f"{ref} does not resolve: {exc.cause}"))
     for role, site in plan.sites.items():
         problem = _kubeconfig_problem(plan, site)
         if problem:
-            problems.append(f"sites.{role}.kubernetes.kubeconfig: {problem}")
+            problems.append(plan.problem_at(f"sites.{role}.kubernetes.kubeconfig", problem))
     return problems
 
 

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
+from rich.text import Text
 
 from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
 from drills.cli.console import err_console, out_console
@@ -64,7 +65,7 @@ def readiness(
     try:
         specs = select_checks(only or (), category or ())
     except KeyError as exc:
-        err.print(f"[red]{exc.args[0]}[/]")
+        err.print(f"[red]{escape(str(exc.args[0]))}[/]")
         raise typer.Exit(2) from None
     if not specs:
         err.print("[red]no check matches --only/--category[/]")
@@ -74,7 +75,7 @@ def readiness(
         TextColumn("[bold]readiness[/]"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         console=err,
         transient=True,
         disable=as_json or not err.is_terminal,
@@ -104,19 +105,20 @@ def readiness(
 def print_report(report: ReadinessReport, *, verbose: bool) -> None:
     from drills.checks.view import by_category, verdict
 
-    table = Table(title=f"Readiness of {report.plan}", show_lines=verbose)
+    # Summaries, evidence, remediations and the plan's name are outside text: Text, never markup.
+    table = Table(title=Text(f"Readiness of {report.plan}"), show_lines=verbose)
     for column in ("check", "status", "summary", "s"):
         table.add_column(column, overflow="fold")
     for category, results in by_category(report):
-        table.add_row(f"[bold]{category}[/]", "", "", "")
+        table.add_row(Text(category, style="bold"), "", "", "")
         for r in results:
-            status = f"[{COLOUR[r.status]}]{r.status.value}[/]"
+            status = Text(r.status.value, style=COLOUR[r.status])
             if r.blocking:
-                status += " [bold red]BLOCKING[/]"
-            summary = r.summary
+                status.append(" BLOCKING", style="bold red")
+            summary = Text(r.summary)
             if verbose:
-                summary += _details(r)
-            table.add_row(f"  {r.id}", status, summary, f"{r.duration_s:.2f}")
+                summary.append_text(_details(r))
+            table.add_row(Text(f"  {r.id}"), status, summary, f"{r.duration_s:.2f}")
     console.print(table)
     style = "green" if report.ok else ("red" if report.blocking else "yellow")
     console.print(f"[{style}]{verdict(report)}[/] — {len(report.blocking)} blocking")
@@ -143,14 +145,14 @@ def print_notifications(report: ReadinessReport) -> None:
         console.print(f"  [{colour}]{escape(d.describe())}[/]")
 
 
-def _details(r: CheckResult) -> str:
-    text = ""
+def _details(r: CheckResult) -> Text:
+    text = Text()
     if r.evidence:
-        text += "\n[dim]" + json.dumps(dict(r.evidence), indent=1, default=str) + "[/]"
+        text.append("\n" + json.dumps(dict(r.evidence), indent=1, default=str), style="dim")
     from drills.checks.base import Status
 
     if r.remediation and r.status is not Status.PASS:
-        text += f"\n[cyan]→ {r.remediation}[/]"
+        text.append(f"\n→ {r.remediation}", style="cyan")
     return text
 
 

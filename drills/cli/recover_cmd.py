@@ -26,20 +26,20 @@ EXIT_DECIDE = 3
 def _print(report: RecoverReport) -> None:
     from drills.takeover.recover import RecoverStatus
 
-    table = Table(title=f"journal of run {report.run_id} ({report.mode} of {report.plan})")
+    # Cells are Text: a target's name or state is outside text, never Rich markup.
+    table = Table(title=Text(f"journal of run {report.run_id} ({report.mode} of {report.plan})"))
     for column in ("seq", "change", "target", "original", "intended", "state"):
         table.add_column(column)
     for row in report.journal:
-        table.add_row(
-            str(row["seq"]), row["change"], row["target"], json.dumps(row["original"]),
-            json.dumps(row["intended"]), row["state"],
-        )  # fmt: skip
+        cells = (row["seq"], row["change"], row["target"], json.dumps(row["original"]),
+                 json.dumps(row["intended"]), row["state"])  # fmt: skip
+        table.add_row(*(Text(str(cell)) for cell in cells))
     console.print(table)
     state = Table(title="current state")
     state.add_column("address")
     state.add_column("state")
     for address, value in report.state.items():
-        state.add_row(address, json.dumps(value))
+        state.add_row(Text(address), Text(json.dumps(value)))
     console.print(state)
     if report.undone:
         console.print(Text(f"undone: {', '.join(report.undone)}"))
@@ -115,8 +115,11 @@ def recover_cmd(
         _print(report)
     if report.status == RecoverStatus.NEEDS_DECISION:
         err.print(
-            f"incident run {report.run_id} is part-way: `drills recover {report.run_id} "
-            "--complete` finishes the takeover, `--hold` keeps DR as it is with the primary fenced"
+            Text(
+                f"incident run {report.run_id} is part-way: `drills recover {report.run_id} "
+                "--complete` finishes the takeover, `--hold` keeps DR as it is with the primary "
+                "fenced"
+            )
         )
         raise typer.Exit(EXIT_DECIDE)
     if report.status != RecoverStatus.RECOVERED:

@@ -87,7 +87,7 @@ class LiveView:
 def _confirm(planned: list[PlannedChange]) -> bool:
     err.print("[bold]The drill will make these changes:[/]")
     for change in planned:
-        err.print(f"  {change.describe()}")
+        err.print(Text(f"  {change.describe()}"))
     return typer.confirm("Proceed?", default=False, err=True)
 
 
@@ -168,7 +168,7 @@ def run(
 
 def _check_mode(mode: str, force_unfenced: bool) -> None:
     if mode not in tuple(Mode):
-        err.print(f"[red]--mode must be drill or incident, not {mode!r}[/]")
+        err.print(Text(f"--mode must be drill or incident, not {mode!r}", style="red"))
         raise typer.Exit(2)
     if force_unfenced and mode != Mode.INCIDENT:
         err.print("[red]--force-unfenced only makes sense with --mode incident[/]")
@@ -309,12 +309,16 @@ def report_cmd(
     """Print a run's report: who, when, what changed, how long each phase took, objectives met,
     and the findings open or closed as it ended."""
     if fmt not in ("md", "json"):
-        err.print(f"[red]--format must be md or json, not {fmt!r}[/]")
+        err.print(Text(f"--format must be md or json, not {fmt!r}", style="red"))
         raise typer.Exit(2)
     history = open_history(db)
     run = history.find_run(run_id)
     if run is None:
-        err.print(f"[red]no run {run_id!r} (or the prefix is ambiguous); see `drills history`[/]")
+        err.print(
+            Text(
+                f"no run {run_id!r} (or the prefix is ambiguous); see `drills history`", style="red"
+            )
+        )
         raise typer.Exit(EXIT_FAILED)
     _echo_report(history, run, as_json=fmt == "json")
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from drills import apps
 from drills.cli.common import EXIT_FAILED, exit_not_running
@@ -52,7 +53,7 @@ StateDir = Annotated[
 
 
 def _fail(message: str, code: int = EXIT_FAILED) -> typer.Exit:
-    err.print(f"[red]{message}[/]")
+    err.print(Text(message, style="red"))  # outside text: exceptions, run messages
     return typer.Exit(code)
 
 
@@ -131,7 +132,7 @@ def start(
             project_dir=project_dir,
             port=port,
             timeout=timeout,
-            progress=lambda line: err.print(f"  {line}"),
+            progress=lambda line: err.print(Text(f"  {line}")),
         )
     except LabError as exc:
         raise _fail(f"drills serve failed: {exc}") from None
@@ -198,10 +199,15 @@ def status(
         typer.echo(json.dumps(payload, indent=2))
         return
     console.print(
-        f"Server {info.ui_url} (pid {info.server_pid}): {'healthy' if healthy else 'NOT answering'}"
+        Text(
+            f"Server {info.ui_url} (pid {info.server_pid}): "
+            + ("healthy" if healthy else "NOT answering")
+        )
     )
     for w in workers:
-        console.print(f"Worker {w.name}: {w.status} (last heartbeat {w.last_heartbeat or '—'})")
+        console.print(
+            Text(f"Worker {w.name}: {w.status} (last heartbeat {w.last_heartbeat or '—'})")
+        )
     warm = "running" if serve.warm_running(info) else "NOT running (`drills serve` restarts it)"
     console.print(f"Warm runner of {serve.INCIDENT_DEPLOYMENT} (pid {info.warm_pid}): {warm}")
     table = Table(title="Deployments")
@@ -209,8 +215,10 @@ def status(
         table.add_column(column)
     for d in deployments:
         schedule = "; ".join(d.schedules) or "none: started by a person"
-        table.add_row(d.name, d.flow_name, schedule + (" [paused]" if d.paused else ""),
-                      str(d.parameters.get("plan", "")))  # fmt: skip
+        # Names, schedules and the plan come from the server: Text, so " [paused]" and any
+        # bracket in them are shown as written, not read as markup.
+        cells = (d.name, d.flow_name, schedule + (" [paused]" if d.paused else ""))
+        table.add_row(*(Text(c) for c in cells), Text(str(d.parameters.get("plan", ""))))
     console.print(table)
     if not healthy:
         raise typer.Exit(EXIT_FAILED)
@@ -236,7 +244,7 @@ def _target(api_url: str | None, state_dir: Path) -> tuple[str, dict[str, str], 
         return api_url, auth_headers(), None
     local = serve.running(state_dir)
     if local is not None:
-        return local.api_url, {}, local.db_url
+        return local.api_url, {}, serve.history_url(local)
     if from_env := os.environ.get("PREFECT_API_URL"):
         return from_env, auth_headers(), None
     raise _fail("no Prefect server: start one with `drills serve` or set PREFECT_API_URL")
@@ -286,7 +294,7 @@ def _follow(
         if run.state_name != shown:
             shown = run.state_name
             now = f"{dt.datetime.now():%H:%M:%S}"
-            err.print(f"  {now}  {run.name}: {run.state_name or run.state_type}")
+            err.print(Text(f"  {now}  {run.name}: {run.state_name or run.state_type}"))
             if run.state_type == "PAUSED":
                 err.print(f"  waiting for approval: open {ui}/runs/flow-run/{run.id} and resume it")
         if steps is not None:
@@ -374,7 +382,9 @@ def run_deployment(
             else:
                 run = _start(api, target, params, operator, reason)
             ui = url.removesuffix("/api")
-            err.print(f"Flow run {run.name} of {target.full_name}: {ui}/runs/flow-run/{run.id}")
+            err.print(
+                Text(f"Flow run {run.name} of {target.full_name}: {ui}/runs/flow-run/{run.id}")
+            )
             if not wait:
                 return
             steps = None
@@ -458,7 +468,9 @@ def _declare(
     )
     if not declaration.accepted or declaration.flow_run_id is None:
         raise _fail(f"Incident not declared: {declaration.message}")
-    err.print(f"Incident on {plan.name} declared by {operator}; T0 {declared_at.isoformat()}.")
+    err.print(
+        Text(f"Incident on {plan.name} declared by {operator}; T0 {declared_at.isoformat()}.")
+    )
     return api.flow_run(declaration.flow_run_id)
 
 
@@ -485,7 +497,9 @@ def _ask_confirmation(plan_name: str) -> str:
     typed, and the declaration is refused as the dashboard refuses an empty box."""
     if not sys.stdin.isatty():
         return ""
-    err.print(f"This starts a [bold]real failover[/] of {plan_name} to DR; nothing fails back.")
+    err.print(
+        f"This starts a [bold]real failover[/] of {escape(plan_name)} to DR; nothing fails back."
+    )
     answer: str = typer.prompt(
         f"Type the plan name {plan_name} to confirm", default="", show_default=False
     )
@@ -498,7 +512,10 @@ def _print_report(history: HistoryStore, run: FlowRunState) -> None:
     drill = drill_run_of(history, run.id)
     if drill is None:
         err.print(
-            f"[yellow]flow run {run.name} recorded no drill in {serve.redacted(history.url)}[/]"
+            Text(
+                f"flow run {run.name} recorded no drill in {serve.redacted(history.url)}",
+                style="yellow",
+            )
         )
         return
     typer.echo(render_markdown(report_data(drill, history)))

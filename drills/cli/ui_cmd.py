@@ -55,7 +55,8 @@ def local_prefect(env: dict[str, str]) -> str | None:
         return None
     env["PREFECT_API_URL"] = info.api_url
     env.setdefault("PREFECT_UI_URL", info.ui_url.rstrip("/"))
-    env.setdefault("DRILLS_DB_URL", info.db_url)
+    if "DRILLS_DB_URL" not in env:  # serve.json keeps it without its password
+        env["DRILLS_DB_URL"] = serve.history_url(info)
     return info.api_url
 
 

@@ -171,11 +171,17 @@ class Cadence:
     longest: dt.timedelta | None
 
 
-@lru_cache(maxsize=256)
 def cadence(value: str, start: dt.date | None = None) -> Cadence:
-    """The shortest and longest time between two fires from ``start`` (default today)."""
+    """The shortest and longest time between two fires from ``start`` (default today).
+
+    Cached by the day it starts from, resolved here: a process that runs for months
+    (the exporter, the dashboard) measures from the current day, not the first one."""
+    return _cadence(value, start or dt.datetime.now(dt.UTC).date())
+
+
+@lru_cache(maxsize=256)
+def _cadence(value: str, first: dt.date) -> Cadence:
     spec = parse(value)
-    first = start or dt.datetime.now(dt.UTC).date()
     days = [
         day
         for day in (first + dt.timedelta(days=n) for n in range(HORIZON_DAYS))

@@ -11,17 +11,30 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["plan_paths"]
+__all__ = ["EXAMPLE_SUFFIXES", "default_plan_patterns", "plan_paths"]
+
+# Example plans ship next to real ones (plans/gpu-platform.example.yaml). A default glob
+# leaves them out: an example is never drilled, so counting it would keep the
+# never-drilled alert firing and coverage failing for ever. Named explicitly, they load.
+EXAMPLE_SUFFIXES = (".example.yaml", ".example.yml")
+
+
+def default_plan_patterns(lab_plan: Path) -> list[str]:
+    """The plans read when ``DRILLS_PLANS`` is unset: the lab's plan when the lab wrote
+    one, then ``plans/*.yaml`` (without ``*.example.yaml``)."""
+    return ([str(lab_plan)] if lab_plan.exists() else []) + ["plans/*.yaml"]
 
 
 def plan_paths(spec: str | None, defaults: Sequence[str]) -> tuple[str, ...]:
     """Plan files named by ``spec`` (paths or globs separated by ``,`` or ``:``), in order,
-    without duplicates; ``defaults`` (patterns too) when ``spec`` is empty.
+    without duplicates; ``defaults`` (patterns too) when ``spec`` is empty, whose globs
+    leave out example plans (``*.example.yaml``).
 
     Each is relative to the working directory when it lies under it (as a person
     would type it, and as `drills plan validate` would then name it), else absolute.
     """
-    if spec is None or not spec.strip():
+    by_default = spec is None or not spec.strip()
+    if spec is None or by_default:
         patterns = list(defaults)
     else:
         patterns = [p.strip() for p in re.split(rf"[,{re.escape(os.pathsep)}]", spec) if p.strip()]
@@ -30,7 +43,11 @@ def plan_paths(spec: str | None, defaults: Sequence[str]) -> tuple[str, ...]:
     for pattern in patterns:
         expanded = os.path.expanduser(pattern)
         # A plain path that does not exist is still listed: the Plans page says so.
-        matches = sorted(glob.glob(expanded)) if glob.has_magic(expanded) else [expanded]
+        matches = [expanded]
+        if glob.has_magic(expanded):
+            matches = sorted(glob.glob(expanded))
+            if by_default:
+                matches = [m for m in matches if not m.lower().endswith(EXAMPLE_SUFFIXES)]
         for match in matches:
             absolute = Path(match).resolve()
             shown = absolute.relative_to(cwd) if absolute.is_relative_to(cwd) else absolute

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -235,6 +236,18 @@ class DrillPlan(PlanModel):
     def secret_refs(self) -> Iterator[tuple[str, SecretRef]]:
         """Every credential reference in the plan, with its dotted field path."""
         yield from _refs_in(self, "")
+
+    def problem_at(self, field: str, message: str) -> PlanProblem:
+        """A problem found after loading (a reference that does not resolve) at ``field``
+        (a path as :meth:`secret_refs` gives it: ``sites.dr.registry.auth.password``),
+        with the file, line and column of that field, as the loader's own problems have."""
+        loc: Loc = tuple(int(index) if index else key for key, index in _FIELD_PART.findall(field))
+        line, column = _nearest(self._positions, loc) or (None, None)
+        return PlanProblem(self._source, line, column, field, message)
+
+
+# One part of a field path: a key (`sites`) or an index (`[3]`).
+_FIELD_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 def _secrets_manager(site: Site) -> tuple[str, str | None] | None:

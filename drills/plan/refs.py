@@ -9,11 +9,9 @@ contains the offending value.
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from collections.abc import Iterator
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -23,7 +21,7 @@ from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from drills.errors import PermanentError
 from drills.plan.files import FileRefusedError, read_regular_file
-from drills.text import control_characters, sensitive_params, split_url
+from drills.text import control_characters, is_credential_name, sensitive_params, split_url
 
 RefKind = Literal["env", "file", "prefect"]
 
@@ -206,25 +204,11 @@ _AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")
 # Bounded repetitions keep these linear on the multi-megabyte strings a fuzzer sends.
 _PEM_PRIVATE = re.compile(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
 
-_CREDENTIAL_WORDS = {"password", "passwd", "passphrase", "pwd", "secret", "token", "apikey"}
-_CREDENTIAL_PAIRS = {
-    ("api", "key"),
-    ("private", "key"),
-    ("access", "key"),
-    ("secret", "key"),
-    ("auth", "key"),
-    ("client", "secret"),
-    ("bearer", "token"),
-}
 
-
-@lru_cache(maxsize=4096)  # plans repeat a few dozen key names thousands of times
 def is_credential_key(key: str) -> bool:
-    """True for a key named like a credential: ``password``, ``api_key``, ``AUTH_TOKEN``..."""
-    words = [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
-    if any(w in _CREDENTIAL_WORDS for w in words):
-        return True
-    return any(pair in _CREDENTIAL_PAIRS for pair in itertools.pairwise(words))
+    """True for a key named like a credential: ``password``, ``api_key``, ``AUTH_TOKEN``...
+    (the same names as for query parameters: :func:`drills.text.is_credential_name`)."""
+    return is_credential_name(key)
 
 
 def looks_like_reference(value: str) -> bool:

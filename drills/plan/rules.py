@@ -17,6 +17,9 @@ from typing import Any
 from pydantic import ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from drills.plan.refs import safe_repr
+from drills.text import for_terminal
+
 Loc = tuple[str | int, ...]
 Rule = tuple[Loc, str]
 
@@ -47,6 +50,14 @@ def _redetail(error: Any) -> InitErrorDetails:
     return InitErrorDetails(type=kind, loc=error["loc"], input=error["input"], ctx=ctx)
 
 
+def _shown_part(part: str) -> str:
+    """One part of a duplicate item's key, for the message: as written when short and
+    harmless, else a placeholder (a credential pasted into `namespace` is not echoed)."""
+    if safe_repr(part) != repr(part):
+        return "(a value that is not shown)"
+    return for_terminal(part)
+
+
 def unique_by(
     what: str, key: Callable[[Any], tuple[str, ...] | None], field: str, listed_in: str
 ) -> WrapValidator:
@@ -71,7 +82,7 @@ def unique_by(
                 if item_key is None:
                     continue
                 if item_key in seen:
-                    shown = "/".join(item_key)
+                    shown = "/".join(_shown_part(part) for part in item_key)
                     first = f"{listed_in}[{seen[item_key]}]"
                     message = f"duplicate {what} `{shown}` (already listed as {first})"
                     errors.append(

@@ -21,7 +21,9 @@ import hashlib
 import ipaddress
 import os
 import socket
+import threading
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -30,19 +32,49 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from drills.errors import PermanentError, TargetError
+from drills.plan.files import read_regular_file
+from drills.plan.urls import service_key
 from drills.targets.probe import ProbeResult, is_ip, serving
 
 if TYPE_CHECKING:
     from drills.targets.sites import SiteTargets
 
-_DEFAULT_PORTS = {"https": 443, "http": 80}
+# How long a name may take to resolve: getaddrinfo has no timeout of its own, and a
+# check must not hang on a dead resolver (in an incident, the primary's often is).
+RESOLVE_TIMEOUT_S = 5.0
+# A CA bundle is a few certificates; the system's whole bundle is ~250 KB.
+CA_FILE_LIMIT = 4 * 1024 * 1024
 
 
-def _resolve(host: str, port: int) -> frozenset[str]:
-    """Every address ``host`` resolves to here; empty when it does not resolve."""
+def _getaddrinfo(host: str, port: int, timeout: float) -> list[Any]:
+    """``socket.getaddrinfo`` bounded by ``timeout``: run in a daemon thread, which is
+    left behind (it ends when the resolver gives up) if it takes longer."""
+    found: list[Any] = []
+    failed: list[OSError | UnicodeError] = []
+
+    def run() -> None:
+        try:
+            found.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except (OSError, UnicodeError) as exc:  # handed to the caller
+            failed.append(exc)
+
+    worker = threading.Thread(target=run, name=f"resolve {host}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"{host} did not resolve in {timeout:g}s")
+    if failed:
+        raise failed[0]
+    return found
+
+
+def _resolve(host: str, port: int, timeout: float = RESOLVE_TIMEOUT_S) -> frozenset[str]:
+    """Every address ``host`` resolves to here; empty when it does not resolve (in time)."""
+    if not host:
+        return frozenset()
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
+        infos = _getaddrinfo(host, port, timeout)
+    except (OSError, UnicodeError):  # TimeoutError is an OSError
         return frozenset()
     found = set()
     for *_, sockaddr in infos:
@@ -65,11 +97,14 @@ class ServerAddress:
 
     @classmethod
     def of(cls, url: str) -> ServerAddress:
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        host = (parts.hostname or "").rstrip(".").lower()
-        port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
-        return cls(scheme, host, port, parts.path.rstrip("/"), _resolve(host, port))
+        """Where ``url`` leads; no addresses (cannot tell) when it is malformed (a port
+        that is not a number, say) or its host does not resolve."""
+        try:
+            scheme, host, port = service_key(url)  # the plan's own normalisation
+            path = urlsplit(url).path.rstrip("/")
+        except ValueError:
+            return cls("", "", 0, "", frozenset())
+        return cls(scheme, host, port or 0, path, _resolve(host, port or 0))
 
     def same_listener(self, other: ServerAddress) -> bool:
         """Both lead to one listener and one path on it.
@@ -141,9 +176,8 @@ def _ca_fingerprints(path: str | None) -> frozenset[str]:
     if not path:
         return frozenset()
     try:
-        with open(path, "rb") as f:
-            certs = x509.load_pem_x509_certificates(f.read())
-    except (OSError, ValueError):
+        certs = x509.load_pem_x509_certificates(read_regular_file(Path(path), CA_FILE_LIMIT))
+    except (OSError, ValueError):  # FileRefusedError (a FIFO, too large...) is an OSError
         return frozenset()
     return frozenset(hashlib.sha256(c.public_bytes(Encoding.DER)).hexdigest() for c in certs)
 
@@ -234,6 +268,14 @@ def compare_endpoints(p: EndpointIdentity, d: EndpointIdentity) -> Verdict:
     a, b = p.answer, d.answer
     if not (a.answered and b.answered):
         silent = [e.role for e in (p, d) if not e.answer.answered]
+        unresolved = [e.role for e in (p, d) if not e.address.addresses]
+        if unresolved:  # no addresses to compare (DNS failed): that tells nothing
+            return Verdict(
+                None,
+                "endpoint address",
+                f"cannot tell: {' and '.join(unresolved)} did not resolve, "
+                f"{' and '.join(silent)} silent",
+            )
         return Verdict(
             False, "endpoint address", f"different addresses ({' and '.join(silent)} silent)"
         )

@@ -29,6 +29,7 @@ from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest
+from drills.targets import site_identity
 from drills.targets.probe import ProbeResult
 from drills.targets.site_identity import (
     EndpointIdentity,
@@ -223,6 +224,8 @@ def test_the_cli_refuses_a_copied_kubeconfig_in_both_modes(id_lab: LabInfo, tmp_
 def _endpoint(role: str, host: str, status: int | None, body: str) -> EndpointIdentity:
     # Names stand for themselves; "shared" stands for one address both names resolve to.
     addresses = frozenset({"192.0.2.1"} if host.startswith("shared") else {f"{host}-address"})
+    if host.startswith("unresolved"):
+        addresses = frozenset()  # DNS failed here
     digest = f"{status}:{body}" if status is not None else ""
     answer = ProbeResult(status == 200, status, body, digest=digest)
     return EndpointIdentity(role, ServerAddress("http", host, 80, "/h", addresses), answer)
@@ -240,6 +243,11 @@ def _endpoint(role: str, host: str, status: int | None, body: str) -> EndpointId
         (("p.example", 503, "down"), ("d.example", 503, "down"), None),
         # A silent side cannot be compared by its answer: the addresses decide.
         (("p.example", None, ""), ("d.example", 503, "dr"), False),
+        # ...unless a side has no addresses (its name did not resolve): nothing to compare.
+        (("unresolved-p", None, ""), ("d.example", 503, "dr"), None),
+        (("p.example", None, ""), ("unresolved-d", 503, "dr"), None),
+        (("unresolved-p", 200, "primary"), ("unresolved-d", None, ""), None),
+        (("unresolved-p", None, ""), ("unresolved-d", None, ""), None),
     ],
 )
 def test_endpoint_verdicts(
@@ -260,6 +268,41 @@ def test_one_address_is_one_listener_unless_both_names_differ() -> None:
     assert ServerAddress.of("https://localhost:6443/").same_listener(
         ServerAddress.of("https://127.0.0.1:6443")
     )
+
+
+@pytest.mark.parametrize(
+    "url", ["https://kube.example:99999/", "https://kube.example:port/", "https://[::1/"]
+)
+def test_a_malformed_url_leads_nowhere_it_does_not_raise(url: str) -> None:
+    address = ServerAddress.of(url)
+    assert address.addresses == frozenset()
+    assert not address.same_listener(ServerAddress.of(url))
+
+
+def test_a_name_that_resolves_too_slowly_has_no_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    def slow(*args: object, **kwargs: object) -> list[Any]:
+        time.sleep(2)
+        return []
+
+    monkeypatch.setattr(site_identity.socket, "getaddrinfo", slow)
+    started = time.monotonic()
+    assert site_identity._resolve("slow.example", 443, timeout=0.1) == frozenset()
+    assert time.monotonic() - started < 1
+
+
+def test_default_ports_and_names_are_normalised() -> None:
+    a = ServerAddress.of("HTTPS://LocalHost.:443/api/")
+    assert (a.scheme, a.host, a.port, a.path) == ("https", "localhost", 443, "/api")
+
+
+def test_ca_files_are_read_bounded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fifo = tmp_path / "ca.fifo"
+    os.mkfifo(fifo)
+    assert site_identity._ca_fingerprints(str(fifo)) == frozenset()  # and does not block
+    big = tmp_path / "big.pem"
+    big.write_bytes(b"x" * 64)
+    monkeypatch.setattr(site_identity, "CA_FILE_LIMIT", 16)
+    assert site_identity._ca_fingerprints(str(big)) == frozenset()
 
 
 # -- when the clusters cannot both be asked (an incident: the primary is down) ---------

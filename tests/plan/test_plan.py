@@ -420,3 +420,45 @@ def test_plan_model_direct_construction_validates_rules() -> None:
     with pytest.raises(ValidationError) as info:
         DrillPlan.model_validate(data)
     assert [e["loc"] for e in info.value.errors()] == [("workloads", 2, "name")]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "hidden"),
+    [
+        ("AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+        ("n" * 200, "n" * 41),
+    ],
+    ids=["aws key id", "long"],
+)
+def test_duplicate_item_message_does_not_echo_credentials_or_long_values(
+    namespace: str, hidden: str
+) -> None:
+    item = "  - name: inference-gateway\n    namespace: serving\n"
+    twice = f"  - name: inference-gateway\n    namespace: {namespace}\n"
+    text = altered(item, twice + twice)
+    duplicates = [p for p in problems_of(text) if "duplicate workload" in p.message]
+    assert len(duplicates) == 1
+    assert "not shown" in duplicates[0].message
+    assert "inference-gateway" in duplicates[0].message
+    assert all(hidden not in str(p) for p in problems_of(text))
+
+
+def test_duplicate_item_message_names_a_plain_item() -> None:
+    item = "  - name: inference-gateway\n    namespace: serving\n"
+    text = altered(item, item + item.replace("  - name", "  - dr_replicas: 1\n    name"))
+    duplicates = [p for p in problems_of(text) if "duplicate workload" in p.message]
+    assert [p.message for p in duplicates] == [
+        "duplicate workload `serving/inference-gateway` (already listed as workloads[0])"
+    ]
+
+
+def test_problems_found_after_loading_are_located_by_field_path() -> None:
+    plan = plan_from_text(VALID, SOURCE)
+    found = plan.problem_at("dns.tsig.secret", "does not resolve")
+    assert (found.file, found.path) == (SOURCE, "dns.tsig.secret")
+    assert (found.line, found.column) == position(VALID, "file:tsig.secret")
+    second = plan.problem_at("workloads[1].name", "x")
+    assert (second.line, second.column) == position(VALID, "trainer")
+    # A field the file leaves out (a default) points at the nearest section written.
+    assert plan.problem_at("dns.tsig.absent", "x").line == found.line
+    assert plan.problem_at("nowhere.at.all", "x").line == plan.problem_at("", "x").line

@@ -74,11 +74,11 @@ def test_validate_resolve_reports_unresolved_references_without_values(
     result = runner.invoke(app, ["plan", "validate", str(plan), "--resolve"])
     assert result.exit_code == 2
     assert (
-        f"{plan}: dns.tsig.secret: file:tsig.secret does not resolve: file "
+        f"{plan}:62:60: dns.tsig.secret: file:tsig.secret does not resolve: file "
         f"{tmp_path / 'tsig.secret'} does not exist" in result.stderr
     )
     assert (
-        f"{plan}: sites.primary.kubernetes.kubeconfig: {tmp_path / 'primary.kubeconfig'} "
+        f"{plan}:7:19: sites.primary.kubernetes.kubeconfig: {tmp_path / 'primary.kubeconfig'} "
         "does not exist" in result.stderr
     )
 

@@ -149,6 +149,21 @@ URL_CREDENTIALS = {
     "auth": ("http://{hostpath}?auth=Hunter2a", "Hunter2a", "auth"),
     "fragment token": ("http://{hostpath}#access_token=Hunter2f", "Hunter2f", "access_token"),
     "AWSAccessKeyId": ("http://{hostpath}?AWSAccessKeyId=Hunter2id", "Hunter2id", "AWSAccessKey"),
+    # One lowercase word, and the short names: the same list as redact_url's.
+    **{
+        name: (f"http://{{hostpath}}?page=2&{name}=Hunter2x", "Hunter2x", name)
+        for name in (
+            "accesstoken",
+            "apitoken",
+            "authtoken",
+            "sessiontoken",
+            "privatekey",
+            "clientsecret",
+            "pass",
+            "pw",
+            "passwd",
+        )
+    },
 }
 
 
@@ -183,6 +198,7 @@ def test_credentials_in_urls_in_free_text_are_refused(form: str, secret: str, wo
     [
         "http://127.0.0.3:18080/healthz?site=dr",
         "http://127.0.0.3:18080/healthz?model=llama&page=2",
+        "http://127.0.0.3:18080/healthz?region=eu&timeout=5&keyword=gpu&monkey=1&bypass=1",
         "http://127.0.0.3:18080/healthz?sig=",  # a name with no value carries nothing
         "http://127.0.0.3:18080/health%40z",
     ],
@@ -525,11 +541,15 @@ def test_resolve_reports_malformed_kubeconfigs_and_special_files(
     assert result.exit_code == 2
     assert "Traceback" not in result.output
     lines = result.stderr.splitlines()
-    assert lines == [
+    text = plan.read_text(encoding="utf-8")
+    secret_at = ":".join(map(str, position(text, f"file:{fifo}")))
+    kubeconfig_at = ":".join(map(str, position(text, "primary.kubeconfig")))
+    assert lines == [  # each located as the loader's own problems are: file:line:col
         f"✗ {plan}: 2 reference(s) do not resolve",
-        f"{plan}: dns.tsig.secret: file:{fifo} does not resolve: {fifo} is a FIFO (named pipe), "
-        "not a regular file",
-        f"{plan}: sites.primary.kubernetes.kubeconfig: {tmp_path / 'primary.kubeconfig'}: "
+        f"{plan}:{secret_at}: dns.tsig.secret: file:{fifo} does not resolve: {fifo} is a FIFO "
+        "(named pipe), not a regular file",
+        f"{plan}:{kubeconfig_at}: sites.primary.kubernetes.kubeconfig: "
+        f"{tmp_path / 'primary.kubeconfig'}: "
         "contexts must be a list of {name, context} entries, got a whole number",
     ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from drills.plan.refs import is_credential_key
 from drills.text import (
     control_characters,
     for_html,
@@ -76,15 +77,70 @@ def test_markdown_and_html() -> None:
         "AWSAccessKeyId",
         "jwt",
         "x%2Dapi%2Dkey",
+        # one lowercase word, and short names
+        "accesstoken",
+        "apitoken",
+        "authtoken",
+        "sessiontoken",
+        "privatekey",
+        "private-key",
+        "clientsecret",
+        "accesskeyid",
+        "pass",
+        "pw",
+        "PW",
+        "passwd",
+        "passphrase",
+        "db_pass",
+        "sig",
+        "X-Api-Key",
+        "ssh_key",
+        "signingKey",
     ],
 )
 def test_sensitive_parameter_names(name: str) -> None:
     assert is_sensitive_param(name)
+    assert is_credential_key(name)
 
 
-@pytest.mark.parametrize("name", ["site", "model", "monkey", "keyboard_layout", "page", "region"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "site",
+        "model",
+        "monkey",
+        "keyword",
+        "keys",
+        "keyboard_layout",
+        "page",
+        "region",
+        "timeout",
+        "bypass",
+        "compass",
+        "passenger",
+        "author",
+        "design",
+        "code",
+        "status_code",
+    ],
+)
 def test_ordinary_parameter_names(name: str) -> None:
     assert not is_sensitive_param(name)
+    assert not is_credential_key(name)
+
+
+def test_one_list_for_query_parameters_and_plan_keys() -> None:
+    for name in ("accesstoken", "pw", "clientsecret", "api_key", "page", "monkey"):
+        assert is_credential_key(name) == is_sensitive_param(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["accesstoken", "apitoken", "authtoken", "sessiontoken", "privatekey", "clientsecret", "pass"],
+)
+def test_redact_url_hides_one_word_credential_names(name: str) -> None:
+    redacted = redact_url(f"https://h/x?page=2&{name}=Hunter2x&region=eu")
+    assert redacted == f"https://h/x?page=2&{name}=***&region=eu"
 
 
 @pytest.mark.parametrize(
