@@ -12,7 +12,7 @@ standby, which runs the flow at once, and starts the next standby.
 It does what a worker does for the runs it started: a run cancelled in Prefect (its
 UI, the dashboard's Cancel) gets SIGTERM, on which an incident stops and reports,
 and SIGKILL after the same grace a worker gives; a run whose process died without a
-final state is marked Crashed.
+final state is marked Crashed (Cancelled when it was being cancelled).
 
     python -m flows.warm --deployment minimum-takeover-drill/declare-incident
 """
@@ -31,13 +31,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 
-from drills.errors import TargetError
-from drills.orchestrator.rest import FlowRunState, PrefectRest
+from drills.errors import PermanentError, TargetError
+from drills.orchestrator.names import INCIDENT_DEPLOYMENT, WARM_READY
+from drills.orchestrator.rest import FlowRunState, PrefectRest, auth_headers
 
 log = logging.getLogger("drills.orchestrator.warm")
 
-DEPLOYMENT = "minimum-takeover-drill/declare-incident"
+DEPLOYMENT = INCIDENT_DEPLOYMENT  # the standby runs minimum_takeover_drill, nothing else
 POLL_S = 0.2
+STANDBY_BACKOFF_S = 1.0  # after a standby dies importing; doubled each time in a row
+STANDBY_BACKOFF_MAX_S = 60.0
 KILL_AFTER_S = 30.0  # as a Prefect worker: SIGKILL a cancelled run 30 s after SIGTERM
 READY_LINE = "ready"
 
@@ -72,31 +75,48 @@ def standby() -> int:
 # -- the runner: claims due runs, hands them to the standby, watches them ------------
 @dataclass
 class Started:
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[bytes]
     name: str
     terminated_at: float | None = None
 
 
-def _spawn_standby() -> subprocess.Popen[str]:
-    child = subprocess.Popen(
-        [sys.executable, "-m", "flows.warm", "--standby"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    return child
+class Standby:
+    """A standby process, and whether it has said it is ready; read without blocking, so
+    the runner goes on watching its runs while the next standby imports."""
 
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "flows.warm", "--standby"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        )  # fmt: skip
+        assert self.process.stdout is not None
+        self._out = self.process.stdout.fileno()
+        os.set_blocking(self._out, False)
+        self._seen = b""
+        self.ready = False
+        self.announced = False  # its ready line logged
 
-def _ready(child: subprocess.Popen[str]) -> subprocess.Popen[str]:
-    """The standby once it has imported everything; another if it died doing so."""
-    assert child.stdout is not None
-    while child.stdout.readline().strip() != READY_LINE:
-        if child.poll() is not None:
-            log.error(
-                "a standby exited while importing (exit %s); starting another", child.returncode
-            )
-            time.sleep(1.0)
-            child = _spawn_standby()
-            assert child.stdout is not None
-    return child
+    def check(self) -> bool | None:
+        """True once ready, False while importing, None when it exited (and was reaped)."""
+        if self.process.poll() is not None:
+            self.process.wait()
+            return None
+        if self.ready:
+            return True
+        try:
+            chunk = os.read(self._out, 4096)
+        except BlockingIOError:
+            return False
+        if not chunk:  # EOF without the ready line: it is exiting
+            self.process.wait()
+            return None
+        self._seen += chunk
+        self.ready = READY_LINE.encode() in self._seen.splitlines()
+        return self.ready
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
 
 
 class WarmRunner:
@@ -106,22 +126,65 @@ class WarmRunner:
         self.poll_s = poll_s
         self.started: dict[str, Started] = {}
         self.stopping = False
+        self.standby: Standby | None = None
+        self._failures = 0  # standbys in a row that exited before they were ready
+        self._next_spawn = 0.0  # monotonic time before which no standby is started
 
     def serve(self) -> None:
         deployment_id = self.api.deployment(self.deployment).id
-        child = _ready(_spawn_standby())
-        log.info("warm runner for %s ready (standby pid %d)", self.deployment, child.pid)
         try:
             while not self.stopping:
-                for run in self._due(deployment_id):
-                    if self._claim(run):
-                        self._hand(child, run)
-                        child = _ready(_spawn_standby())
-                self._watch()
+                # The top-level loop: an error nothing below expected must not end the
+                # runner, which would leave the runs it started unwatched and the next
+                # incident to the worker's cold start. Log it with its cause and go on.
+                try:
+                    self._step(deployment_id)
+                except Exception:
+                    log.exception("warm runner: unexpected error; going on")
                 time.sleep(self.poll_s)
         finally:
-            child.kill()
-            child.wait()
+            if self.standby is not None:
+                self.standby.stop()
+
+    def _step(self, deployment_id: str) -> None:
+        if self._tend_standby():
+            for run in self._due(deployment_id):
+                if self.standby is None or self.standby.check() is not True:
+                    break
+                if self._claim(run):
+                    self._hand(run)
+        self._watch()
+
+    def _tend_standby(self) -> bool:
+        """Whether a standby is ready; starts one when there is none (backing off while
+        they keep dying), never once the runner is stopping."""
+        if self.standby is not None:
+            state = self.standby.check()
+            if state is None:
+                self._standby_died(self.standby.process.returncode)
+                self.standby = None
+            elif state:
+                if not self.standby.announced:
+                    log.info(
+                        "warm runner for %s %s %d)", self.deployment, WARM_READY,
+                        self.standby.process.pid,
+                    )  # fmt: skip
+                    self.standby.announced = True
+                self._failures = 0
+                return True
+        if self.standby is None and not self.stopping and time.monotonic() >= self._next_spawn:
+            self.standby = Standby()
+        return False
+
+    def _standby_died(self, returncode: int | None) -> None:
+        self._failures += 1
+        delay = min(STANDBY_BACKOFF_S * 2 ** (self._failures - 1), STANDBY_BACKOFF_MAX_S)
+        self._next_spawn = time.monotonic() + delay
+        log.error(
+            "a standby exited before it was ready (exit %s, %d in a row); the next in %.0fs,"
+            " meanwhile the worker runs incidents from a cold start (see the standby's error"
+            " above)", returncode, self._failures, delay,
+        )  # fmt: skip
 
     def _due(self, deployment_id: str) -> list[FlowRunState]:
         try:
@@ -143,30 +206,52 @@ class WarmRunner:
             log.info("flow run %s not claimed: %s", run.name, change.reason)
         return change.accepted
 
-    def _hand(self, child: subprocess.Popen[str], run: FlowRunState) -> None:
-        assert child.stdin is not None
-        child.stdin.write(f"{run.id}\n")
-        child.stdin.flush()
+    def _hand(self, run: FlowRunState) -> None:
+        assert self.standby is not None and self.standby.process.stdin is not None
+        child, self.standby = self.standby.process, None  # the next poll starts another
+        try:
+            assert child.stdin is not None
+            child.stdin.write(f"{run.id}\n".encode())
+            child.stdin.flush()
+        except OSError as exc:  # the standby died after the claim
+            log.error("the standby died before taking flow run %s (%s)", run.name, exc)
+            child.kill()
+            child.wait()
+            self._give_back(run)
+            return
         self.started[run.id] = Started(child, run.name)
         log.info("running flow run %s (%s) in pid %d", run.name, run.id, child.pid)
+
+    def _give_back(self, run: FlowRunState) -> None:
+        """A claimed run nobody will start: Scheduled again, for the worker to take."""
+        why = "the drills warm runner's standby died before starting it"
+        try:
+            change = self.api.set_flow_run_state(run.id, "SCHEDULED", "Scheduled", why, force=True)
+        except TargetError as exc:
+            log.error("flow run %s stays Pending, owned by nobody: %s", run.name, exc)
+            return
+        if change.accepted:
+            log.info("flow run %s scheduled again for the worker", run.name)
+        else:
+            log.error("flow run %s not scheduled again: %s", run.name, change.reason)
 
     def _watch(self) -> None:
         for flow_run_id, started in list(self.started.items()):
             try:
                 self._watch_one(flow_run_id, started)
+            except PermanentError as exc:  # deleted from Prefect, say: nothing to watch
+                log.warning("no longer watching flow run %s: %s", started.name, exc)
+                self.started.pop(flow_run_id, None)
             except TargetError as exc:
                 log.warning("cannot read flow run %s: %s", started.name, exc)
 
     def _watch_one(self, flow_run_id: str, started: Started) -> None:
-        exited = started.process.poll() is not None
-        run = self.api.flow_run(flow_run_id)
-        if exited:
+        if started.process.poll() is not None:
+            self._settle(flow_run_id, started)
+            # Dropped once settled; a temporary error above keeps it for the next poll.
             del self.started[flow_run_id]
-            if not run.final:
-                why = f"its process exited with {started.process.returncode} without a final state"
-                self.api.set_flow_run_state(flow_run_id, "CRASHED", "Crashed", why)
-                log.error("flow run %s crashed: %s", started.name, why)
             return
+        run = self.api.flow_run(flow_run_id)
         if run.state_type != "CANCELLING":
             return
         if started.terminated_at is None:
@@ -176,6 +261,28 @@ class WarmRunner:
         elif time.monotonic() - started.terminated_at > KILL_AFTER_S:
             log.warning("flow run %s outlived its grace: SIGKILL", started.name)
             started.process.kill()
+
+    def _settle(self, flow_run_id: str, started: Started) -> None:
+        """A final state for a run whose process exited without one, as a worker gives:
+        Cancelled when it was being cancelled, else Crashed. Forced: Prefect's rules let
+        a Cancelling run go nowhere but Cancelled, and these are the owner's bookkeeping."""
+        run = self.api.flow_run(flow_run_id)
+        if run.final:
+            return
+        code = started.process.returncode
+        if run.state_type == "CANCELLING":
+            wanted = ("CANCELLED", "Cancelled", f"cancelled; its process exited with {code}")
+        else:
+            wanted = ("CRASHED", "Crashed", f"its process exited with {code} without a final state")
+        change = self.api.set_flow_run_state(flow_run_id, *wanted, force=True)
+        if not change.accepted:
+            log.error(
+                "flow run %s: Prefect did not accept %s: %s", started.name, wanted[1], change.reason
+            )
+        elif wanted[0] == "CRASHED":
+            log.error("flow run %s crashed: %s", started.name, wanted[2])
+        else:
+            log.info("flow run %s cancelled: %s", started.name, wanted[2])
 
 
 @contextmanager
@@ -199,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.standby:
         return standby()
+    if args.deployment != DEPLOYMENT:
+        parser.error(f"the standby runs {DEPLOYMENT} only, not {args.deployment}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     # It asks Prefect for due runs five times a second: one log line a request would be
     # 400,000 lines a day of nothing.
@@ -206,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     api_url = os.environ.get("PREFECT_API_URL")
     if not api_url:
         parser.error("PREFECT_API_URL is not set")
-    with PrefectRest(api_url) as api:
+    with PrefectRest(api_url, headers=auth_headers()) as api:
         runner = WarmRunner(api, args.deployment, args.poll)
         with _stop_on_signals(runner):
             runner.serve()

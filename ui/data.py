@@ -26,6 +26,7 @@ from drills.evidence.findings import Finding, open_findings
 from drills.evidence.history_chain import chain_status
 from drills.evidence.keys import SigningKeyError, configured_reference, load_signer
 from drills.evidence.pack import build, zip_bytes
+from drills.evidence.render import chromium_problem
 from drills.orchestrator.flow_runs import (
     CancelOutcome,
     DeploymentInfo,
@@ -355,6 +356,11 @@ def signing_key() -> tuple[str | None, str | None]:
     except SigningKeyError as exc:
         return None, str(exc)
     return (signer.keyid if signer else None), None
+
+
+def pack_problem() -> str | None:
+    """Why no evidence pack can be made here (no Chromium for its PDF), or None."""
+    return chromium_problem()
 
 
 def evidence_pack(store: HistoryStore, run_id: str) -> bytes:

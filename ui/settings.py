@@ -28,11 +28,11 @@ import re
 from dataclasses import dataclass
 
 from drills.lab.control import DEFAULT_STATE_DIR
+from drills.orchestrator.names import INCIDENT_DEPLOYMENT
 from drills.orchestrator.rest import auth_headers
 from drills.plan import discovery
 from drills.store.history import database_url
 
-INCIDENT_DEPLOYMENT = "minimum-takeover-drill/declare-incident"
 DRILL_DEPLOYMENT = "minimum-takeover-drill/quarterly-drill"
 READINESS_DEPLOYMENT = "readiness-check/readiness-check"
 TRUE = frozenset({"1", "true", "yes", "on"})

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from drills.errors import DrillError
 from drills.evidence.keys import Signer, Verifier
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -57,7 +58,7 @@ def envelope(body: bytes, signer: Signer | None) -> dict[str, Any]:
     }
 
 
-class EnvelopeError(ValueError):
+class EnvelopeError(DrillError, ValueError):
     """An envelope that is not DSSE, or not an in-toto Statement of ours."""
 
 

@@ -13,11 +13,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from drills.errors import PermanentError
+from drills.errors import DrillError, PermanentError
 from drills.plan.refs import SecretRef, resolve_secret
 
 SIGNING_KEY_ENV = "DRILLS_SIGNING_KEY"
@@ -25,7 +25,7 @@ PRIVATE_NAME = "signing.key"
 PUBLIC_NAME = "signing.pub"
 
 
-class SigningKeyError(Exception):
+class SigningKeyError(DrillError):
     """A key that cannot be read or used; the message never holds key material."""
 
 
@@ -103,7 +103,7 @@ def load_signer(ref: SecretRef | None, base_dir: Path | None = None) -> Signer |
         raise SigningKeyError(str(exc)) from None
     try:
         private = serialization.load_pem_private_key(text.encode("utf-8"), password=None)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, UnsupportedAlgorithm):
         raise SigningKeyError(
             f"signing key {ref} is not an unencrypted PEM private key "
             "(make one with `drills evidence keygen DIR`)"
@@ -121,7 +121,7 @@ def load_verifier(path: Path) -> Verifier:
         raise SigningKeyError(f"cannot read public key {path}: {exc.strerror}") from None
     try:
         public = serialization.load_pem_public_key(data)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, UnsupportedAlgorithm):
         raise SigningKeyError(f"{path} is not a PEM public key") from None
     if not isinstance(public, Ed25519PublicKey):
         raise SigningKeyError(f"{path} is not an Ed25519 public key")

@@ -16,6 +16,7 @@ from typing import Any
 
 import markdown
 
+from drills.errors import DrillError
 from drills.evidence.findings import Finding
 from drills.store.report import render_markdown
 from drills.text import for_html, for_markdown
@@ -32,7 +33,7 @@ code { font-size: 9.5pt; overflow-wrap: anywhere; }
 """
 
 
-class RenderError(RuntimeError):
+class RenderError(DrillError, RuntimeError):
     """The PDF could not be printed (no Chromium, or it failed)."""
 
 
@@ -113,6 +114,9 @@ def to_html(text: str, title: str) -> str:
     )
 
 
+NO_CHROMIUM = "no Chromium to print the PDF with (apt-get install chromium, or set DRILLS_CHROMIUM)"
+
+
 def find_chromium() -> str | None:
     configured = os.environ.get("DRILLS_CHROMIUM")
     if configured:
@@ -120,13 +124,29 @@ def find_chromium() -> str | None:
     return next((p for p in map(shutil.which, CHROMIUM_NAMES) if p), None)
 
 
+def _chromium_env(home: str) -> dict[str, str]:
+    """What Chromium needs to run, and nothing of ours: os.environ holds secrets."""
+    kept = {k: v for k, v in os.environ.items() if k.startswith("LC_")}
+    kept |= {k: os.environ[k] for k in ("PATH", "LANG", "TMPDIR") if k in os.environ}
+    return kept | {"HOME": home}
+
+
+def chromium_problem() -> str | None:
+    """Why no PDF can be printed here, or None when a Chromium is found and runnable."""
+    chromium = find_chromium()
+    if chromium is None:
+        return NO_CHROMIUM
+    found = shutil.which(chromium)  # a path is checked as is, a bare name on PATH
+    if found is None or not os.access(found, os.X_OK):
+        return f"Chromium {chromium} (DRILLS_CHROMIUM) is not a program that can be run"
+    return None
+
+
 def to_pdf(html_text: str) -> bytes:
     """``html_text`` printed to PDF by headless Chromium. Raises :class:`RenderError`."""
     chromium = find_chromium()
     if chromium is None:
-        raise RenderError(
-            "no Chromium to print the PDF with (apt-get install chromium, or set DRILLS_CHROMIUM)"
-        )
+        raise RenderError(NO_CHROMIUM)
     with tempfile.TemporaryDirectory(prefix="drills-pdf-") as tmp:
         page, out = Path(tmp) / "report.html", Path(tmp) / "report.pdf"
         page.write_text(html_text, encoding="utf-8")
@@ -138,10 +158,12 @@ def to_pdf(html_text: str) -> bytes:
         try:
             done = subprocess.run(
                 command, capture_output=True, timeout=PDF_TIMEOUT_S, check=False,
-                env=os.environ | {"HOME": tmp},
+                env=_chromium_env(tmp),
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             raise RenderError(f"Chromium did not print the PDF in {PDF_TIMEOUT_S:.0f}s") from None
+        except OSError as exc:  # DRILLS_CHROMIUM names no runnable program
+            raise RenderError(f"cannot run Chromium {chromium}: {exc.strerror or exc}") from None
         if not out.exists() or out.stat().st_size == 0:
             tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
             raise RenderError(f"Chromium printed no PDF (exit {done.returncode}): {tail}")

@@ -126,7 +126,12 @@ def cancel_flow_run(api: PrefectRest, flow_run_id: str, message: str) -> CancelO
     started = run.state_type != "SCHEDULED"
     wanted = ("CANCELLING", "Cancelling") if started else ("CANCELLED", "Cancelled")
     change = api.set_flow_run_state(run.id, *wanted, message)
-    if not change.accepted:
+    if not change.accepted and change.state_type in ("CANCELLED", "CANCELLING"):
+        # Prefect may answer REJECT with the run cancelled anyway: a Cancelling asked for
+        # a run no worker holds becomes Cancelled (BypassCancellingFlowRunsWithNoInfra).
+        state_name = change.state_type.capitalize()
+        outcome = CancelOutcome(True, state_name, f"Prefect made it {state_name}")
+    elif not change.accepted:
         outcome = CancelOutcome(False, run.state_name, f"Prefect refused: {change.reason}")
     elif started:
         detail = "its worker stops the flow run; a drill rolls back before it ends"

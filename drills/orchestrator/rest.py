@@ -73,10 +73,12 @@ class FlowRunState:
 
 @dataclass(frozen=True)
 class StateChange:
-    """Prefect's answer to a requested state: accepted, or why not."""
+    """Prefect's answer to a requested state: accepted, or why not, and the run's state
+    type after it ("" when the answer carried none)."""
 
     accepted: bool
     reason: str
+    state_type: str = ""
 
 
 def auth_headers(api_key: str | None = None, auth_string: str | None = None) -> dict[str, str]:
@@ -172,7 +174,14 @@ class PrefectRest:
             raise PermanentError(
                 self._where, f"{method} {path}: HTTP {response.status_code} {detail}"
             )
-        return response.json() if response.content else None
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:  # a proxy's HTML page, a body cut short
+            raise TemporaryError(
+                self._where, f"{method} {path}: an answer that is not JSON"
+            ) from None
 
     def _run_id(self, flow_run_id: str) -> str:
         # Ids reach here from URLs people share: only a UUID may become part of a path.
@@ -291,11 +300,29 @@ class PrefectRest:
         return [(t.get("name") or "", (t.get("state") or {}).get("type") or "") for t in found]
 
     def set_flow_run_state(
-        self, flow_run_id: str, state_type: str, name: str, message: str
+        self, flow_run_id: str, state_type: str, name: str, message: str, *, force: bool = False
     ) -> StateChange:
-        """Ask for a new state; Prefect's orchestration rules may refuse it."""
-        body = {"state": {"type": state_type, "name": name, "message": message}}
+        """Ask for a new state; Prefect's orchestration rules may refuse it.
+
+        With ``force`` the server applies no rules: for the bookkeeping a worker does on
+        runs it owns (a dead process's run to Crashed, a cancelled one to Cancelled).
+        """
+        # One id for the change, however many times the request is sent: when an answer is
+        # lost and the retry finds the change already made, Prefect rejects the duplicate
+        # and returns the state that carries this id (PreventDuplicateTransitions).
+        transition_id = str(uuid.uuid4())
+        state = {
+            "type": state_type,
+            "name": name,
+            "message": message,
+            "state_details": {"transition_id": transition_id},
+        }
+        body: dict[str, Any] = {"state": state}
+        if force:
+            body["force"] = True
         answer = self._call("POST", f"flow_runs/{self._run_id(flow_run_id)}/set_state", body)
         status = answer.get("status") or "?"
         reason = (answer.get("details") or {}).get("reason") or status
-        return StateChange(status == "ACCEPT", reason)
+        now = answer.get("state") or {}
+        ours = (now.get("state_details") or {}).get("transition_id") == transition_id
+        return StateChange(status == "ACCEPT" or ours, reason, now.get("type") or "")

@@ -29,6 +29,7 @@ from sqlalchemy import make_url
 
 from drills import apps
 from drills.errors import LabError
+from drills.orchestrator.names import INCIDENT_DEPLOYMENT, WARM_READY
 from drills.orchestrator.rest import PrefectRest, WorkerStatus
 from drills.processes import descendants, pid_alive
 from drills.store.history import database_url
@@ -44,7 +45,6 @@ INFO_FILE = "serve.json"
 WORKER_QUERY_SECONDS = "2"
 # The incident deployment has a warm runner of its own (flows/warm.py): a standby process
 # with everything imported, and a query every WARM_POLL_SECONDS.
-INCIDENT_DEPLOYMENT = "minimum-takeover-drill/declare-incident"
 WARM_POLL_SECONDS = "0.2"
 
 
@@ -54,7 +54,7 @@ class ServeInfo:
     project_dir: str
     api_url: str
     ui_url: str
-    db_url: str
+    db_url: str  # redacted: the runners get the real one in their environment
     server_pid: int
     worker_pid: int | None
     started_at: str
@@ -70,7 +70,6 @@ class ServeInfo:
 def _write_info(info: ServeInfo) -> None:
     path = Path(info.state_dir) / INFO_FILE
     tmp = path.with_suffix(".tmp")
-    # Private: the history store's URL may carry a database password.
     tmp.touch(mode=0o600)
     tmp.write_text(json.dumps(dataclasses.asdict(info), indent=2))
     tmp.replace(path)
@@ -203,10 +202,24 @@ def prefect_env(info: ServeInfo) -> dict[str, str]:
     return apps.on_pythonpath(env)
 
 
+def history_url(info: ServeInfo) -> str:
+    """The history store's URL with its password, which serve.json does not keep: this
+    process's, as long as it names the store the server was started with."""
+    url = absolute_db_url()
+    if redacted(url) == info.db_url:
+        return url
+    if make_url(info.db_url).password is None:  # nothing was hidden: it is the URL
+        return info.db_url
+    raise LabError(
+        f"the local server runs with history store {info.db_url}, but DRILLS_DB_URL"
+        f" here names {redacted(url)}; set it alike, or `drills serve stop` first"
+    )
+
+
 def worker_env(info: ServeInfo) -> dict[str, str]:
     """The worker's, which its flow runs inherit: where the project is, which history store."""
     env = prefect_env(info)
-    env.update(DRILLS_PROJECT_DIR=info.project_dir, DRILLS_DB_URL=info.db_url)
+    env.update(DRILLS_PROJECT_DIR=info.project_dir, DRILLS_DB_URL=history_url(info))
     env.setdefault("PREFECT_WORKER_QUERY_SECONDS", WORKER_QUERY_SECONDS)
     return env
 
@@ -214,7 +227,7 @@ def worker_env(info: ServeInfo) -> dict[str, str]:
 # -- lifecycle -----------------------------------------------------------------------
 def running(state_dir: Path = DEFAULT_STATE_DIR) -> ServeInfo | None:
     info = read_info(state_dir.resolve())
-    if info is None or not pid_alive(info.server_pid):
+    if info is None or not pid_alive(info.server_pid) or not _is_prefect(info.server_pid):
         return None
     return info
 
@@ -269,10 +282,6 @@ def _start_worker(info: ServeInfo, deadline: float) -> ServeInfo:
     return info
 
 
-# What flows/warm.py logs once its standby has everything imported and can take a run.
-WARM_READY = "ready (standby pid"
-
-
 def _warm_ready(info: ServeInfo) -> bool:
     """Whether the warm runner's standby is ready: until then a declared incident would be
     taken by the worker's slower cold start."""
@@ -289,7 +298,9 @@ def _start_warm(info: ServeInfo, deadline: float) -> ServeInfo:
     argv += ["--poll", WARM_POLL_SECONDS]
     env = worker_env(info)
     env.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "drills")  # as prefect.yaml gives the worker
-    info.logs["warm"].unlink(missing_ok=True)  # a ready line from an earlier runner proves nothing
+    # A ready line from an earlier runner proves nothing; its log may tell why it stopped.
+    with contextlib.suppress(FileNotFoundError):
+        info.logs["warm"].replace(info.logs["warm"].with_suffix(".log.1"))
     pid = _spawn(argv, log_path=info.logs["warm"], env=env, cwd=Path(info.project_dir))
     info = dataclasses.replace(info, warm_pid=pid)
     _write_info(info)
@@ -331,7 +342,7 @@ def up(
         project_dir=str(project_dir),
         api_url=f"http://127.0.0.1:{chosen}/api",
         ui_url=f"http://127.0.0.1:{chosen}",
-        db_url=absolute_db_url(),
+        db_url=redacted(absolute_db_url()),
         server_pid=0,
         worker_pid=None,
         started_at=dt.datetime.now(dt.UTC).isoformat(),
@@ -366,7 +377,8 @@ def up(
 def _complete(existing: ServeInfo, deadline: float) -> tuple[ServeInfo, bool]:
     """A server already running: start whatever of ours it is missing."""
     info, already = existing, True
-    if existing.worker_pid is None or not pid_alive(existing.worker_pid):
+    worker = existing.worker_pid
+    if worker is None or not pid_alive(worker) or not _is_prefect(worker):
         log.info("the server runs without its worker; starting one")
         info, already = _start_worker(info, deadline), False
     if not warm_running(info):

@@ -61,3 +61,12 @@ def test_plans_show_coverage_findings_and_the_history_verdict(
     assert expander.label == f"Open findings ({len(table)})"
     assert f"smoke / {step}" not in set(table["what"])
     assert {"dns-ttl", "drill.cadence"} <= set(table["what"])
+
+
+def test_no_pack_button_when_chromium_cannot_run(populated: Drilled, ui_env: UiEnv) -> None:
+    ui_env.set("DRILLS_CHROMIUM", str(ui_env.tmp_path / "no-such-chromium"))
+    at = open_page("history")
+    at.query_params["run"] = populated.run_id
+    at.run()
+    assert not [b for b in at.download_button if b.label == "Download evidence pack"]
+    assert "no-such-chromium" in shown(at)

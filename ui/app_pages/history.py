@@ -155,7 +155,11 @@ def _downloads(report: dict[str, Any]) -> None:
 def _evidence_pack(settings: UISettings, run: dict[str, Any]) -> None:
     keyid, problem = data.signing_key()
     if problem is not None:
-        st.error(f"No evidence pack: the signing key cannot be used. {problem}")
+        problem = f"the signing key cannot be used. {problem}"
+    else:
+        problem = data.pack_problem()
+    if problem is not None:
+        st.error(f"No evidence pack: {problem}")
         return
     run_id, store = run["id"], data.store(settings)
     st.download_button(
