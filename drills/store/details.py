@@ -65,7 +65,7 @@ class RunDetails(_Stored):
     # Stored before the first change of a drill: what failback and recover verify against.
     snapshot_before: dict[str, Any] | None = None
     planned: list[str] = Field(default_factory=list)  # a dry run's changes, current → intended
-    drift: dict[str, Any] = Field(default_factory=dict)  # differences left after failback
+    drift: dict[str, Any] | None = Field(default_factory=dict)  # after failback; None: unverified
     measurement: MeasurementRecord | None = None
     recover: list[RecoverAttempt] = Field(default_factory=list)
 

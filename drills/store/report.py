@@ -174,14 +174,14 @@ def _state_after_the_drill(data: dict[str, Any]) -> list[str]:
     if not _put_back_after_changes(data["run"]):
         return []
     diff = data["state_differences"]
-    return [
-        "",
-        "## State after the drill",
-        "",
-        "Identical to the snapshot taken before the drill."
-        if not diff
-        else f"**{len(diff)} difference(s)** from the snapshot: {_text(diff)}",
-    ]
+    if diff is None:
+        # The rollback failed before the state could be compared with the snapshot.
+        said = "**Not verified** against the snapshot taken before the drill."
+    elif not diff:
+        said = "Identical to the snapshot taken before the drill."
+    else:
+        said = f"**{len(diff)} difference(s)** from the snapshot: {_text(diff)}"
+    return ["", "## State after the drill", "", said]
 
 
 def _put_back_after_changes(run: dict[str, Any]) -> bool:

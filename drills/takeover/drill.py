@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from drills.checks.base import CheckRegistry
 from drills.checks.identity import CHECK_ID as DISTINCT_CHECK
+from drills.checks.identity import distinct_result
 from drills.checks.readiness import check_context, run_readiness, select_checks
 from drills.checks.runner import ReadinessReport, run_checks
 from drills.errors import DrillError, RunRefused
@@ -101,8 +102,14 @@ class DrillResult:
     measurement: Measurement | None
     timeline: Timeline
     planned: list[PlannedChange] = field(default_factory=list)
-    drift: dict[str, Any] = field(default_factory=dict)
+    # None: not verified (the rollback itself failed before the state could be compared).
+    drift: dict[str, Any] | None = field(default_factory=dict)
     error: str | None = None
+
+
+_NO_DRIFT: dict[str, Any] = {}
+# A run that stopped short of a measurement: why it did, as its verdict.
+_STOPPED_VERDICTS = {RunStatus.ABORTED: Verdict.ABORTED, RunStatus.CANCELLED: Verdict.CANCELLED}
 
 
 def _now() -> dt.datetime:
@@ -166,8 +173,9 @@ class Drill:
         )
         with Targets(self.plan) as targets:
             executor = ChangeExecutor(
-                targets, self.journal, dry_run=req.dry_run, crash_point=self.hooks.crash_point
-            )
+                targets, self.journal, dry_run=req.dry_run, crash_point=self.hooks.crash_point,
+                undo_expected=req.mode == Mode.DRILL,
+            )  # fmt: skip
             ctx = PhaseContext(
                 self.plan,
                 targets,
@@ -183,6 +191,8 @@ class Drill:
                 result = self._run_phases(ctx)
             finally:
                 self.live.close()
+                # On every path: an incident forced on unfenced that stopped part-way too.
+                self.details.unfenced = bool(ctx.facts.get("unfenced"))
         self._finish(result)
         return result
 
@@ -222,7 +232,6 @@ class Drill:
         for phase in TAKEOVER:
             self._phase(phase.name, partial(phase.run, ctx))
         restored = self._phase("smoke", partial(smoke, ctx))
-        self.details.unfenced = bool(ctx.facts.get("unfenced"))
         # The RPO at T0 comes from the readiness checks, which an incident runs beside
         # the takeover: the RTO is already fixed by `restored`, so waiting costs it nothing.
         self._await_readiness(READINESS_WAIT_S)
@@ -292,6 +301,9 @@ class Drill:
                 with self.timeline.step("readiness checks") as step:
                     self._readiness(step)
                 guard = self.readiness
+                if distinct_result(guard) is None:
+                    # A registry without sites.distinct: drills' own check, as in an incident.
+                    guard = self._distinct(ctx)
             preflight_guard(ctx, guard)
 
     def _distinct(self, ctx: PhaseContext) -> ReadinessReport:
@@ -392,7 +404,10 @@ class Drill:
                 safe_rollback(ctx.executor, self.plan, self.timeline)
             drift = self._verify(ctx, before, "verify rollback") if before else {}
         except DrillError as exc:
-            return self._result(RunStatus.ROLLBACK_FAILED, None, error=f"{error}; rollback: {exc}")
+            # The state was never compared with the snapshot: its drift is unknown.
+            return self._result(
+                RunStatus.ROLLBACK_FAILED, None, drift=None, error=f"{error}; rollback: {exc}"
+            )
         status = RunStatus.ROLLED_BACK if not drift else RunStatus.ROLLBACK_FAILED
         return self._result(status, None, drift=drift, error=error)
 
@@ -403,28 +418,31 @@ class Drill:
         measurement: Measurement | None,
         *,
         planned: list[PlannedChange] | None = None,
-        drift: dict[str, Any] | None = None,
+        drift: dict[str, Any] | None = _NO_DRIFT,
         error: str | None = None,
     ) -> DrillResult:
         verdict = measurement.verdict if measurement else None
         if not status.succeeded:
-            verdict = Verdict.ABORTED if status == RunStatus.ABORTED else Verdict.FAILED
+            verdict = _STOPPED_VERDICTS.get(status, Verdict.FAILED)
         return DrillResult(
             self.run_id, status, verdict, measurement, self.timeline, planned or [],
-            drift or {}, error,
+            None if drift is None else dict(drift), error,
         )  # fmt: skip
 
     def _left_part_way(self, result: DrillResult) -> bool:
-        """An incident that stopped (cancelled, failed) after changing something.
+        """A run that left production other than it should: an incident that stopped
+        (cancelled, failed) after changing something, or a drill whose rollback failed or
+        whose journal still has changes to undo.
 
         Its run stays unfinished, like a crashed one: nothing new may start on the plan
-        until an operator decides with `drills recover RUN --complete` or `--hold`.
+        until `drills recover RUN` rolls the drill back, or an operator decides on the
+        incident with `--complete` or `--hold`.
         """
-        return (
-            self.request.mode == Mode.INCIDENT
-            and result.status != RunStatus.SUCCEEDED
-            and bool(self.journal.to_undo())
-        )
+        if result.status == RunStatus.ROLLBACK_FAILED:
+            return True
+        if self.request.mode == Mode.DRILL:
+            return bool(self.journal.to_undo())
+        return result.status != RunStatus.SUCCEEDED and bool(self.journal.to_undo())
 
     def _finish(self, result: DrillResult) -> None:
         m = result.measurement

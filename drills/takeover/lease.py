@@ -154,9 +154,12 @@ class PlanLease:
     plan: str
     run_id: str
     lease_s: float = LEASE_S
-    renew_s: float = RENEW_S
+    renew_s: float | None = None  # RENEW_S, or a third of a shorter lease
 
     def __post_init__(self) -> None:
+        if self.renew_s is None:
+            # Renewed well before it expires, however short a lease the caller asks for.
+            self.renew_s = min(RENEW_S, self.lease_s / 3)
         self.holder = new_holder()
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -164,6 +167,7 @@ class PlanLease:
         )
 
     def _heartbeat(self) -> None:
+        assert self.renew_s is not None
         while not self._stop.wait(self.renew_s):
             try:
                 if not renew(self.store, self.plan, self.holder, self.lease_s):

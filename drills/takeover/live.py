@@ -25,30 +25,51 @@ class LiveTimeline:
         self.run_id = run_id
         self.timeline = timeline
         self._lock = threading.Lock()  # one write at a time, each of the newest timeline
+        self._starting = threading.Lock()  # the writer thread starts once, never after close
         self._due = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
 
     def write_now(self) -> None:
-        with self._lock:
-            self.history.update_run(self.run_id, timeline=self.timeline.to_json())
+        """Write the timeline now (a phase's end). Called from a phase's ``finally``: a store
+        error here must never replace the phase's own exception, so it is logged instead."""
+        try:
+            self._write()
+        except Exception:  # a live view that lags must never stop the takeover
+            log.warning("run %s: live timeline not written", self.run_id, exc_info=True)
 
     def write_soon(self) -> None:
-        if self._closed:
-            return
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._loop, name=f"live-timeline-{self.run_id}", daemon=True
-            )
-            self._thread.start()
+        # Not the write lock: a step never waits on the database.
+        with self._starting:
+            if self._closed:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name=f"live-timeline-{self.run_id}", daemon=True
+                )
+                self._thread.start()
         self._due.set()
 
     def close(self) -> None:
-        """Stop writing; the run's final record carries the whole timeline anyway."""
-        self._closed = True
+        """Stop writing; the run's final record carries the whole timeline anyway.
+
+        Closed first, then the lock taken: a write under way ends before this returns, and
+        none starts after, so no late write lands over the run's final record.
+        """
+        with self._starting:
+            self._closed = True
+            thread = self._thread
         self._due.set()
-        if self._thread is not None:
-            self._thread.join(CLOSE_WAIT_S)
+        with self._lock:
+            pass  # a write under way has ended; any later one sees closed and writes nothing
+        if thread is not None:
+            thread.join(CLOSE_WAIT_S)
+
+    def _write(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self.history.update_run(self.run_id, timeline=self.timeline.to_json())
 
     def _loop(self) -> None:
         while True:
@@ -56,7 +77,4 @@ class LiveTimeline:
             if self._closed:
                 return
             self._due.clear()
-            try:
-                self.write_now()
-            except Exception:  # a live view that lags must never stop the takeover
-                log.warning("run %s: live timeline not written", self.run_id, exc_info=True)
+            self.write_now()

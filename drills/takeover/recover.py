@@ -94,12 +94,25 @@ def _now() -> dt.datetime:
 
 
 def pick_run(history: HistoryStore, run_id: str | None, plan: str | None) -> DrillRun:
-    """The run by id (or unique prefix), or the newest unfinished run of a plan."""
+    """The run by id (or unique prefix), or the newest unfinished run of a plan.
+
+    Never a dry run, nor a run that finished by itself: only one left unfinished, or one
+    a recover finished (an incident held may be completed later).
+    """
     if run_id:
         run = history.find_run(run_id)
         if run is None:
             raise RecoverError(
                 f"no run {run_id!r} (or the prefix is ambiguous); see `drills history`"
+            )
+        if run.dry_run:
+            raise RecoverError(f"run {run.id} is a dry run: it changed nothing to recover")
+        if run.finished_at is not None and run.status != RunStatus.RECOVERED:
+            # Its history is the record of what happened: a recover must not rewrite it.
+            # One a recover finished may be taken up again (an incident held, then completed).
+            raise RecoverError(
+                f"run {run.id} finished ({run.status}) at {run.finished_at.isoformat()}: "
+                "nothing to recover"
             )
         return run
     if not plan:
@@ -148,7 +161,7 @@ def recover(
         )  # fmt: skip
         if action is None:
             return report
-        executor = ChangeExecutor(targets, journal)
+        executor = ChangeExecutor(targets, journal, undo_expected=run.mode == Mode.DRILL)
         try:
             with report.timeline.phase(f"recover: {action}"):
                 if action == "rollback":
@@ -173,6 +186,8 @@ def _roll_back(
     run: DrillRun,
     deadline_s: float,
 ) -> None:
+    # As the run left it: after the rollback nothing needs undoing any more.
+    changed = any(c.needs_undo for c in executor.journal.changes())
     undone = safe_rollback(executor, plan, report.timeline, deadline_s=deadline_s)
     report.undone = [c.target for c in undone]
     wait_primary_serves(plan, report.timeline, deadline_s=deadline_s)
@@ -180,7 +195,7 @@ def _roll_back(
     with report.timeline.step("compare with the snapshot before the drill") as step:
         if before is None:
             # Stored before the first change: without it the run never changed anything.
-            if any(c.needs_undo for c in executor.journal.changes()):
+            if changed:
                 raise RecoverError(f"run {run.id} has changes but no snapshot to verify against")
             step.result = "the run stopped before its first change"
             return

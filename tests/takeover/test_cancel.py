@@ -99,7 +99,7 @@ def test_cancelling_an_incident_stops_where_it_is_and_reports(
         output, _ = proc.communicate(timeout=ROLLED_BACK_WITHIN_S)
         assert proc.returncode == 1, output
         run = history.get_run(run_id)
-        assert run is not None and run.status == "cancelled"
+        assert run is not None and run.status == "cancelled" and run.verdict == "cancelled"
         assert run.error and "--complete" in run.error and "--hold" in run.error
         # Stopped, not failed back: the primary stays fenced, the journal says what is done.
         assert not serving(stalled_lab.endpoints["primary"])

@@ -164,6 +164,87 @@ def test_a_failing_smoke_probe_rolls_back(drill_lab: LabInfo, history: HistorySt
     assert snapshot(plan) == before
 
 
+def test_a_drill_whose_rollback_fails_stays_unfinished(
+    drill_lab: LabInfo, history: HistoryStore
+) -> None:
+    """Smoke fails, and the undo of the DNS switch fails (the provider errs after the
+    write). The run stays unfinished (nothing new starts on top of it, `drills recover
+    --plan` finds it), and its report says the state was not verified."""
+    from drills.errors import DrillError
+    from drills.store.report import render_markdown, report_data
+    from drills.takeover.lease import UnfinishedRunError
+    from drills.takeover.recover import RecoverStatus, pick_run, recover
+
+    def expect_wrong_body(data: dict[str, Any]) -> None:
+        data["smoke"][0]["expect_body"] = "a body the DR site never sends"
+        data["smoke"][0]["timeout"] = "1s"
+
+    def dns_undo_fails(name: str) -> None:
+        if name.startswith("undo dns.record"):
+            raise DrillError("the DNS provider failed the undo (test)")
+
+    plan = lab_plan(drill_lab, expect_wrong_body)
+    before = snapshot(plan)
+    result = drill(plan, history, hooks=DrillHooks(crash_point=dns_undo_fails))
+    assert result.status == "rollback-failed", result.error
+    assert result.drift is None
+    stored = history.get_run(result.run_id)
+    assert stored is not None and stored.finished_at is None
+    assert stored.details.drift is None
+    assert "Not verified" in render_markdown(report_data(stored, history))
+    with pytest.raises(UnfinishedRunError):
+        drill(plan, history)
+    assert pick_run(history, None, plan.name).id == result.run_id
+    assert stored is not None
+    recovered = recover(history, plan, stored)
+    assert recovered.status == RecoverStatus.RECOVERED, recovered.error
+    assert snapshot(plan) == before
+
+
+def _add_value(info: LabInfo, plan: DrillPlan, value: str) -> None:
+    """Give the plan's DNS record a second value, beside the one it has."""
+    import dns.rdata
+    import dns.rdataclass
+
+    from drills.targets.dns_rfc2136 import Rfc2136Target
+    from drills.targets.sites import Targets
+
+    record = plan.dns.record
+    with Targets(plan) as targets:
+        target = targets.dns
+        assert isinstance(target, Rfc2136Target)
+        ttl = target.read(record.name, str(record.type))[0].ttl or 30
+        message = target._update_message()
+        message.add(record.name, ttl, dns.rdata.from_text(dns.rdataclass.IN, "A", value))
+        assert target._send_update(message) == 0
+
+
+def test_a_dns_record_with_two_values_is_refused_before_any_change(
+    drill_lab: LabInfo, history: HistoryStore
+) -> None:
+    """It could be switched to DR and never back: refused at preflight, nothing changed."""
+    plan = lab_plan(drill_lab)
+    record = plan.dns.record
+    address = f"{record.name}/{record.type}"
+    before = snapshot(plan)
+    (single,) = before[address]["values"]
+    _add_value(drill_lab, plan, "127.0.0.9")
+    try:
+        two = snapshot(plan)
+        assert sorted(two[address]["values"]) == sorted([single, "127.0.0.9"])
+        result = drill(plan, history)
+        assert result.status == "aborted", result.error
+        assert "holds 2 values" in (result.error or "")
+        assert history.journal(result.run_id) == []
+        assert snapshot(plan) == two  # DNS untouched, and everything else
+    finally:
+        from drills.targets.sites import Targets
+
+        with Targets(plan) as targets:
+            targets.dns.update(record.name, str(record.type), single, before[address]["ttl"])
+    assert snapshot(plan) == before
+
+
 @pytest.mark.parametrize("answer", ["refused", "timed out"])
 def test_approval_refused_or_timed_out_changes_nothing(
     drill_lab: LabInfo, history: HistoryStore, answer: str

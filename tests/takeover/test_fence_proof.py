@@ -77,6 +77,44 @@ def test_a_drill_refuses_a_dr_endpoint_that_never_answers(fence_lab: LabInfo, db
     assert snapshot(lab_plan(fence_lab)) == before
 
 
+@pytest.fixture()
+def always_200() -> Iterator[str]:
+    """A URL that always answers 200 "dr": a DR site already serving."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Serving(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"dr")
+
+        def log_message(self, *_: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Serving)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/healthz"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_drill_refuses_a_dr_endpoint_already_serving(
+    fence_lab: LabInfo, always_200: str, db: str
+) -> None:
+    """Failback could never see DR stop serving: the drill would end in an outage."""
+    before = snapshot(lab_plan(fence_lab))
+    ran = drills_cli("run", plan_file(fence_lab, "dr", always_200), "--yes", db=db)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert f"the DR endpoint {always_200} already serves" in ran.stdout
+    assert "**Status:** aborted" in ran.stdout and "No change was made" in ran.stdout
+    assert snapshot(lab_plan(fence_lab)) == before
+    (run,) = HistoryStore(db).list_runs()
+    assert HistoryStore(db).journal(run.id) == []
+
+
 def test_an_incident_with_a_silent_primary_needs_force_unfenced(
     fence_lab: LabInfo, silent: str, db: str
 ) -> None:
@@ -102,6 +140,31 @@ def test_an_incident_with_a_silent_primary_needs_force_unfenced(
         assert not serving(fence_lab.endpoints["primary"])  # the fence was still made
     finally:
         back_to_normal(real, history, run.id)
+    assert snapshot(real) == before
+
+
+def test_a_forced_unfenced_incident_that_stops_part_way_keeps_its_warning(
+    fence_lab: LabInfo, db: str
+) -> None:
+    """Smoke fails after the takeover: the run stops, and still says it was not fenced."""
+    real = lab_plan(fence_lab)
+    before = snapshot(real)
+    data = yaml.safe_load(Path(plan_file(fence_lab, "primary", CLOSED)).read_text())
+    data["smoke"][0]["expect_body"] = "a body the DR site never sends"
+    data["smoke"][0]["timeout"] = "1s"
+    plan = Path(fence_lab.state_dir) / f"fence-smoke-{time.monotonic_ns()}.yaml"
+    plan.write_text(yaml.safe_dump(data, sort_keys=False))
+    history = HistoryStore(db)
+    try:
+        ran = drills_cli(
+            "run", str(plan), "--mode", "incident", "--yes", "--force-unfenced", db=db
+        )  # fmt: skip
+        assert ran.returncode == 1, ran.stdout + ran.stderr
+        (run,) = history.list_runs()
+        assert run.status == "failed" and run.finished_at is None, run.error
+        assert run.details.unfenced is True
+    finally:
+        back_to_normal(real, history, history.list_runs()[0].id)
     assert snapshot(real) == before
 
 

@@ -126,6 +126,19 @@ def test_a_drill_still_stops_on_a_blocking_check_before_any_change(
     assert snapshot(plan) == before
 
 
+def test_a_drill_without_sites_distinct_in_its_registry_runs_drills_own(
+    preflight_lab: LabInfo, history: HistoryStore
+) -> None:
+    """A custom registry that lacks sites.distinct does not skip the guard of a drill."""
+    plan = lab_plan(preflight_lab)
+    request = DrillRequest(plan, operator="tests", dry_run=True)
+    result = Drill(request, history, DrillHooks(checks=CheckRegistry())).run()
+    assert result.status == "dry-run", result.error
+    preflight = next(p for p in result.timeline.phases if p.name == "preflight")
+    guard = next(s for s in preflight.steps if s.name == "primary and DR are distinct")
+    assert guard.result.startswith("pass"), guard.result
+
+
 def test_each_step_is_in_the_store_as_it_ends(stalled_lab: LabInfo, history: HistoryStore) -> None:
     """A drill stalled in bring-up: its finished steps are readable while the phase runs."""
     plan = lab_plan(stalled_lab)

@@ -129,3 +129,9 @@ def test_a_plan_with_an_unfinished_run_refuses_a_new_one_and_says_how_to_recover
     )
     assert refused.exit_code == 3
     assert "drills recover crashed1" in " ".join(refused.output.split())
+
+
+def test_a_short_lease_is_renewed_well_before_it_expires(history: HistoryStore) -> None:
+    assert PlanLease(history, "lab", "run-a", lease_s=3).renew_s == 1.0
+    assert PlanLease(history, "lab", "run-a").renew_s == lease.RENEW_S
+    assert PlanLease(history, "lab", "run-a", lease_s=3, renew_s=0.1).renew_s == 0.1

@@ -148,3 +148,55 @@ def test_a_crashed_incident_is_reported_then_held_or_completed(
     finally:
         back_to_normal(plan, history, run_id)
     assert snapshot(plan) == original
+
+
+def _stored_run(history: HistoryStore, run_id: str, **fields: object) -> None:
+    import datetime as dt
+
+    from drills.store.models import DrillRun
+
+    values: dict[str, object] = {
+        "id": run_id, "plan": "lab", "plan_digest": "sha256:0", "mode": Mode.DRILL,
+        "operator": "tests", "status": RunStatus.RUNNING, "started_at": dt.datetime.now(dt.UTC),
+    }  # fmt: skip
+    values.update(fields)
+    history.create_run(DrillRun(**values))
+
+
+def test_recover_refuses_a_finished_run_and_a_dry_run(history: HistoryStore) -> None:
+    """Their history is the record of what happened: a recover by id must not rewrite it."""
+    import datetime as dt
+
+    _stored_run(
+        history, "finished-run", status=RunStatus.ROLLED_BACK, finished_at=dt.datetime.now(dt.UTC)
+    )
+    _stored_run(history, "dry-run-run", dry_run=True, status=RunStatus.DRY_RUN)
+    with pytest.raises(RecoverError, match="finished-run finished \\(rolled-back\\)"):
+        pick_run(history, "finished-run", None)
+    with pytest.raises(RecoverError, match="dry-run-run is a dry run"):
+        pick_run(history, "dry-run-run", None)
+    out = CliRunner().invoke(app, ["recover", "finished-run", "--db", history.url])
+    assert out.exit_code == 1 and "nothing to recover" in out.output, out.output
+    stored = history.get_run("finished-run")
+    assert stored is not None and stored.status == RunStatus.ROLLED_BACK
+    assert stored.details.recover == []
+
+
+def test_recover_of_a_drill_with_changes_but_no_snapshot_is_not_recovered(
+    recover_lab: LabInfo, history: HistoryStore
+) -> None:
+    """Whether the run changed anything is read from its journal as the crash left it, not
+    after the rollback (when nothing needs undoing any more)."""
+    plan = lab_plan(recover_lab)
+    original = snapshot(plan)
+    run_id = crash_at(recover_lab, history, "phase:smoke:start")
+    run = history.get_run(run_id)
+    assert run is not None
+    history.update_run(run_id, details=run.details.model_copy(update={"snapshot_before": None}))
+    report = recover(history, plan, history.get_run(run_id))  # type: ignore[arg-type]
+    assert report.status == RecoverStatus.RECOVER_FAILED
+    assert "has changes but no snapshot" in (report.error or "")
+    assert snapshot(plan) == original  # rolled back all the same
+    stored = history.get_run(run_id)
+    assert stored is not None and stored.finished_at is None
+    assert stored.status == RunStatus.RECOVER_FAILED

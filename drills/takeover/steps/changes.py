@@ -12,10 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from drills.errors import DrillError
+from drills.errors import DrillError, StepFailed
 from drills.targets.sites import Role, Targets
 
 State = dict[str, Any]
+
+
+def _any_state(address: str, state: State) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,9 @@ class ChangeKind:
     name: str
     read: Callable[[Targets, str], State]
     write: Callable[[Targets, str, State], None]
+    # Raises StepFailed when ``write`` could not put this state back: checked on the
+    # original before a change that must be undone is journalled or written.
+    restorable: Callable[[str, State], None] = _any_state
 
 
 def _split(address: str, parts: int) -> list[str]:
@@ -89,12 +96,20 @@ def _read_record(targets: Targets, address: str) -> State:
     return {"values": list(first.values), "ttl": first.ttl}
 
 
-def _write_record(targets: Targets, address: str, state: State) -> None:
-    name, rtype = _split(address, 2)
+def _restorable_record(address: str, state: State) -> None:
     values = state["values"]
     if len(values) != 1:
-        raise DrillError(f"{address}: can only switch a single-value record, got {values}")
-    targets.dns.update(name, rtype, values[0], int(state["ttl"]))
+        raise StepFailed(
+            f"dns.record {address}",
+            f"holds {len(values)} values {values}: only a single-value record can be "
+            "switched and switched back",
+        )
+
+
+def _write_record(targets: Targets, address: str, state: State) -> None:
+    name, rtype = _split(address, 2)
+    _restorable_record(address, state)
+    targets.dns.update(name, rtype, state["values"][0], int(state["ttl"]))
 
 
 KINDS: dict[str, ChangeKind] = {
@@ -102,6 +117,6 @@ KINDS: dict[str, ChangeKind] = {
     for kind in (
         ChangeKind("workload.scale", _read_replicas, _write_replicas),
         ChangeKind("ingress.class", _read_ingress, _write_ingress),
-        ChangeKind("dns.record", _read_record, _write_record),
+        ChangeKind("dns.record", _read_record, _write_record, _restorable_record),
     )
 }

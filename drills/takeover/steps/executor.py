@@ -43,10 +43,13 @@ class ChangeExecutor:
         *,
         dry_run: bool = False,
         crash_point: Callable[[str], None] | None = None,
+        undo_expected: bool = True,
     ) -> None:
         self.targets = targets
         self.journal = journal
         self.dry_run = dry_run
+        # A drill's changes are all undone: each original must be one that can be written back.
+        self.undo_expected = undo_expected
         self.planned: list[PlannedChange] = []
         # Named moments inside a change; the crash tests stop the process at each one.
         self._crash_point = crash_point or _no_crash_point
@@ -60,6 +63,8 @@ class ChangeExecutor:
             return current
         if {k: current.get(k) for k in intended} == intended:
             return current  # already so: nothing to change, nothing to undo
+        if self.undo_expected:
+            kind.restorable(target, current)  # refused before anything is journalled or written
         seq = self.journal.record(kind_name, target, current, intended)
         self._crash_point(f"{kind_name} {target} journalled")
         try:

@@ -21,9 +21,15 @@ from drills.checks.identity import distinct_result
 from drills.checks.runner import ReadinessReport
 from drills.errors import RunRefused, StepFailed, TargetError
 from drills.plan import ControllerFence, DrillPlan, Workload
-from drills.takeover.steps.changes import ingress_address, record_address, workload_address
+from drills.takeover.steps.changes import (
+    KINDS,
+    ingress_address,
+    record_address,
+    workload_address,
+)
 from drills.takeover.steps.executor import ChangeExecutor
 from drills.takeover.timeline import Timeline
+from drills.targets.dns import dns_for
 from drills.targets.http import new_client
 from drills.targets.probe import ProbeResult, serving, smoke_until
 from drills.targets.sites import Targets
@@ -148,7 +154,8 @@ def preflight_guard(ctx: PhaseContext, readiness: ReadinessReport | None) -> Non
 
     Raises RunRefused for two sites that are one (in every mode: a takeover onto itself
     is never right), and for a fence that could not be verified from outside: in a
-    drill, a primary not seen serving or a DR endpoint not seen answering; in an
+    drill, a primary not seen serving or a DR endpoint not seen answering (or seen already
+    serving), and a DNS record that could not be switched back; in an
     incident, a primary that does not answer at all, unless --force-unfenced.
     """
     with ctx.timeline.step("primary and DR are distinct") as step:
@@ -168,6 +175,29 @@ def preflight_guard(ctx: PhaseContext, readiness: ReadinessReport | None) -> Non
             step.result = "refused"
             raise RunRefused("preflight: " + " ".join(problems))
         step.result = _sighting_summary(ctx, seen["primary"][1])
+    if not ctx.incident:
+        _dns_can_switch_back(ctx)
+
+
+def _dns_can_switch_back(ctx: PhaseContext) -> None:
+    """A drill switches the record back at failback: one it could not write back (more
+    than one value) is refused here, before the first change, not found out at failback."""
+    record = ctx.plan.dns.record
+    address = record_address(record.name, str(record.type))
+    with ctx.timeline.step("DNS record can be switched back") as step:
+        # A DNS target of its own: the run's is made (its credentials read) at the switch.
+        target = dns_for(ctx.plan)
+        try:
+            values = list(target.read(record.name, str(record.type))[0].values)
+        finally:
+            target.close()
+        step.evidence = {"record": address, "values": values}
+        try:
+            KINDS["dns.record"].restorable(address, {"values": values})
+        except StepFailed as exc:
+            step.result = "refused"
+            raise RunRefused(f"preflight: {exc.step} {exc.cause}") from exc
+        step.result = f"{len(values)} value(s): {', '.join(values)}"
 
 
 def _look_at_sites(ctx: PhaseContext) -> dict[str, tuple[str, ProbeResult]]:
@@ -203,6 +233,12 @@ def _sighting_problems(ctx: PhaseContext, seen: dict[str, tuple[str, ProbeResult
             f"the DR endpoint {d_url} does not answer ({d.detail}): nothing could verify from "
             "outside that DR stops serving at failback. Fix sites.dr.endpoint, or the path "
             "from here to it."
+        )
+    elif d.ok:
+        problems.append(
+            f"the DR endpoint {d_url} already serves ({d.describe()}): failback could never "
+            "see DR stop serving, and both sites would serve during the drill. Stand DR by "
+            "first, or fix sites.dr.endpoint."
         )
     return problems
 
