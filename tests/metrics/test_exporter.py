@@ -107,8 +107,9 @@ def test_each_figure_from_the_store_and_the_plan(history: HistoryStore) -> None:
     assert value(samples, "drills_runs_in_progress", mode="drill") == 0
     assert value(samples, "drills_plan_serving_site", site="in-transition") == 1
     with history.session() as s:
+        # Live from the clock as it is now: NOW was taken at import, minutes ago in a full run.
         s.add(Lease(plan="gpu-platform", holder="me", run_id="dead",
-                    expires_at=NOW + dt.timedelta(minutes=1)))  # fmt: skip
+                    expires_at=dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1)))  # fmt: skip
     samples = scrape(history, [str(EXAMPLE_PLAN)])
     assert value(samples, "drills_runs_in_progress", mode="drill") == 1
     assert value(samples, "drills_runs_stuck", mode="drill") == 0
