@@ -40,7 +40,7 @@ from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
 from drills.takeover.steps.phases import PhaseContext, preflight_guard, smoke
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
-from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline
+from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline, utc_now
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.drill")
@@ -112,10 +112,6 @@ _NO_DRIFT: dict[str, Any] = {}
 _STOPPED_VERDICTS = {RunStatus.ABORTED: Verdict.ABORTED, RunStatus.CANCELLED: Verdict.CANCELLED}
 
 
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
 class Drill:
     def __init__(
         self, request: DrillRequest, history: HistoryStore, hooks: DrillHooks | None = None
@@ -163,7 +159,7 @@ class Drill:
                 operator=req.operator,
                 reason=req.reason,
                 status=RunStatus.RUNNING,
-                started_at=_now(),
+                started_at=utc_now(),
                 flow_run_id=req.flow_run_id,
                 details=self.details,
             )
@@ -349,7 +345,7 @@ class Drill:
 
     def _declare(self) -> None:
         with self.timeline.phase("declare"), self.timeline.step("record T0") as step:
-            self.t0 = self.request.declared_at or _now()
+            self.t0 = self.request.declared_at or utc_now()
             step.evidence = {"t0": self.t0.isoformat(), "declared": bool(self.request.declared_at)}
             self.history.update_run(self.run_id, t0=self.t0)
 
@@ -454,7 +450,7 @@ class Drill:
             self.run_id,
             status=result.status,
             verdict=result.verdict,
-            finished_at=None if self._left_part_way(result) else _now(),
+            finished_at=None if self._left_part_way(result) else utc_now(),
             rto_seconds=m.rto_seconds if m else None,
             client_rto_seconds=m.client_rto_seconds if m else None,
             rpo_seconds=m.rpo_seconds if m else {},

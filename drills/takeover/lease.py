@@ -26,6 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from drills.errors import DrillError
 from drills.store.history import HistoryStore
 from drills.store.models import Lease
+from drills.takeover.timeline import utc_now
 
 log = logging.getLogger("drills.takeover.lease")
 
@@ -54,10 +55,6 @@ class UnfinishedRunError(DrillError):
             f"plan {plan} has an unfinished run {run_id} (status {status}); it may have left "
             f"changes behind. Run `drills recover {run_id}` first."
         )
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 def new_holder() -> str:
@@ -95,7 +92,7 @@ def acquire(
     store: HistoryStore, plan: str, run_id: str, holder: str, lease_s: float = LEASE_S
 ) -> None:
     """Take the plan's lease for ``run_id``, or raise LeaseHeldError naming who has it."""
-    now = _now()
+    now = utc_now()
     expires = now + dt.timedelta(seconds=lease_s)
     try:
         with store.session() as s:
@@ -135,7 +132,7 @@ def renew(store: HistoryStore, plan: str, holder: str, lease_s: float = LEASE_S)
             s.execute(
                 update(Lease)
                 .where(Lease.plan == plan, Lease.holder == holder)
-                .values(expires_at=_now() + dt.timedelta(seconds=lease_s))
+                .values(expires_at=utc_now() + dt.timedelta(seconds=lease_s))
             )
         )
     return count == 1

@@ -19,7 +19,6 @@ every step reads the current state first and writes only what differs.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -40,7 +39,7 @@ from drills.takeover.steps.executor import ChangeExecutor
 from drills.takeover.steps.phases import PhaseContext
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import resume
-from drills.takeover.timeline import Timeline
+from drills.takeover.timeline import Timeline, utc_now
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.recover")
@@ -87,10 +86,6 @@ class RecoverReport:
             "drift": self.drift,
             "error": self.error,
         }
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 def pick_run(history: HistoryStore, run_id: str | None, plan: str | None) -> DrillRun:
@@ -244,7 +239,7 @@ def _record(history: HistoryStore, run: DrillRun, report: RecoverReport) -> None
         return
     status = RunStatus(report.status)
     attempt = RecoverAttempt(
-        at=_now(), action=report.action, status=status, undone=report.undone,
+        at=utc_now(), action=report.action, status=status, undone=report.undone,
         drift=report.drift, error=report.error,
     )  # fmt: skip
     details = run.details.model_copy(update={"recover": [*run.details.recover, attempt]})
@@ -255,10 +250,10 @@ def _record(history: HistoryStore, run: DrillRun, report: RecoverReport) -> None
     }
     if status == RunStatus.RECOVERED:
         # A failed recover leaves the run unfinished: nothing new may start on top of it.
-        fields["finished_at"] = _now()
+        fields["finished_at"] = utc_now()
         fields["verdict"] = run.verdict or Verdict.FAILED
         if report.action == "complete" and run.restored_at is None:
-            fields["restored_at"] = _now()
+            fields["restored_at"] = utc_now()
     else:
         fields["error"] = report.error or f"state differs from before: {sorted(report.drift)}"
     history.update_run(run.id, **fields)

@@ -12,7 +12,8 @@ from typing import Any, Literal
 StepStatus = Literal["running", "ok", "failed", "skipped", "planned"]
 
 
-def _now() -> dt.datetime:
+def utc_now() -> dt.datetime:
+    """The one clock of a run's records: aware, in UTC."""
     return dt.datetime.now(dt.UTC)
 
 
@@ -27,7 +28,7 @@ class _Span:
 
     @property
     def seconds(self) -> float:
-        end = self.ended_at or _now()
+        end = self.ended_at or utc_now()
         return (end - self.started_at).total_seconds()
 
     def _span_json(self) -> dict[str, Any]:
@@ -78,7 +79,7 @@ class Timeline:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[PhaseRecord]:
-        record = PhaseRecord(name, _now())
+        record = PhaseRecord(name, utc_now())
         self.phases.append(record)
         self._emit("phase-start", record)
         try:
@@ -90,7 +91,7 @@ class Timeline:
             if record.status == "running":
                 record.status = "ok"
         finally:
-            record.ended_at = _now()
+            record.ended_at = utc_now()
             self._emit("phase-end", record)
 
     @contextmanager
@@ -98,7 +99,7 @@ class Timeline:
         """A step of the current phase, or of ``phase``: work that goes on beside the
         phases that follow (the readiness of an incident) stays in the phase it began in."""
         phase = phase or self.current
-        record = StepRecord(name, _now())
+        record = StepRecord(name, utc_now())
         phase.steps.append(record)
         self._emit("step-start", phase, record)
         started = time.perf_counter()

@@ -9,6 +9,7 @@ fenced. The same holds when `drills recover` finishes the fence of such an incid
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import yaml
 
 from drills.lab.runtime import LabInfo
 from drills.store.history import HistoryStore
+from drills.takeover.snapshot import Snapshot
 from tests.support.drill import back_to_normal, drills_cli, lab_plan, serving, snapshot
 from tests.support.services import own_lab
 
@@ -48,6 +50,18 @@ def plan_file(info: LabInfo, site: str, endpoint: str) -> str:
     return str(path)
 
 
+def assert_refused_before_any_change(
+    ran: subprocess.CompletedProcess[str], said: str, lab: LabInfo, before: Snapshot, db: str
+) -> None:
+    """Exit 1 saying why, an aborted run with an empty journal, and the lab as it was."""
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert said in ran.stdout
+    assert "**Status:** aborted" in ran.stdout and "No change was made" in ran.stdout
+    assert snapshot(lab_plan(lab)) == before
+    (run,) = HistoryStore(db).list_runs()
+    assert HistoryStore(db).journal(run.id) == []
+
+
 @pytest.fixture()
 def db(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'history.db'}"
@@ -58,12 +72,8 @@ def test_a_drill_refuses_a_primary_it_never_saw_serve(
 ) -> None:
     before = snapshot(lab_plan(fence_lab))
     ran = drills_cli("run", plan_file(fence_lab, "primary", silent), "--yes", db=db)
-    assert ran.returncode == 1, ran.stdout + ran.stderr
-    assert f"the primary endpoint {silent} does not serve (no answer" in ran.stdout
-    assert "**Status:** aborted" in ran.stdout and "No change was made" in ran.stdout
-    assert snapshot(lab_plan(fence_lab)) == before
-    (run,) = HistoryStore(db).list_runs()
-    assert HistoryStore(db).journal(run.id) == []
+    said = f"the primary endpoint {silent} does not serve (no answer"
+    assert_refused_before_any_change(ran, said, fence_lab, before, db)
 
 
 def test_a_drill_refuses_a_dr_endpoint_that_never_answers(fence_lab: LabInfo, db: str) -> None:
@@ -107,12 +117,8 @@ def test_a_drill_refuses_a_dr_endpoint_already_serving(
     """Failback could never see DR stop serving: the drill would end in an outage."""
     before = snapshot(lab_plan(fence_lab))
     ran = drills_cli("run", plan_file(fence_lab, "dr", always_200), "--yes", db=db)
-    assert ran.returncode == 1, ran.stdout + ran.stderr
-    assert f"the DR endpoint {always_200} already serves" in ran.stdout
-    assert "**Status:** aborted" in ran.stdout and "No change was made" in ran.stdout
-    assert snapshot(lab_plan(fence_lab)) == before
-    (run,) = HistoryStore(db).list_runs()
-    assert HistoryStore(db).journal(run.id) == []
+    said = f"the DR endpoint {always_200} already serves"
+    assert_refused_before_any_change(ran, said, fence_lab, before, db)
 
 
 def test_an_incident_with_a_silent_primary_needs_force_unfenced(

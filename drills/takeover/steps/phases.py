@@ -28,7 +28,7 @@ from drills.takeover.steps.changes import (
     workload_address,
 )
 from drills.takeover.steps.executor import ChangeExecutor
-from drills.takeover.timeline import Timeline
+from drills.takeover.timeline import Timeline, utc_now
 from drills.targets.dns import dns_for
 from drills.targets.http import new_client
 from drills.targets.probe import ProbeResult, serving, smoke_until
@@ -60,10 +60,6 @@ class PhaseContext:
     @property
     def dry_run(self) -> bool:
         return self.executor.dry_run
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 def wait_until(what: str, test: Callable[[], tuple[bool, str]], deadline_s: float) -> str:
@@ -403,7 +399,7 @@ def switch_dns(ctx: PhaseContext) -> None:
             previous_serial=max(serials) if serials else None,
             deadline_s=ctx.dns_deadline_s,
         )
-        ctx.facts["dns_switched_at"] = _now()
+        ctx.facts["dns_switched_at"] = utc_now()
         step.evidence = {"servers": [a.server for a in confirmed], "ttl": ttl}
 
 
@@ -416,10 +412,10 @@ def smoke(ctx: PhaseContext) -> dt.datetime:
             step.result = wait_endpoint(
                 str(ctx.plan.sites.dr.endpoint), serving_wanted=True, deadline_s=ctx.tier_deadline_s
             )
-        return _now()
+        return utc_now()
     with waiting_pool(len(probes)) as (pool, stop):
         results = list(pool.map(lambda p: smoke_until(p, ctx.targets.dns, stop=stop), probes))
-    restored = _now()
+    restored = utc_now()
     for probe, result in zip(probes, results, strict=True):
         with ctx.timeline.step(f"smoke {probe.name}") as step:
             step.evidence = {"url": str(probe.url), "address": result.address,
