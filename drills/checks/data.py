@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
-from weakref import WeakKeyDictionary
 
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.plan import Dataset, DatasetKind
@@ -38,9 +36,6 @@ DATASETS_AT_ONCE = 3
 # last good version expires, and silent corruption can take weeks to surface.
 NONCURRENT_FLOOR_DAYS = 30
 
-_shared_lock = threading.Lock()
-_shared: WeakKeyDictionary[Targets, dict[str, Future[DatasetDiff]]] = WeakKeyDictionary()
-
 
 def _locations(targets: Targets, ds: Dataset) -> tuple[Location, Location]:
     return (
@@ -50,23 +45,22 @@ def _locations(targets: Targets, ds: Dataset) -> tuple[Location, Location]:
 
 
 def dataset_diff(targets: Targets, ds: Dataset) -> DatasetDiff:
-    """The comparison of both copies of ``ds``, made once per run and shared by checks."""
-    with _shared_lock:
-        per_run = _shared.setdefault(targets, {})
-        future = per_run.get(ds.name)
-        owner = future is None
-        if future is None:
-            future = per_run[ds.name] = Future()
-    if owner:
+    """The comparison of both copies of ``ds``, made once per run and shared by checks
+    (and by plans whose readiness runs together over the same buckets)."""
+    key = (
+        "dataset_diff",
+        (targets.primary.identity("objects"), ds.primary_bucket, ds.prefix),
+        (targets.dr.identity("objects"), ds.dr_bucket, ds.prefix),
+        ds.rpo_target,
+    )
+
+    def compare() -> DatasetDiff:
         pending_after = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=ds.rpo_target)
-        try:
-            diff = compare_objects(
-                *_locations(targets, ds), examples=EXAMPLES, pending_after=pending_after
-            )
-            future.set_result(diff)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below, in every waiting check
-            future.set_exception(exc)
-    return future.result()
+        return compare_objects(
+            *_locations(targets, ds), examples=EXAMPLES, pending_after=pending_after
+        )
+
+    return targets.once(key, compare)
 
 
 def _each(datasets: Iterable[Dataset], work: Callable[[Dataset], T]) -> list[tuple[Dataset, T]]:

@@ -177,6 +177,20 @@ class Lease(Base):
     expires_at: Mapped[dt.datetime]
 
 
+class TargetLease(Base):
+    """A target one run's takeover touches (a workload, a DNS record, a bucket), held
+    beside its plan's lease so that two plans sharing it cannot run at once."""
+
+    __tablename__ = "target_leases"
+
+    target: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256 of the claim
+    claim: Mapped[str] = mapped_column(Text)  # the target in words
+    plan: Mapped[str] = mapped_column(String(128))
+    holder: Mapped[str] = mapped_column(String(256))
+    run_id: Mapped[str] = mapped_column(String(64))
+    expires_at: Mapped[dt.datetime]
+
+
 class AuditEvent(Base):
     __tablename__ = "audit_log"
 

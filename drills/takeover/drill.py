@@ -27,6 +27,7 @@ from drills.checks.runner import ReadinessReport, run_checks
 from drills.errors import DrillError, RunRefused
 from drills.notify.runs import announce_finish, announce_start
 from drills.plan import DrillPlan, plan_digest
+from drills.plan.claims import plan_claims
 from drills.store.details import Approval, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
@@ -141,7 +142,9 @@ class Drill:
         if self.request.dry_run:  # changes nothing: needs no lease, blocks nobody
             yield
             return
-        with PlanLease(self.history, self.plan.name, self.run_id, lease_s=self.request.lease_s):
+        claims = plan_claims(self.plan)  # targets shared with other plans are leased too
+        lease_s = self.request.lease_s
+        with PlanLease(self.history, self.plan.name, self.run_id, lease_s=lease_s, claims=claims):
             unfinished = [r for r in self.history.unfinished_runs(self.plan.name) if not r.dry_run]
             if unfinished:
                 raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)

@@ -11,11 +11,13 @@ after a crash on the same host.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
 import os
 import socket
 import threading
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -24,8 +26,9 @@ from sqlalchemy import CursorResult, delete, insert, update
 from sqlalchemy.exc import IntegrityError
 
 from drills.errors import DrillError
+from drills.plan.claims import Claim
 from drills.store.history import HistoryStore
-from drills.store.models import Lease
+from drills.store.models import Lease, TargetLease
 from drills.takeover.timeline import utc_now
 
 log = logging.getLogger("drills.takeover.lease")
@@ -43,6 +46,24 @@ class LeaseHeldError(DrillError):
             f"plan {plan} is busy: run {run_id} holds its lease ({holder}) until "
             f"{expires_at:%Y-%m-%d %H:%M:%S} UTC. Wait for it to finish, or cancel it; "
             f"if it died, run `drills recover {run_id}`."
+        )
+
+
+class TargetBusyError(LeaseHeldError):
+    """Another plan's live run holds a target this run's takeover would touch too."""
+
+    def __init__(self, plan: str, held: TargetLease) -> None:
+        self.plan, self.holder, self.run_id, self.expires_at = (
+            plan, held.holder, held.run_id, held.expires_at,
+        )  # fmt: skip
+        self.other_plan, self.claim = held.plan, held.claim
+        DrillError.__init__(
+            self,
+            f"plan {plan} cannot run now: plan {held.plan} (run {held.run_id}) holds "
+            f"{held.claim}, which both takeovers touch, until "
+            f"{held.expires_at:%Y-%m-%d %H:%M:%S} UTC. Plans that share a target run one at "
+            f"a time: wait for run {held.run_id} to finish, or cancel it; if it died, run "
+            f"`drills recover {held.run_id}`.",
         )
 
 
@@ -88,52 +109,98 @@ def current(store: HistoryStore, plan: str) -> Lease | None:
         return s.get(Lease, plan)
 
 
+def _take(store: HistoryStore, row: Lease | TargetLease, now: dt.datetime) -> Any:
+    """Insert ``row``, or take over a stale one of its key. None when taken; else the row
+    of whoever holds it."""
+    model = type(row)
+    key_column = model.__table__.primary_key.columns[0]
+    key = getattr(row, key_column.name)
+    values = {c.name: getattr(row, c.name) for c in model.__table__.columns}
+    try:
+        with store.session() as s:
+            s.execute(insert(model).values(values))
+        return None
+    except IntegrityError:
+        pass
+    with store.session() as s:
+        existing = s.get(model, key)
+    if existing is None:  # released between our insert and our look: try once more
+        return _take(store, row, now)
+    if existing.expires_at <= now or holder_is_dead(existing.holder):
+        # Compare-and-swap on the holder we saw: two takers cannot both win.
+        with store.session() as s:
+            taken = _rows(
+                s.execute(
+                    update(model)
+                    .where(key_column == key, model.holder == existing.holder)
+                    .values(values)
+                )
+            )
+        if taken == 1:
+            log.warning("took over the lease of %s from %s (run %s)", key, existing.holder,
+                        existing.run_id)  # fmt: skip
+            return None
+        with store.session() as s:
+            existing = s.get(model, key) or existing
+    return existing
+
+
 def acquire(
     store: HistoryStore, plan: str, run_id: str, holder: str, lease_s: float = LEASE_S
 ) -> None:
     """Take the plan's lease for ``run_id``, or raise LeaseHeldError naming who has it."""
     now = utc_now()
     expires = now + dt.timedelta(seconds=lease_s)
-    try:
-        with store.session() as s:
-            s.execute(
-                insert(Lease).values(plan=plan, holder=holder, run_id=run_id, expires_at=expires)
-            )
-        return
-    except IntegrityError:
-        pass
-    existing = current(store, plan)
-    if existing is None:  # released between our insert and our look: try once more
-        return acquire(store, plan, run_id, holder, lease_s)
-    stale = existing.expires_at <= now or holder_is_dead(existing.holder)
-    if stale:
-        # Compare-and-swap on the holder we saw: two takers cannot both win.
-        with store.session() as s:
-            taken = _rows(
-                s.execute(
-                    update(Lease)
-                    .where(Lease.plan == plan, Lease.holder == existing.holder)
-                    .values(holder=holder, run_id=run_id, expires_at=expires)
-                )
-            )
-        if taken == 1:
-            log.warning(
-                "took over the lease of %s from %s (run %s)", plan, existing.holder, existing.run_id
-            )
-            return
-        existing = current(store, plan) or existing
-    raise LeaseHeldError(plan, existing.holder, existing.run_id, existing.expires_at)
+    row = Lease(plan=plan, holder=holder, run_id=run_id, expires_at=expires)
+    existing = _take(store, row, now)
+    if existing is not None:
+        raise LeaseHeldError(plan, existing.holder, existing.run_id, existing.expires_at)
+
+
+def target_key(claim: Claim) -> str:
+    return hashlib.sha256(str(claim).encode()).hexdigest()
+
+
+def acquire_targets(
+    store: HistoryStore,
+    plan: str,
+    run_id: str,
+    holder: str,
+    claims: Sequence[Claim],
+    lease_s: float = LEASE_S,
+) -> None:
+    """Take every target the run touches, in one order for all runs; or none of them, and
+    raise TargetBusyError naming the plan and run in the way."""
+    now = utc_now()
+    expires = now + dt.timedelta(seconds=lease_s)
+    for claim in sorted(set(claims)):
+        row = TargetLease(target=target_key(claim), claim=str(claim), plan=plan, holder=holder,
+                          run_id=run_id, expires_at=expires)  # fmt: skip
+        existing = _take(store, row, now)
+        if existing is not None:
+            release_targets(store, holder)
+            raise TargetBusyError(plan, existing)
+
+
+def release_targets(store: HistoryStore, holder: str) -> None:
+    with store.session() as s:
+        s.execute(delete(TargetLease).where(TargetLease.holder == holder))
 
 
 def renew(store: HistoryStore, plan: str, holder: str, lease_s: float = LEASE_S) -> bool:
-    """Push the expiry out; False if the lease is no longer ours."""
+    """Push the expiry out, of the plan's lease and of its targets'; False if the plan's
+    lease is no longer ours."""
+    expires = utc_now() + dt.timedelta(seconds=lease_s)
     with store.session() as s:
         count = _rows(
             s.execute(
                 update(Lease)
                 .where(Lease.plan == plan, Lease.holder == holder)
-                .values(expires_at=utc_now() + dt.timedelta(seconds=lease_s))
+                .values(expires_at=expires)
             )
+        )
+        s.execute(
+            update(TargetLease).where(TargetLease.holder == holder).values(expires_at=expires)
         )
     return count == 1
 
@@ -152,6 +219,7 @@ class PlanLease:
     run_id: str
     lease_s: float = LEASE_S
     renew_s: float | None = None  # RENEW_S, or a third of a shorter lease
+    claims: Sequence[Claim] = ()  # the targets the run touches, leased with the plan
 
     def __post_init__(self) -> None:
         if self.renew_s is None:
@@ -175,6 +243,13 @@ class PlanLease:
 
     def __enter__(self) -> PlanLease:
         acquire(self.store, self.plan, self.run_id, self.holder, self.lease_s)
+        try:
+            acquire_targets(
+                self.store, self.plan, self.run_id, self.holder, self.claims, self.lease_s
+            )
+        except BaseException:
+            release(self.store, self.plan, self.holder)
+            raise
         self._thread.start()
         return self
 
@@ -186,6 +261,7 @@ class PlanLease:
     ) -> None:
         self._stop.set()
         self._thread.join(5)
+        release_targets(self.store, self.holder)
         release(self.store, self.plan, self.holder)
 
 
@@ -194,10 +270,13 @@ __all__ = [
     "RENEW_S",
     "LeaseHeldError",
     "PlanLease",
+    "TargetBusyError",
     "UnfinishedRunError",
     "acquire",
+    "acquire_targets",
     "current",
     "holder_is_dead",
     "release",
+    "release_targets",
     "renew",
 ]

@@ -11,9 +11,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from drills.plan import DrillPlan, Site
+from drills.targets.shared import (
+    DNS_READS,
+    KUBE_READS,
+    OBJECTS_READS,
+    REGISTRY_READS,
+    SECRETS_READS,
+    SharedTargets,
+    site_sections,
+)
 
 if TYPE_CHECKING:
     from drills.targets.dns import DnsTarget
@@ -53,41 +62,82 @@ class _Lazy:
 
 
 class SiteTargets:
-    def __init__(self, role: Role, plan: DrillPlan) -> None:
+    def __init__(self, role: Role, plan: DrillPlan, shared: SharedTargets | None = None) -> None:
         self.role = role
         self.plan = plan
         self.site: Site = getattr(plan.sites, role)
+        self._shared = shared
         self._cache = _Lazy()
+
+    def identity(self, kind: str) -> str:
+        """Which system this site's ``kind`` adapter reaches: the same string for two plans
+        only when they share it (within one run over many plans)."""
+        shared = self._shared
+        if shared is None:
+            return f"{self.role}:{kind}"
+        sections = site_sections(self.site, kind)
+        return self._cache.get(
+            f"identity:{kind}", lambda: shared.identity(self.plan, self.role, kind, *sections)
+        )
+
+    def _adapter(self, kind: str, build: Callable[[], Any], reads: frozenset[str]) -> Any:
+        """This site's adapter, or the run's shared one when plans share their targets."""
+        shared = self._shared
+        if shared is None:
+            return self._cache.get(kind, build)
+        return self._cache.get(kind, lambda: shared.adapter(self.identity(kind), build, reads))
 
     @property
     def kube(self) -> KubeTarget:
         from drills.targets.kube import KubeTarget
 
-        return self._cache.get("kube", lambda: KubeTarget.for_site(self.role, self.site, self.plan))
+        return cast(
+            "KubeTarget",
+            self._adapter(
+                "kube", lambda: KubeTarget.for_site(self.role, self.site, self.plan), KUBE_READS
+            ),
+        )
 
     @property
     def registry(self) -> Registry:
         from drills.targets.registry import registry_for
 
-        return self._cache.get("registry", lambda: registry_for(self.role, self.site, self.plan))
+        return cast(
+            "Registry",
+            self._adapter(
+                "registry", lambda: registry_for(self.role, self.site, self.plan), REGISTRY_READS
+            ),
+        )
 
     @property
     def objects(self) -> ObjectStore:
         from drills.targets.objects import ObjectStore
 
-        return self._cache.get(
-            "objects", lambda: ObjectStore.for_site(self.role, self.site, self.plan)
+        return cast(
+            "ObjectStore",
+            self._adapter(
+                "objects",
+                lambda: ObjectStore.for_site(self.role, self.site, self.plan),
+                OBJECTS_READS,
+            ),
         )
 
     @property
     def aws_secrets(self) -> AwsSecrets:
         from drills.targets.secrets import AwsSecrets
 
-        return self._cache.get(
-            "aws_secrets", lambda: AwsSecrets.for_site(self.role, self.site, self.plan)
+        return cast(
+            "AwsSecrets",
+            self._adapter(
+                "aws_secrets",
+                lambda: AwsSecrets.for_site(self.role, self.site, self.plan),
+                SECRETS_READS,
+            ),
         )
 
     def close(self) -> None:
+        if self._shared is not None:
+            return  # the run's SharedTargets closes what its plans shared
         for adapter in self._cache.values():
             closer = getattr(adapter, "close", None)
             if closer is not None:
@@ -95,13 +145,25 @@ class SiteTargets:
 
 
 class Targets:
-    """All adapters of one plan: ``targets.primary``, ``targets.dr``, ``targets.dns``."""
+    """All adapters of one plan: ``targets.primary``, ``targets.dr``, ``targets.dns``.
 
-    def __init__(self, plan: DrillPlan) -> None:
+    Given ``shared``, the plan's adapters are the run's shared ones (see
+    drills.targets.shared): for readiness over many plans, never for a drill.
+    """
+
+    def __init__(self, plan: DrillPlan, shared: SharedTargets | None = None) -> None:
         self.plan = plan
-        self.primary = SiteTargets("primary", plan)
-        self.dr = SiteTargets("dr", plan)
+        self._shared = shared
+        self.primary = SiteTargets("primary", plan, shared)
+        self.dr = SiteTargets("dr", plan, shared)
         self._cache = _Lazy()
+        self._own = SharedTargets() if shared is None else None
+
+    def once(self, key: Any, compute: Callable[[], T]) -> T:
+        """``compute`` once per key for this plan's run, or for the whole shared run."""
+        runs = self._shared or self._own
+        assert runs is not None
+        return runs.once(key, compute)
 
     def site(self, role: Role) -> SiteTargets:
         return self.primary if role == "primary" else self.dr
@@ -110,9 +172,21 @@ class Targets:
     def dns(self) -> DnsTarget:
         from drills.targets.dns import dns_for
 
-        return self._cache.get("dns", lambda: dns_for(self.plan))
+        shared = self._shared
+        if shared is None:
+            return self._cache.get("dns", lambda: dns_for(self.plan))
+
+        def build() -> DnsTarget:
+            identity = shared.identity(self.plan, "-", "dns", self.plan.dns)
+            return cast(
+                "DnsTarget", shared.adapter(identity, lambda: dns_for(self.plan), DNS_READS)
+            )
+
+        return self._cache.get("dns", build)
 
     def close(self) -> None:
+        if self._shared is not None:
+            return  # the run's SharedTargets closes what its plans shared
         self.primary.close()
         self.dr.close()
         for adapter in self._cache.values():

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from drills.cli import app
 from drills.lab.runtime import LabInfo
+from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
 from drills.takeover import lease
@@ -135,3 +136,95 @@ def test_a_short_lease_is_renewed_well_before_it_expires(history: HistoryStore) 
     assert PlanLease(history, "lab", "run-a", lease_s=3).renew_s == 1.0
     assert PlanLease(history, "lab", "run-a").renew_s == lease.RENEW_S
     assert PlanLease(history, "lab", "run-a", lease_s=3, renew_s=0.1).renew_s == 0.1
+
+
+def _renamed(lab: LabInfo, name: str) -> Path:
+    """A copy of the lab's plan under another name, beside it (its references resolve)."""
+    import yaml
+
+    source = Path(lab.state_dir) / "plan.yaml"
+    data = yaml.safe_load(source.read_text())
+    data["name"] = name
+    copy = Path(lab.state_dir) / f"{name}.yaml"
+    copy.write_text(yaml.safe_dump(data, sort_keys=False))
+    return copy
+
+
+def test_plans_sharing_targets_claim_the_same_workloads_dns_record_and_buckets(
+    lab: LabInfo,
+) -> None:
+    from drills.plan import load_plan
+    from drills.plan.claims import plan_claims, shared_claims
+
+    a, b = (load_plan(_renamed(lab, n)) for n in ("claims-a", "claims-b"))
+    claims = plan_claims(a)
+    assert claims == plan_claims(b)
+    kinds = {c.kind for c in claims}
+    assert kinds == {"workload", "dns", "bucket"}
+    assert any("llm-server" in c.key and c.key.startswith("https://") for c in claims)
+    shared = shared_claims([a, b])
+    assert shared and all(s.plans == ("claims-a", "claims-b") for s in shared)
+    assert {s.claim.kind for s in shared} == {"workload", "dns"}  # buckets: not by default
+
+
+def test_a_target_held_by_another_plan_refuses_the_second_with_exit_3_naming_it(
+    lab: LabInfo, history: HistoryStore, tmp_path: Path
+) -> None:
+    from drills.plan import load_plan
+    from drills.plan.claims import plan_claims
+
+    first = load_plan(_renamed(lab, "fleet-first"))
+    second = _renamed(lab, "fleet-second")
+    with PlanLease(history, first.name, "run-first", claims=plan_claims(first)):
+        with pytest.raises(lease.TargetBusyError) as busy:
+            lease.acquire_targets(
+                history, "fleet-second", "run-2", "me:2:b", plan_claims(load_plan(second))
+            )
+        assert busy.value.other_plan == "fleet-first" and busy.value.run_id == "run-first"
+        refused = CliRunner().invoke(app, ["run", str(second), "--yes", "--db", history.url])
+        assert refused.exit_code == 3, refused.output
+        words = " ".join(refused.output.split())
+        assert "plan fleet-first (run run-first)" in words and "fleet-second" in words
+        assert history.list_runs(plan="fleet-second") == []
+        assert lease.current(history, "fleet-second") is None  # its own lease given back
+    # Released with the plan's lease: the second may run now (stopped at confirmation).
+    lease.acquire_targets(history, "fleet-second", "run-3", "me:3:c", plan_claims(first))
+    lease.release_targets(history, "me:3:c")
+
+
+def test_two_plans_over_one_site_started_together_give_one_run_and_one_refusal(
+    lab: LabInfo, history: HistoryStore
+) -> None:
+    from drills.plan import load_plan
+
+    plans = [load_plan(_renamed(lab, n)) for n in ("together-a", "together-b")]
+    start = threading.Barrier(2)
+    loser_done = threading.Event()
+    refusals: list[lease.TargetBusyError] = []
+    statuses: list[str] = []
+
+    def confirm(_planned: list[PlannedChange]) -> bool:
+        loser_done.wait(60)
+        return False
+
+    def start_one(plan: DrillPlan) -> None:
+        request = DrillRequest(plan, operator="tests", tier_deadline_s=20)
+        drill = Drill(request, history, DrillHooks(confirm=confirm))
+        start.wait()
+        try:
+            statuses.append(drill.run().status)
+        except lease.TargetBusyError as exc:
+            refusals.append(exc)
+            loser_done.set()
+
+    threads = [threading.Thread(target=start_one, args=(p,)) for p in plans]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert statuses == ["aborted"] and len(refusals) == 1
+    loser = refusals[0]
+    winner = next(p.name for p in plans if p.name != loser.plan)
+    (run,) = history.list_runs(plan=winner)
+    assert loser.other_plan == winner and loser.run_id == run.id
+    assert f"plan {winner} (run {run.id})" in str(loser)
