@@ -30,6 +30,33 @@ DbUrl = Annotated[
     ),
 ]
 
+PlanFiles = Annotated[
+    str | None,
+    typer.Option(
+        "--plans",
+        envvar="DRILLS_PLANS",
+        help="With --all: plan files or globs, separated by ',' (default: .lab/plan.yaml, "
+        "plans/*.yaml except *.example.yaml), as the dashboard reads them.",
+        show_default=False,
+    ),
+]
+
+
+def fleet_paths(spec: str | None) -> tuple[str, ...]:
+    """The plan files of the fleet: ``DRILLS_PLANS`` (or ``--plans``), else the defaults."""
+    from drills.lab.control import DEFAULT_STATE_DIR
+    from drills.plan.discovery import default_plan_patterns, plan_paths
+
+    return plan_paths(spec, default_plan_patterns(DEFAULT_STATE_DIR / "plan.yaml"))
+
+
+def print_plan_problems(path: str | Path, exc: PlanError) -> None:
+    err = err_console(highlight=False, soft_wrap=True)
+    count = len(exc.problems)
+    err.print(Text(f"✗ {path}: {count} problem{'s' if count != 1 else ''}", style="bold red"))
+    for problem in exc.problems:
+        err.print(Text(str(problem)))
+
 
 def load_plan_or_exit(path: Path) -> DrillPlan:
     """Load a plan, or print every problem (no traceback) and exit 2: nothing runs on a bad plan."""
@@ -38,11 +65,7 @@ def load_plan_or_exit(path: Path) -> DrillPlan:
     try:
         return load_plan(path)
     except PlanError as exc:
-        err = err_console(highlight=False, soft_wrap=True)
-        count = len(exc.problems)
-        err.print(Text(f"✗ {path}: {count} problem{'s' if count != 1 else ''}", style="bold red"))
-        for problem in exc.problems:
-            err.print(Text(str(problem)))
+        print_plan_problems(path, exc)
         raise typer.Exit(EXIT_INVALID) from None
 
 

@@ -11,9 +11,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from drills.cli.common import EXIT_FAILED, EXIT_INVALID, load_plan_or_exit
+from drills.cli.common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    PlanFiles,
+    fleet_paths,
+    load_plan_or_exit,
+    print_plan_problems,
+)
 from drills.cli.console import err_console, out_console
-from drills.errors import PlanProblem, TargetError
+from drills.errors import PlanError, PlanProblem, TargetError
 from drills.plan import (
     ControllerFence,
     DrillPlan,
@@ -62,29 +69,58 @@ def _summary(plan: DrillPlan) -> str:
     )
 
 
+CLAIM_EXAMPLES = 3  # targets named in a fleet warning; the rest are counted
+
+ResolveOption = Annotated[
+    bool,
+    typer.Option(
+        "--resolve",
+        help="Also check that every credential reference resolves (environment "
+        "variable set, file readable, Prefect block loadable) and that kubeconfig "
+        "files exist and hold the named context. Values are never printed.",
+    ),
+]
+StrictOption = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Treat warnings (a TTL longer than the RTO, a rare schedule, with --all two "
+        "plans claiming one workload or DNS record...) as problems: exit 2 when there are any.",
+    ),
+]
+
+
 @plan_app.command("validate")
 def validate(
-    path: PlanPath,
-    resolve: Annotated[
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="The plan file (YAML); none with --all.", show_default=False),
+    ] = None,
+    resolve: ResolveOption = False,
+    strict: StrictOption = False,
+    all_plans: Annotated[
         bool,
         typer.Option(
-            "--resolve",
-            help="Also check that every credential reference resolves (environment "
-            "variable set, file readable, Prefect block loadable) and that kubeconfig "
-            "files exist and hold the named context. Values are never printed.",
+            "--all",
+            help="Validate every plan of DRILLS_PLANS (or --plans), and warn about plans "
+            "that claim the same workload or DNS record: their takeovers cannot run at once.",
         ),
     ] = False,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="Treat warnings (a TTL longer than the RTO, a rare schedule...) as "
-            "problems: exit 2 when there are any.",
-        ),
-    ] = False,
+    plans: PlanFiles = None,
 ) -> None:
     """Check a plan file and report every problem in it, with file, line and field."""
-    plan = load_plan_or_exit(path)
+    if all_plans == (path is not None):
+        _err().print(Text("✗ give a plan file, or --all (not both)", style="red"))
+        raise typer.Exit(EXIT_INVALID)
+    if all_plans:
+        _validate_all(fleet_paths(plans), resolve=resolve, strict=strict)
+        return
+    assert path is not None
+    if not _validate_one(load_plan_or_exit(path), path, resolve=resolve, strict=strict):
+        raise typer.Exit(EXIT_INVALID)
+
+
+def _validate_one(plan: DrillPlan, path: Path | str, *, resolve: bool, strict: bool) -> bool:
     shown = for_terminal(str(path))
     warnings = plan.warnings
     _print_warnings(warnings)
@@ -95,12 +131,63 @@ def validate(
             err.print(Text(f"✗ {shown}: {len(problems)} reference(s) do not resolve", style="red"))
             for problem in problems:
                 err.print(Text(for_terminal(str(problem))))
-            raise typer.Exit(EXIT_INVALID)
+            return False
     if strict and warnings:
         _err().print(Text(f"✗ {shown}: warnings are problems with --strict", style="red"))
-        raise typer.Exit(EXIT_INVALID)
+        return False
     checked = " and its references resolve" if resolve else ""
     _out().print(Text(f"✓ {shown} is valid{checked}: {_summary(plan)}", style="green"))
+    return True
+
+
+def _validate_all(paths: tuple[str, ...], *, resolve: bool, strict: bool) -> None:
+    """Each plan as `validate` checks it alone, then what the plans claim in common."""
+    from drills.plan import load_plan
+
+    if not paths:
+        _err().print(Text("✗ no plan file: set DRILLS_PLANS or --plans", style="red"))
+        raise typer.Exit(EXIT_INVALID)
+    valid, failed = [], 0
+    for path in paths:
+        try:
+            plan = load_plan(path)
+        except PlanError as exc:
+            print_plan_problems(path, exc)
+            failed += 1
+            continue
+        failed += not _validate_one(plan, path, resolve=resolve, strict=strict)
+        valid.append(plan)
+    fleet_warnings = _fleet_warnings(valid)
+    summary = f"{len(paths)} plan file(s): {failed} invalid, {fleet_warnings} fleet warning(s)"
+    _out().print(Text(summary, style="red" if failed else "yellow" if fleet_warnings else "green"))
+    if failed or (strict and fleet_warnings):
+        raise typer.Exit(EXIT_INVALID)
+
+
+def _fleet_warnings(plans: list[DrillPlan]) -> int:
+    """Warn about plan names used twice and targets claimed by several plans; their count."""
+    from drills.plan.claims import shared_claims
+
+    err, count = _err(), 0
+    names: dict[str, int] = {}
+    for plan in plans:
+        names[plan.name] = names.get(plan.name, 0) + 1
+    for name, times in sorted(names.items()):
+        if times > 1:
+            count += 1
+            line = f"! {times} plan files are named {name}: their history and leases would mix"
+            err.print(Text(for_terminal(line), style="yellow"))
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for shared in shared_claims(plans):
+        groups.setdefault(shared.plans, []).append(str(shared.claim))
+    for owners, claims in groups.items():
+        count += 1
+        examples = "; ".join(claims[:CLAIM_EXAMPLES])
+        more = f" and {len(claims) - CLAIM_EXAMPLES} more" if len(claims) > CLAIM_EXAMPLES else ""
+        line = (f"! plans {', '.join(owners)} claim the same {len(claims)} target(s): "
+                f"{examples}{more}; their takeovers cannot run at once")  # fmt: skip
+        err.print(Text(for_terminal(line), style="yellow"))
+    return count
 
 
 def _print_warnings(warnings: tuple[PlanWarning, ...]) -> None:

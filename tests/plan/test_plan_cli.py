@@ -185,3 +185,35 @@ def test_real_process_validate_and_schema() -> None:
     schema = _drills("plan", "schema")
     assert schema.returncode == 0
     assert "sites" in json.loads(schema.stdout)["properties"]
+
+
+def test_validate_all_checks_every_plan_and_warns_about_shared_workloads_and_records(
+    tmp_path: Path,
+) -> None:
+    import yaml
+
+    from tests.support.drill import offline_lab_plan_data
+
+    for name in ("team-a", "team-b"):
+        data = offline_lab_plan_data()
+        data["name"] = name
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (tmp_path / "broken.yaml").write_text(BROKEN.read_text())
+    plans = f"{tmp_path / 'team-*.yaml'},{VALID}"
+    result = runner.invoke(app, ["plan", "validate", "--all", "--plans", plans])
+    assert result.exit_code == 0, result.output
+    words = " ".join(result.output.split())
+    assert words.count("is valid") == 3
+    # valid.yaml switches the same record, not the same workloads.
+    assert "plans team-a, team-b, test-plan claim the same 1 target(s): dns api.drills." in words
+    assert "plans team-a, team-b claim the same 25 target(s): workload" in words
+    assert "batch/Deployment/dataset-compactor" in words and "and 22 more" in words
+    assert "3 plan file(s): 0 invalid, 2 fleet warning(s)" in words
+    strict = runner.invoke(app, ["plan", "validate", "--all", "--strict", "--plans", plans])
+    assert strict.exit_code == 2
+    with_broken = runner.invoke(
+        app, ["plan", "validate", "--all", "--plans", f"{plans},{tmp_path / 'broken.yaml'}"]
+    )
+    assert with_broken.exit_code == 2 and "4 plan file(s): 1 invalid" in with_broken.output
+    both = runner.invoke(app, ["plan", "validate", str(VALID), "--all"])
+    assert both.exit_code == 2 and "not both" in both.output
