@@ -7,6 +7,7 @@ publishes the artifacts.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -15,10 +16,13 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from drills.checks.base import CheckRegistry, CheckResult, CheckSpec
+from drills.checks.fleet import run_readiness_all
 from drills.checks.readiness import run_readiness
 from drills.checks.runner import ReadinessReport
 from drills.checks.view import markdown, rows, verdict
+from drills.lab.control import DEFAULT_STATE_DIR
 from drills.plan import load_plan
+from drills.plan.discovery import default_plan_patterns, plan_paths
 from drills.store.history import HistoryStore
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
@@ -50,10 +54,15 @@ def readiness_flow(registry: CheckRegistry | None = None) -> Flow[..., dict[str,
     """The flow over ``registry``'s checks (every check of drills by default)."""
 
     @flow(name="readiness-check", log_prints=False)
-    def readiness_check(plan: str, store: bool = True) -> dict[str, Any]:
+    def readiness_check(
+        plan: str = "", store: bool = True, all_plans: bool = False, concurrency: int = 8
+    ) -> dict[str, Any]:
         """Run every readiness check of PLAN concurrently, publish the table, keep the
-        snapshot."""
+        snapshot. With all_plans, every plan of DRILLS_PLANS instead (PLAN is not read),
+        CONCURRENCY plans at once, shared targets asked once."""
         logger = get_run_logger()
+        if all_plans:
+            return _all_plans(registry, store=store, concurrency=concurrency)
         drill_plan = load_plan(plan)
         with notices_as_events():
             report = run_readiness(
@@ -64,6 +73,28 @@ def readiness_flow(registry: CheckRegistry | None = None) -> Flow[..., dict[str,
         return report.to_json()
 
     return readiness_check
+
+
+def _all_plans(registry: CheckRegistry | None, *, store: bool, concurrency: int) -> dict[str, Any]:
+    logger = get_run_logger()
+    with notices_as_events():
+        results = run_readiness_all(
+            # As `drills readiness --all` reads them: the lab's plan if any, then plans/.
+            plan_paths(
+                os.environ.get("DRILLS_PLANS"),
+                default_plan_patterns(DEFAULT_STATE_DIR / "plan.yaml"),
+            ),
+            history=HistoryStore() if store else None,
+            concurrency=concurrency,
+            registry=registry,
+        )
+    for result in results:
+        if result.report is not None:
+            publish(result.report)
+        logger.info(
+            "%s: %s", result.plan, verdict(result.report) if result.report else result.error
+        )
+    return {"ok": all(r.ok for r in results), "plans": [r.to_json() for r in results]}
 
 
 readiness_check = readiness_flow()

@@ -16,6 +16,7 @@ from drills.notify import notify, readiness_changes, remind_after
 from drills.notify.readiness import FAILING_SINCE
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
+from drills.targets.shared import SharedTargets
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.checks.readiness")
@@ -58,14 +59,16 @@ def run_readiness(
     on_result: Callable[[CheckResult], None] | None = None,
     registry: CheckRegistry | None = None,
     call: CheckCall = call_in_place,
+    shared: SharedTargets | None = None,
 ) -> ReadinessReport:
     """Run the selected checks concurrently, each through ``call`` (see runner.CheckCall).
 
     The snapshot is stored when a history store is given and every check ran: a
     partial run (``only``/``categories``) must not pass for the plan's readiness.
+    ``shared``: the targets of a run over many plans (drills.checks.fleet).
     """
     specs = select_checks(only, categories, registry)
-    with Targets(plan) as targets:
+    with Targets(plan, shared) as targets:
         context = check_context(plan, targets, history)
         report = run_checks(specs, context, on_result=on_result, call=call)
     if history is not None and store and not specs_filtered(only, categories):

@@ -12,11 +12,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
+from drills.cli.common import (
+    EXIT_FAILED,
+    DbUrl,
+    PlanFiles,
+    fleet_paths,
+    load_plan_or_exit,
+    open_history,
+)
 from drills.cli.console import err_console, out_console
 
 if TYPE_CHECKING:
     from drills.checks.base import CheckResult
+    from drills.checks.fleet import PlanReadiness
     from drills.checks.runner import ReadinessReport
 
 console = out_console()
@@ -28,7 +36,12 @@ COLOUR: dict[str, str] = {"pass": "green", "warn": "yellow", "fail": "red", "err
 
 
 def readiness(
-    plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="The drill plan (YAML).")],
+    plan_path: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="[PLAN]", help="The drill plan (YAML); none with --all.", show_default=False
+        ),
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -57,10 +70,38 @@ def readiness(
         ),
     ] = True,
     db: DbUrl = None,
+    all_plans: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Check every plan of DRILLS_PLANS (or --plans) at once, one result per plan; "
+            "a cluster, registry or bucket several plans share is asked once.",
+        ),
+    ] = False,
+    plans: PlanFiles = None,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            help="With --all: how many plans are checked at once (each runs its checks "
+            "concurrently, as alone).",
+        ),
+    ] = 8,
 ) -> None:
     """Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan."""
     from drills.checks.readiness import run_readiness, select_checks
 
+    if all_plans == (plan_path is not None):
+        err.print("[red]give a plan file, or --all (not both)[/]")
+        raise typer.Exit(2)
+    if all_plans:
+        if only or category:
+            err.print("[red]--all runs every check: --only and --category do not apply[/]")
+            raise typer.Exit(2)
+        _readiness_all(plans, db, store=store, concurrency=concurrency, as_json=as_json)
+        return
+    assert plan_path is not None
     plan = load_plan_or_exit(plan_path)
     try:
         specs = select_checks(only or (), category or ())
@@ -100,6 +141,53 @@ def readiness(
             print_notifications(report)
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
+
+
+def _readiness_all(
+    plans: str | None, db: str | None, *, store: bool, concurrency: int, as_json: bool
+) -> None:
+    """Every plan at once; exit 2 if a plan file is invalid, else 1 if any plan fails."""
+    from drills.checks.fleet import run_readiness_all
+
+    paths = fleet_paths(plans)
+    if not paths:
+        err.print("[red]no plan file: set DRILLS_PLANS or --plans[/]")
+        raise typer.Exit(2)
+    history = open_history(db) if store else None
+
+    def said(result: PlanReadiness) -> None:
+        if not as_json:
+            err.print(Text(f"{result.plan}: {_verdict(result)} ({result.seconds:.1f} s)"))
+
+    results = run_readiness_all(paths, history=history, concurrency=concurrency, on_plan=said)
+    if as_json:
+        body = {"ok": all(r.ok for r in results), "plans": [r.to_json() for r in results]}
+        typer.echo(json.dumps(body, indent=2))
+    else:
+        _print_fleet(results)
+    if any(r.invalid for r in results):
+        raise typer.Exit(2)
+    if not all(r.ok for r in results):
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _verdict(result: PlanReadiness) -> str:
+    from drills.checks.view import verdict
+
+    return verdict(result.report) if result.report else f"not checked: {result.error}"
+
+
+def _print_fleet(results: list[PlanReadiness]) -> None:
+    table = Table(title=Text(f"Readiness of {len(results)} plans"))
+    for column in ("plan", "verdict", "blocking", "checks", "s"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        style = "green" if r.ok else "red"
+        blocking = str(len(r.report.blocking)) if r.report else "—"
+        checks = str(len(r.report.results)) if r.report else "—"
+        verdict = Text(_verdict(r), style=style)
+        table.add_row(Text(r.plan), verdict, blocking, checks, f"{r.seconds:.1f}")
+    console.print(table)
 
 
 def print_report(report: ReadinessReport, *, verbose: bool) -> None:
