@@ -39,11 +39,21 @@ from drills.orchestrator.flow_runs import (
 )
 from drills.orchestrator.rest import PrefectRest
 from drills.plan import DrillPlan, load_plan
+from drills.store.fleet import fleet_facts
 from drills.store.history import HistoryStore
 from drills.store.report import render_markdown, report_data
 from drills.takeover.incident import ACTION as DECLARE_ACTION
 from drills.takeover.incident import Declaration, IncidentRequest, declare_incident
 from ui import queries
+from ui.fleet import (
+    FleetRow,
+    Window,
+    calendar,
+    fleet_row,
+    invalid_row,
+    planned_drills,
+    sort_rows,
+)
 from ui.queries import AuditRow, RtoPoint, RunRow
 from ui.settings import UISettings, prefect_headers
 
@@ -155,6 +165,38 @@ def start_readiness_run(settings: UISettings, entry: PlanEntry) -> str:
             api, settings.readiness_deployment, {"plan": entry.path}, tags=("dashboard",)
         )
     return run.id
+
+
+# --- fleet ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fleet:
+    rows: list[FleetRow]  # problems first
+    windows: list[Window]  # the drills planned in the coming weeks
+
+
+@st.cache_data(ttl=SHORT, show_spinner=False)
+def _fleet(db_url: str, paths_and_mtimes: tuple[tuple[str, int], ...], minute: int) -> Fleet:
+    now = dt.datetime.fromtimestamp(minute * 60, dt.UTC)
+    entries = _plans(paths_and_mtimes)
+    valid = [e.plan for e in entries if e.plan is not None]
+    facts = fleet_facts(_store(db_url), [p.name for p in valid])
+    rows = [invalid_row(e.name, len(e.problems)) for e in entries if e.plan is None]
+    lengths = {}
+    for plan in valid:
+        planned = planned_drills(plan, now)
+        rows.append(fleet_row(plan, facts[plan.name], planned[0] if planned else None, now))
+        drill = facts[plan.name].last_drill
+        if drill and drill.finished_at:
+            lengths[plan.name] = drill.finished_at - drill.started_at
+    return Fleet(sort_rows(rows), calendar(valid, lengths, now))
+
+
+def fleet(settings: UISettings) -> Fleet:
+    """Every plan's row and the drills calendar; recomputed at most every few seconds."""
+    minute = int(dt.datetime.now(dt.UTC).timestamp() // 60)
+    return _fleet(settings.db_url, tuple((p, _mtime(p)) for p in settings.plan_paths), minute)
 
 
 # --- history ------------------------------------------------------------------------

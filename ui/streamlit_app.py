@@ -20,9 +20,8 @@ from ui import auth  # noqa: E402
 from ui.settings import load_settings  # noqa: E402
 
 PAGES = [
-    st.Page(
-        "app_pages/readiness.py", title="Readiness", icon=":material/fact_check:", default=True
-    ),
+    st.Page("app_pages/fleet.py", title="Fleet", icon=":material/dashboard:", default=True),
+    st.Page("app_pages/readiness.py", title="Readiness", icon=":material/fact_check:"),
     st.Page("app_pages/history.py", title="Drill history", icon=":material/monitoring:"),
     st.Page("app_pages/declare.py", title="Declare incident", icon=":material/emergency_home:"),
     st.Page("app_pages/plans.py", title="Plans", icon=":material/description:"),

@@ -113,7 +113,7 @@ def _readiness_by_category(page: Page, base: str, shots: Shots) -> None:
     """Readiness: the snapshot the drill's preflight took, by category."""
     from playwright.sync_api import expect
 
-    page.goto(base)
+    page.goto(f"{base}/readiness")
     expect(page.get_by_role("heading", name="Readiness", exact=True)).to_be_visible()
     expect(page.get_by_text("Lab mode")).to_be_visible()
     expect(page.get_by_role("tab", name=re.compile(r"lab — ready"))).to_be_visible()

@@ -186,11 +186,11 @@ def test_closed_read_pages_need_a_sign_in(ui_env: UiEnv, tmp_path: Path) -> None
     ui_env.set("DRILLS_UI_OPERATOR_PASSWORD_HASH", hash_password(PASSWORD))
     at = open_page()
     assert "signed-in users only" in shown(at)
-    assert "Readiness" not in [t.value for t in at.title]
+    assert "Fleet" not in [t.value for t in at.title]
     at.text_input(key="app.sign_in.name").input("gina")
     at.text_input(key="app.sign_in.secret").input(PASSWORD)
     at.form_submit_button[0].click().run()
-    assert [t.value for t in at.title] == ["Readiness"]
+    assert [t.value for t in at.title] == ["Fleet"]  # the default page
     assert "Signed in as **gina**" in shown(at)
 
 

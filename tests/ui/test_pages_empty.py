@@ -21,7 +21,7 @@ objectives: {rto: 5m, rpo: soon}
 
 
 def test_readiness_page_without_any_snapshot(ui_env: UiEnv) -> None:
-    at = open_page()
+    at = open_page("readiness")
     text = shown(at)
     assert at.title[0].value == "Readiness"
     assert "gpu-platform — not checked yet" in at.tabs[0].label
@@ -31,7 +31,7 @@ def test_readiness_page_without_any_snapshot(ui_env: UiEnv) -> None:
 
 def test_readiness_page_without_plans_says_how_to_get_one(ui_env: UiEnv) -> None:
     ui_env.set("DRILLS_PLANS", str(ui_env.tmp_path / "none-*.yaml"))
-    at = open_page()
+    at = open_page("readiness")
     assert "No valid plan is configured" in shown(at)
     assert button(at, "Re-run checks") is None
 

@@ -41,7 +41,7 @@ def _charts(at: AppTest) -> list[tuple[dict[str, Any], pd.DataFrame]]:
 def test_readiness_shows_the_snapshot_of_the_drill_by_category(
     populated: Drilled, ui_env: UiEnv
 ) -> None:
-    at = open_page()
+    at = open_page("readiness")
     # Before its first drill the lab had never been drilled: a failure, not a blocking one.
     assert (
         at.tabs[0].label
@@ -61,7 +61,7 @@ def test_readiness_shows_the_snapshot_of_the_drill_by_category(
 
 def test_rerun_checks_inline_stores_a_new_snapshot(populated: Drilled, ui_env: UiEnv) -> None:
     before = _snapshots(ui_env)
-    at = open_page()
+    at = open_page("readiness")
     rerun = button(at, "Re-run checks")
     assert rerun is not None
     rerun.click().run()
@@ -73,7 +73,7 @@ def test_rerun_checks_inline_stores_a_new_snapshot(populated: Drilled, ui_env: U
 
 def test_blocking_failures_stand_out(ui_env: UiEnv, drift_lab: LabInfo) -> None:
     ui_env.set("DRILLS_PLANS", str(Path(drift_lab.state_dir) / "plan.yaml"))
-    at = open_page()
+    at = open_page("readiness")
     assert "not checked yet" in at.tabs[0].label
     button(at, "Re-run checks").click().run()  # type: ignore[union-attr]
     assert not at.exception

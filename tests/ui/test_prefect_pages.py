@@ -62,7 +62,7 @@ def prefect_env(
 def test_rerun_checks_starts_the_readiness_deployment(
     prefect_env: UiEnv, populated: Drilled, prefect_url: str
 ) -> None:
-    at = open_page()
+    at = open_page("readiness")
     button(at, "Re-run checks").click().run()  # type: ignore[union-attr]
     assert not at.exception
     [run] = flow_runs(prefect_url, READINESS_DEPLOYMENT)

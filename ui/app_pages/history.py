@@ -40,6 +40,9 @@ def _table(rows: list[RunRow]) -> list[dict[str, Any]]:
 def _filters(settings: UISettings) -> tuple[str | None, str | None, str | None]:
     known = {e.name for e in data.plans(settings) if e.valid}
     names = sorted(known | set(data.plans_in_history(settings.db_url)))
+    wanted = st.query_params.get("plan")  # the Fleet page's link, followed once
+    if wanted in names and st.session_state.get(f"{KEY}.linked") != wanted:
+        st.session_state[f"{KEY}.plan"] = st.session_state[f"{KEY}.linked"] = wanted
     left, middle, right = st.columns(3)
     plan = left.selectbox("Plan", [ALL, *names], key=f"{KEY}.plan")
     mode = middle.selectbox("Mode", MODES, key=f"{KEY}.mode")

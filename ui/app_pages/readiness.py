@@ -90,6 +90,12 @@ def main() -> None:
     st.title("Readiness")
     entries = data.plans(settings)
     valid = [e for e in entries if e.valid]
+    wanted = st.query_params.get("plan")  # the Fleet page's link: that plan only
+    if wanted and any(e.name == wanted for e in valid):
+        valid = [e for e in valid if e.name == wanted]
+        if st.button("Show every plan", key=f"{KEY}.every"):
+            st.query_params.clear()
+            st.rerun()
     if not valid:
         st.info(
             "No valid plan is configured. Set `DRILLS_PLANS` to your plan files, or run "

@@ -1,0 +1,83 @@
+"""The Fleet page: a row per plan, problems first, filters, and links to a plan's pages."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import yaml
+
+from drills.store.models import DrillRun
+from tests.support.drill import offline_lab_plan_data
+from tests.support.ui import UiEnv, open_page, shown
+
+
+def _plans(env: UiEnv, names: list[str], *, cron: str | None = None) -> str:
+    for name in names:
+        data = offline_lab_plan_data()
+        data["name"] = name
+        if cron:
+            data["schedule"] = {"cron": cron, "timezone": "UTC"}
+        (env.tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(env.tmp_path / "*.yaml")
+
+
+def _history(env: UiEnv) -> None:
+    store = env.store()
+    now = dt.datetime.now(dt.UTC)
+    ready = {"plan": "healthy", "checked_at": now.isoformat(), "results": []}
+    store.save_readiness("healthy", now, True, 0, ready)
+    store.save_readiness("blocked", now, False, 2, {**ready, "plan": "blocked"})
+    store.create_run(
+        DrillRun(id="okdrill1", plan="healthy", plan_digest="x", mode="drill", operator="t",
+                 status="succeeded", verdict="met", started_at=now - dt.timedelta(days=3),
+                 finished_at=now - dt.timedelta(days=3) + dt.timedelta(minutes=5),
+                 rto_seconds=40.0)
+    )  # fmt: skip
+
+
+def test_fleet_rows_problems_first_filter_and_links(ui_env: UiEnv) -> None:
+    ui_env.set("DRILLS_PLANS", _plans(ui_env, ["healthy", "blocked", "never"], cron="0 3 * * 1"))
+    _history(ui_env)
+    at = open_page()
+    assert [t.value for t in at.title] == ["Fleet"]  # the page the dashboard opens on
+    table = at.dataframe[0].value
+    assert list(table["plan"]) == ["blocked", "never", "healthy"]
+    assert table["problems"][0].startswith("2 blocking")
+    assert table["problems"][1] == "drill overdue, never checked"
+    assert table["problems"][2] == "—" and table["verdict"][2] == "met"
+    assert table["days to cadence limit"][2] > 80
+    assert table["readiness link"][0] == "/readiness?plan=blocked"
+    assert "3 plan(s), 2 with problems" in shown(at)
+
+    at.text_input(key="fleet.name").input("heal").run()
+    assert list(at.dataframe[0].value["plan"]) == ["healthy"]
+    at.text_input(key="fleet.name").input("").run()
+    at.toggle(key="fleet.problems").set_value(True).run()
+    assert list(at.dataframe[0].value["plan"]) == ["blocked", "never"]
+
+    links = {(link.proto.label, link.proto.page) for link in at.get("page_link")}
+    assert any(label == "Readiness of blocked" for label, _ in links)
+    assert any("history" in page for _, page in links)
+    # The same plans over one cluster, each drilled Monday 03:00: their windows overlap.
+    assert "overlap on a shared cluster" in shown(at)
+    assert at.get("vega_lite_chart")
+
+
+def test_the_readiness_page_opened_for_one_plan_shows_that_plan(ui_env: UiEnv) -> None:
+    ui_env.set("DRILLS_PLANS", _plans(ui_env, ["healthy", "blocked"]))
+    _history(ui_env)
+    at = open_page("readiness")
+    assert len(at.tabs) == 2
+    at.query_params["plan"] = "blocked"
+    at.run()
+    assert len(at.tabs) == 1 and "blocked" in at.tabs[0].label
+    at = open_page("history")
+    at.query_params["plan"] = "healthy"
+    at.run()
+    assert at.selectbox(key="history.plan").value == "healthy"
+
+
+def test_a_fleet_without_plans_says_how_to_add_them(ui_env: UiEnv, tmp_path: Path) -> None:
+    ui_env.set("DRILLS_PLANS", str(tmp_path / "none-*.yaml"))
+    assert "No plan is configured" in shown(open_page())

@@ -1,0 +1,134 @@
+"""Fleet: every plan at a glance, problems first; one click opens its readiness or history."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import altair as alt
+import pandas as pd  # type: ignore[import-untyped]
+import streamlit as st
+
+from ui import components, data
+from ui.fleet import FleetRow, Window
+from ui.settings import load_settings
+
+KEY = "fleet"
+ALL = "all"
+
+
+def _frame(rows: list[FleetRow]) -> pd.DataFrame:
+    now = components.now()
+
+    def age_h(moment: Any) -> float | None:
+        return round((now - moment).total_seconds() / 3600, 1) if moment else None
+
+    return pd.DataFrame(
+        [
+            {
+                "plan": r.plan,
+                "problems": ", ".join(r.problems) or "—",
+                "serving": r.serving,
+                "readiness": r.readiness,
+                "blocking": r.blocking,
+                "readiness age (h)": age_h(r.readiness_at),
+                "last drill age (h)": age_h(r.last_drill_at),
+                "verdict": r.last_verdict or "—",
+                "RTO vs target": components.versus(r.last_rto, r.rto_target),
+                "next drill": components.when(r.next_drill),
+                "days to cadence limit": None
+                if r.cadence_days_left is None
+                else round(r.cadence_days_left, 1),
+                "open findings": r.open_findings,
+                "forecast RTO": components.seconds(r.forecast_rto),
+                "readiness link": f"/readiness?plan={quote(r.plan)}",
+                "history link": f"/history?plan={quote(r.plan)}",
+            }
+            for r in rows
+        ]
+    )
+
+
+def _filtered(rows: list[FleetRow]) -> list[FleetRow]:
+    left, middle, right = st.columns([2, 1, 1])
+    text = left.text_input("Plan name contains", key=f"{KEY}.name").strip().lower()
+    serving = middle.selectbox(
+        "Serving", [ALL, "primary", "dr", "in-transition"], key=f"{KEY}.serving"
+    )
+    only_problems = right.toggle("Only plans with problems", key=f"{KEY}.problems")
+    return [
+        r
+        for r in rows
+        if (not text or text in r.plan.lower())
+        and (serving == ALL or r.serving == serving)
+        and (not only_problems or r.problems)
+    ]
+
+
+def _calendar(windows: list[Window]) -> None:
+    st.subheader("Scheduled drills", divider="gray")
+    if not windows:
+        st.caption("No plan schedules a drill in the coming weeks (`schedule:` in the plan).")
+        return
+    clashes = [w for w in windows if w.overlaps]
+    if clashes:
+        lines = "\n".join(
+            f"- **{w.plan}** at {components.when(w.start)} overlaps {', '.join(w.overlaps)}"
+            for w in clashes[:10]
+        )
+        st.warning(
+            f"**{len(clashes)} drill window(s) overlap on a shared cluster** — only one of "
+            f"those plans can run at a time:\n{lines}"
+        )
+    frame = pd.DataFrame(
+        [{"plan": w.plan, "start": w.start, "end": w.end,
+          "overlap": "overlaps " + ", ".join(w.overlaps) if w.overlaps else "alone"}
+         for w in windows]
+    )  # fmt: skip
+    chart = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("start:T", title="UTC"),
+            x2="end:T",
+            y=alt.Y("plan:N", title=None, sort=None),
+            color=alt.condition(
+                alt.datum.overlap != "alone", alt.value("#e45756"), alt.value("#4c78a8")
+            ),
+            tooltip=["plan", "start:T", "end:T", "overlap"],
+        )
+    )
+    st.altair_chart(chart, use_container_width=True)
+
+
+def main() -> None:
+    settings = load_settings()
+    st.title("Fleet")
+    fleet = data.fleet(settings)
+    if not fleet.rows:
+        st.info("No plan is configured: set `DRILLS_PLANS` to plan files or globs.")
+        return
+    troubled = sum(1 for r in fleet.rows if r.problems)
+    st.caption(f"{len(fleet.rows)} plan(s), {troubled} with problems — problems first.")
+    rows = _filtered(fleet.rows)
+    st.dataframe(
+        _frame(rows),
+        hide_index=True,
+        width="stretch",
+        key=f"{KEY}.table",
+        column_config={
+            "readiness link": st.column_config.LinkColumn("open", display_text="readiness"),
+            "history link": st.column_config.LinkColumn("", display_text="history"),
+        },
+    )
+    if rows:
+        chosen = st.selectbox("Open a plan", [r.plan for r in rows], key=f"{KEY}.open")
+        left, right = st.columns(2)
+        left.page_link("app_pages/readiness.py", label=f"Readiness of {chosen}",
+                       query_params={"plan": chosen}, icon=":material/fact_check:")  # fmt: skip
+        right.page_link("app_pages/history.py", label=f"History of {chosen}",
+                        query_params={"plan": chosen}, icon=":material/monitoring:")  # fmt: skip
+    _calendar(fleet.windows)
+
+
+main()
