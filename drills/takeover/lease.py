@@ -112,10 +112,11 @@ def current(store: HistoryStore, plan: str) -> Lease | None:
 def _take(store: HistoryStore, row: Lease | TargetLease, now: dt.datetime) -> Any:
     """Insert ``row``, or take over a stale one of its key. None when taken; else the row
     of whoever holds it."""
-    model = type(row)
-    key_column = model.__table__.primary_key.columns[0]
+    model: Any = type(row)
+    table: Any = model.__table__
+    key_column = next(iter(table.primary_key.columns))
     key = getattr(row, key_column.name)
-    values = {c.name: getattr(row, c.name) for c in model.__table__.columns}
+    values = {c.name: getattr(row, c.name) for c in table.columns}
     try:
         with store.session() as s:
             s.execute(insert(model).values(values))
@@ -123,7 +124,7 @@ def _take(store: HistoryStore, row: Lease | TargetLease, now: dt.datetime) -> An
     except IntegrityError:
         pass
     with store.session() as s:
-        existing = s.get(model, key)
+        existing: Any = s.get(model, key)
     if existing is None:  # released between our insert and our look: try once more
         return _take(store, row, now)
     if existing.expires_at <= now or holder_is_dead(existing.holder):

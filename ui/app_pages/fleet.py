@@ -98,7 +98,7 @@ def _calendar(windows: list[Window]) -> None:
             tooltip=["plan", "start:T", "end:T", "overlap"],
         )
     )
-    st.altair_chart(chart, use_container_width=True)
+    st.altair_chart(chart, width="stretch")
 
 
 def main() -> None:
