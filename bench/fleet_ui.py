@@ -36,7 +36,12 @@ FULL_REPORTS = 20  # per plan: the newest snapshots carry a whole report
 SESSIONS = 3
 GOAL_FIRST_S = 1.0
 GOAL_FILTER_S = 0.3
-CURRENT = {"history": "first render 0.54 s (ui_history, 5,000 runs)"}
+OTHER_PAGE_LIMIT_S = 120.0
+CURRENT = {
+    "history": "0.54 s (ui_history, 5,000 runs)",
+    "readiness": "no benchmark (1 plan in the tests)",
+    "plans": "no benchmark (1 plan in the tests)",
+}
 
 
 def _plans(folder: Path) -> list[str]:
@@ -128,15 +133,47 @@ def session() -> dict[str, Timing]:
         lambda: at.selectbox(key="fleet.serving").select("dr").run()
     )
     assert not at.exception
-    for page in ("readiness", "history", "plans"):
-        st.cache_data.clear()
-        other = AppTest.from_file(str(APP), default_timeout=300)
-        other.run()
-        figures[f"{page} page first render"] = _timed(
-            lambda other=other, page=page: other.switch_page(f"app_pages/{page}.py").run()
-        )
-        assert not other.exception, [e.value for e in other.exception]
     return figures
+
+
+def other_pages() -> dict[str, str]:
+    """Each other page's first render at this size, once (a page past the limit is told so)."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    found = {}
+    for page in ("history", "readiness", "plans"):
+        st.cache_data.clear()
+        at = AppTest.from_file(str(APP), default_timeout=OTHER_PAGE_LIMIT_S)
+        at.run()
+        try:
+            switch = at.switch_page(f"app_pages/{page}.py")
+            wall, cpu = _timed(switch.run)
+        except RuntimeError:  # AppTest's own time limit
+            found[page] = f"over {OTHER_PAGE_LIMIT_S:.0f}s (stopped)"
+        else:
+            found[page] = f"{wall:.2f}s wall, {cpu:.2f}s cpu"
+        print(f"  {page} page first render: {found[page]}   now: {CURRENT[page]}", flush=True)
+    return found
+
+
+def _report(results: list[dict[str, Timing]], cold: float) -> int:
+    goals = {n: GOAL_FILTER_S for n in results[0] if n.startswith("filter")}
+    goals["fleet first render"] = GOAL_FIRST_S
+    load = os.getloadavg()[0]
+    print(f"Fleet page, AppTest (page data functions and render), median of {SESSIONS} "
+          f"sessions (load average {load:.1f} on {os.cpu_count()} CPUs):")  # fmt: skip
+    failed = 0
+    for name in results[0]:
+        wall = statistics.median(r[name][0] for r in results)
+        cpu = statistics.median(r[name][1] for r in results)
+        goal = goals[name]
+        failed += wall > goal
+        verdict = f"≤ {goal:.1f}s {'met' if wall <= goal else 'MISSED'}"
+        print(f"  {name:<28}{wall:7.3f}s wall {cpu:7.3f}s cpu   {verdict}")
+    print(f"  fleet first render of a fresh server, {PLANS} plan files parsed: {cold:.2f}s "
+          "(once per server and file change; not counted)", flush=True)  # fmt: skip
+    return failed
 
 
 def main() -> int:
@@ -149,30 +186,14 @@ def main() -> int:
         size = (folder / "history.db").stat().st_size / 1e6
         print(f"setup: {PLANS} plans, {RUNS} runs, {SNAPSHOTS} readiness results in "
               f"{time.perf_counter() - began:.0f}s ({size:.0f} MB SQLite; PostgreSQL: a later "
-              "change, with the store's migrations)")  # fmt: skip
+              "change, with the store's migrations)", flush=True)  # fmt: skip
         os.environ.update(DRILLS_DB_URL=db_url, PREFECT_API_URL="",
                           DRILLS_PLANS=str(folder / "*.yaml"),
                           STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")  # fmt: skip
         cold = session()["fleet first render"][0]  # the server parses the 200 plan files
-        results = [session() for _ in range(SESSIONS)]
-    goals = {n: GOAL_FILTER_S for n in results[0] if n.startswith("filter")}
-    goals["fleet first render"] = GOAL_FIRST_S
-    print(f"AppTest, median of {SESSIONS} sessions (load average {os.getloadavg()[0]:.1f} "
-          f"on {os.cpu_count()} CPUs):")  # fmt: skip
-    failed = 0
-    for name in results[0]:
-        wall = statistics.median(r[name][0] for r in results)
-        cpu = statistics.median(r[name][1] for r in results)
-        goal = goals.get(name)
-        verdict = ""
-        if goal is not None:
-            failed += wall > goal
-            verdict = f"≤ {goal:.1f}s {'met' if wall <= goal else 'MISSED'}"
-        elif name.split()[0] in CURRENT:
-            verdict = f"now: {CURRENT[name.split()[0]]}"
-        print(f"  {name:<28}{wall:7.3f}s wall {cpu:7.3f}s cpu   {verdict}")
-    print(f"  fleet first render of a fresh server, {PLANS} plan files parsed: {cold:.2f}s "
-          "(once per server and file change; not counted)")  # fmt: skip
+        failed = _report([session() for _ in range(SESSIONS)], cold)
+        print("the other pages at this size, once each (data cache empty):", flush=True)
+        other_pages()
     return 1 if failed else 0
 
 
