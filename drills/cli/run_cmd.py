@@ -270,8 +270,13 @@ def _row(run: DrillRun) -> dict[str, Any]:
         "verdict": run.verdict,
         "rto_seconds": run.rto_seconds,
         "client_rto_seconds": run.client_rto_seconds,
+        "full_capacity_seconds": run.details.full_capacity_seconds,
         "rpo_seconds": run.rpo_seconds,
     }
+
+
+def _seconds(value: float | None) -> str:
+    return f"{value:.1f}s" if value is not None else ""
 
 
 def history_cmd(
@@ -287,14 +292,16 @@ def history_cmd(
         typer.echo(json.dumps([_row(r) for r in runs], indent=2))
         return
     table = Table(title="Drill history")
-    for column in ("id", "plan", "mode", "started", "status", "verdict", "RTO", "client RTO"):
+    columns = ("id", "plan", "mode", "started", "status", "verdict", "RTO", "client RTO",
+               "full capacity")  # fmt: skip
+    for column in columns:
         table.add_column(column)
     for r in runs:
         table.add_row(
             r.id, r.plan, r.mode + (" (dry)" if r.dry_run else ""),
             f"{r.started_at:%Y-%m-%d %H:%M}", r.status, r.verdict or "",
-            f"{r.rto_seconds:.1f}s" if r.rto_seconds is not None else "",
-            f"{r.client_rto_seconds:.1f}s" if r.client_rto_seconds is not None else "",
+            _seconds(r.rto_seconds), _seconds(r.client_rto_seconds),
+            _seconds(r.details.full_capacity_seconds),
         )  # fmt: skip
     console.print(table)
 

@@ -33,14 +33,18 @@ class Approval:
 
 
 class MeasurementRecord(_Stored):
-    """RTO, client-visible RTO and RPO of a takeover against the plan's objectives."""
+    """RTO, client-visible RTO, full capacity and RPO of a takeover against the objectives."""
 
     t0: IsoDatetime | None = None
     restored: IsoDatetime | None = None
     dns_switched: IsoDatetime | None = None
+    # The normal tier ready too, after the service was restored (None: a run before
+    # takeovers restored the service first, when the RTO already waited for it).
+    full_capacity: IsoDatetime | None = None
     old_ttl_seconds: float | None = None
     rto_seconds: float | None = None
     client_rto_seconds: float | None = None
+    full_capacity_seconds: float | None = None
     rpo_seconds: dict[str, float | None] = Field(default_factory=dict)
     rto_target_seconds: float | None = None
     rpo_target_seconds: float | None = None
@@ -68,6 +72,11 @@ class RunDetails(_Stored):
     drift: dict[str, Any] | None = Field(default_factory=dict)  # after failback; None: unverified
     measurement: MeasurementRecord | None = None
     recover: list[RecoverAttempt] = Field(default_factory=list)
+
+    @property
+    def full_capacity_seconds(self) -> float | None:
+        """When the normal tier was ready too, seconds after T0 (None: not measured)."""
+        return self.measurement.full_capacity_seconds if self.measurement else None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -37,7 +37,7 @@ from drills.takeover.live import LiveTimeline
 from drills.takeover.measure import Measurement, measure
 from drills.takeover.snapshot import Snapshot, differences, take
 from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
-from drills.takeover.steps.phases import PhaseContext, preflight_guard, smoke
+from drills.takeover.steps.phases import PhaseContext, preflight_guard
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline, utc_now
@@ -227,12 +227,11 @@ class Drill:
     def _take_over(self, ctx: PhaseContext, before: Snapshot) -> DrillResult:
         for phase in TAKEOVER:
             self._phase(phase.name, partial(phase.run, ctx))
-        restored = self._phase("smoke", partial(smoke, ctx))
         # The RPO at T0 comes from the readiness checks, which an incident runs beside
-        # the takeover: the RTO is already fixed by `restored`, so waiting costs it nothing.
+        # the takeover: the RTO is already fixed by the smoke, so waiting costs it nothing.
         self._await_readiness(READINESS_WAIT_S)
         with self.timeline.phase("measure"), self.timeline.step("RTO and RPO") as step:
-            measurement = self._measure(ctx, restored)
+            measurement = self._measure(ctx)
             step.evidence = measurement.to_json()
             step.result = measurement.summary()
         if self.request.mode != Mode.DRILL:
@@ -373,14 +372,16 @@ class Drill:
         if not self.hooks.confirm(list_changes(dry, "preview")):
             raise DrillAborted("the operator did not confirm the changes")
 
-    def _measure(self, ctx: PhaseContext, restored: dt.datetime) -> Measurement:
+    def _measure(self, ctx: PhaseContext) -> Measurement:
         assert self.t0 is not None
+        restored: dt.datetime = ctx.facts["restored_at"]
         self.history.update_run(self.run_id, restored_at=restored)
         return measure(
             self.plan,
             t0=self.t0,
             restored=restored,
             dns_switched=ctx.facts.get("dns_switched_at", restored),
+            full_capacity=ctx.facts["full_capacity_at"],
             old_ttl=float(ctx.facts.get("old_ttl", 0)),
             readiness=self.readiness,
         )

@@ -1,4 +1,5 @@
-"""The mutating phases of a takeover: fence the primary, bring DR up, switch DNS, smoke.
+"""The phases of a takeover: fence the primary, bring DR's critical tier up, switch DNS,
+smoke, then the normal tier.
 
 Each phase applies its changes through the executor (so they are journalled
 and undoable) and then verifies from outside that they took. In a dry run the
@@ -340,15 +341,27 @@ def _writer_pods(ctx: PhaseContext) -> tuple[bool, str]:
     return not remaining, f"writer pods remaining: {remaining}" if remaining else "none"
 
 
-# -- 4. bring up DR ---------------------------------------------------------------
-def bring_up(ctx: PhaseContext) -> None:
-    for tier in ("critical", "normal"):
-        workloads = [w for w in ctx.plan.workloads_in(tier) if w.dr_replicas > 0]
-        if workloads:
-            _bring_up_tier(ctx, tier, workloads)
+# -- 4. bring up DR: the critical tier first, the normal tier once DR serves ------------
+def bring_up_critical(ctx: PhaseContext) -> None:
+    """The least DR needs to serve: the critical tier, ready, before DNS moves to it."""
+    _bring_up(ctx, "critical")
+
+
+def bring_up_normal(ctx: PhaseContext) -> None:
+    """After the service is restored: the normal tier (it waits, so that the critical tier
+    had DR's GPUs first), then the batch tier left paused. Full capacity once ready."""
+    _bring_up(ctx, "normal")
     with ctx.timeline.step("batch tier stays paused") as step:
         step.evidence = {"paused": [w.key for w in ctx.plan.workloads_in("batch")]}
         step.status = "skipped"
+    if not ctx.dry_run:
+        ctx.facts["full_capacity_at"] = utc_now()
+
+
+def _bring_up(ctx: PhaseContext, tier: str) -> None:
+    workloads = [w for w in ctx.plan.workloads_in(tier) if w.dr_replicas > 0]
+    if workloads:
+        _bring_up_tier(ctx, tier, workloads)
 
 
 def _bring_up_tier(ctx: PhaseContext, tier: str, workloads: list[Workload]) -> None:
