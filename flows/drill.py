@@ -140,6 +140,7 @@ def summarize(result: DrillResult, plan_name: str, flow_run_id: str | None) -> d
         "verdict": result.verdict,
         "rto_seconds": m.rto_seconds if m else None,
         "client_rto_seconds": m.client_rto_seconds if m else None,
+        "full_capacity_seconds": m.full_capacity_seconds if m else None,
         "rpo_seconds": m.rpo_seconds if m else {},
         "error": result.error,
     }
@@ -156,8 +157,8 @@ def minimum_takeover_drill(
     force_unfenced: bool = False,
     tier_deadline_s: float = 600,
 ) -> dict[str, Any] | State[Any]:
-    """Fence the primary, bring DR up, switch DNS, smoke-test, time RTO/RPO, and (drill
-    mode) fail back and verify. In incident mode, `declared_at` (ISO 8601) is T0."""
+    """Fence the primary, bring DR's critical tier up, switch DNS, smoke-test, then the
+    normal tier; time RTO, full capacity and RPO, and (drill mode) fail back and verify. In incident mode, `declared_at` (ISO 8601) is T0."""
     logger = get_run_logger()
     drill_plan = load_plan(plan)
     flow_run_id = current_flow_run.id
