@@ -158,7 +158,8 @@ def minimum_takeover_drill(
     tier_deadline_s: float = 600,
 ) -> dict[str, Any] | State[Any]:
     """Fence the primary, bring DR's critical tier up, switch DNS, smoke-test, then the
-    normal tier; time RTO, full capacity and RPO, and (drill mode) fail back and verify. In incident mode, `declared_at` (ISO 8601) is T0."""
+    normal tier; time RTO, full capacity and RPO, and (drill mode) fail back and verify.
+    In incident mode, `declared_at` (ISO 8601) is T0."""
     logger = get_run_logger()
     drill_plan = load_plan(plan)
     flow_run_id = current_flow_run.id

@@ -23,7 +23,7 @@ from drills.checks.cadence import MAX_DRILL_AGE_DAYS
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
-from drills.store.models import DrillRun, Lease, ReadinessSnapshot
+from drills.store.models import DrillRun, Lease, ReadinessSnapshot, details_value
 
 DEFAULT_READINESS_INTERVAL_S = 900.0  # the readiness-check deployment of prefect.yaml
 CADENCE_S = MAX_DRILL_AGE_DAYS * 86400.0
@@ -57,6 +57,7 @@ class RunFigures:
     finished_at: float
     rto_s: float
     client_rto_s: float | None
+    full_capacity_s: float | None  # None: a run from before takeovers measured it
     rpo_s: Mapping[str, float]
 
 
@@ -209,12 +210,15 @@ def _newest(mode: Mode, *columns: Any, where: Sequence[Any]) -> Select[Any]:
     return query.order_by(DrillRun.started_at.desc()).limit(1)
 
 
+# Read in SQL from the one run found, not by loading its details.
+_FULL_CAPACITY = details_value("measurement", "full_capacity_seconds").as_float()
 _MEASURED = {
     mode: _newest(
         mode,
         DrillRun.finished_at,
         DrillRun.rto_seconds,
         DrillRun.client_rto_seconds,
+        _FULL_CAPACITY,
         DrillRun.rpo_seconds,
         where=(DrillRun.rto_seconds.is_not(None), DrillRun.finished_at.is_not(None)),
     )
@@ -243,12 +247,13 @@ def _last_measured(conn: Connection, plan: str, mode: Mode) -> RunFigures | None
     row = conn.execute(_MEASURED[mode], {"plan": plan}).first()
     if row is None:
         return None
-    finished_at, rto, client_rto, rpo = row
+    finished_at, rto, client_rto, full_capacity, rpo = row
     return RunFigures(
         mode=str(mode),
         finished_at=_ts(_aware(finished_at)),
         rto_s=float(rto),
         client_rto_s=None if client_rto is None else float(client_rto),
+        full_capacity_s=None if full_capacity is None else float(full_capacity),
         rpo_s={k: float(v) for k, v in (rpo or {}).items() if isinstance(v, int | float)},
     )
 
