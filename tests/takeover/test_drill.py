@@ -118,6 +118,14 @@ def test_dry_run_changes_nothing(drill_lab: LabInfo, history: HistoryStore) -> N
     ]
     assert len(scaled_down) == len(writers)
     assert all(p.current != p.intended for p in result.planned)
+    # Listed in the order they would be made: the normal tier after the DNS switch.
+    targets = [p.target for p in result.planned]
+    dns = targets.index("api.drills.test./A")
+    normal = [w for w in topology.WORKLOADS if w.tier == "normal" and w.dr_replicas]
+    first_normal = min(targets.index(f"dr/{w.kind}/{w.namespace}/{w.name}") for w in normal)
+    critical = [w for w in topology.WORKLOADS if w.tier == "critical"]
+    last_critical = max(targets.index(f"dr/{w.kind}/{w.namespace}/{w.name}") for w in critical)
+    assert last_critical < dns < first_normal
 
 
 def _set_never_ready(info: LabInfo, value: str | None) -> None:
