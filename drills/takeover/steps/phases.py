@@ -351,11 +351,11 @@ def bring_up_normal(ctx: PhaseContext) -> None:
     """After the service is restored: the normal tier (it waits, so that the critical tier
     had DR's GPUs first), then the batch tier left paused. Full capacity once ready."""
     _bring_up(ctx, "normal")
+    if not ctx.dry_run:
+        ctx.facts["full_capacity_at"] = utc_now()
     with ctx.timeline.step("batch tier stays paused") as step:
         step.evidence = {"paused": [w.key for w in ctx.plan.workloads_in("batch")]}
         step.status = "skipped"
-    if not ctx.dry_run:
-        ctx.facts["full_capacity_at"] = utc_now()
 
 
 def _bring_up(ctx: PhaseContext, tier: str) -> None:
