@@ -13,7 +13,7 @@ waited for every tier inside the RTO; it is measured as it was.)
 Every part of the overhead is attributed to the phase or step where it was
 spent, from the drill's own timeline, so a miss says what to fix.
 
-``DRILLS_BENCH_BASE=REV`` (or ``python bench/drill_overhead.py --compare REV``) runs the
+``DRILLS_BENCH_BASE=REV`` (or ``python -m bench drill_overhead --compare REV``) runs the
 same drills on the code of git revision REV and on this tree, in turns, each on a fresh
 lab, and prints them side by side: what a change to the drill's writes (the evidence
 chain) costs. This tree's run also counts the chain links a drill appends and times
@@ -336,7 +336,7 @@ def _print_load() -> None:
     )
 
 
-def _cli(argv: list[str]) -> int:
+def cli(argv: list[str]) -> int:
     if argv[:1] == ["--json"]:
         measured = _measure(quiet=True)
         if measured is None:
@@ -349,4 +349,4 @@ def _cli(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_cli(sys.argv[1:]))
+    sys.exit(cli(sys.argv[1:]))
