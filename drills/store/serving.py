@@ -112,15 +112,15 @@ def recorded_serving(
     placed = next(
         filter(None, map(placed_by, _movers(history, plan))), RecordedServing(Site.PRIMARY)
     )
-    extra = {"lease_run_id": lease, "unfinished": tuple(r.id for r in unfinished)}
+    ids = tuple(r.id for r in unfinished)
     if unfinished:
         # A run that never finished (a drill too, part-way): no site is known to serve alone.
         run = unfinished[0]
         incident = run.id if run.mode == Mode.INCIDENT else placed.incident_id
         t0 = run.t0 if run.mode == Mode.INCIDENT else placed.incident_t0
-        return RecordedServing(Site.IN_TRANSITION, run.started_at, run.id, incident, t0, **extra)
+        return RecordedServing(Site.IN_TRANSITION, run.started_at, run.id, incident, t0, lease, ids)
     return RecordedServing(
-        placed.site, placed.since, placed.run_id, placed.incident_id, placed.incident_t0, **extra
+        placed.site, placed.since, placed.run_id, placed.incident_id, placed.incident_t0, lease, ids
     )
 
 

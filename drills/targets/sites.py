@@ -106,7 +106,7 @@ class Targets:
         """``reverse``: ``plan`` is a reversed plan (drills.plan.reverse), whose "primary"
         is the real DR site: the adapters name each site by what it really is."""
         self.plan = plan
-        labels: tuple[Role, Role] = ("dr", "primary") if reverse else ROLES
+        labels: tuple[Role, Role] = ("dr", "primary") if reverse else ("primary", "dr")
         self.primary = SiteTargets("primary", plan, labels[0])
         self.dr = SiteTargets("dr", plan, labels[1])
         self._cache = _Lazy()
