@@ -14,6 +14,7 @@ serving exactly as it was; after it, a failback only goes forward.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import Callable
@@ -187,7 +188,13 @@ def switch_back(ctx: FailbackContext) -> None:
 
 # -- 5. after the switch: smoke, then DR back to standby --------------------------------
 def smoke_primary(ctx: FailbackContext) -> dt.datetime:
-    return smoke(ctx, site="primary")
+    """The plan's smoke probes through the name, now answered by the primary. A probe's
+    ``expect_body`` is the takeover's (it often names DR): here only its status counts,
+    and the name itself was confirmed on every authoritative server just before."""
+    probes = tuple(p.model_copy(update={"expect_body": None}) for p in ctx.plan.smoke)
+    return smoke(
+        dataclasses.replace(ctx, plan=ctx.plan.model_copy(update={"smoke": probes})), "primary"
+    )
 
 
 def dr_to_standby(ctx: FailbackContext) -> None:
