@@ -110,7 +110,9 @@ def test_failback_is_refused_while_the_primary_serves(
 def test_failback_refuses_before_any_change_without_reverse_replication(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
-    with own_lab(tmp_path_factory, "no-reverse", ready_delay=0.2, reverse_replication=False) as info:
+    with own_lab(
+        tmp_path_factory, "no-reverse", ready_delay=0.2, reverse_replication=False
+    ) as info:
         db = f"sqlite:///{tmp_path / 'h.db'}"
         plan_file = str(Path(info.state_dir) / "plan.yaml")
         assert drills_cli("run", plan_file, "--mode", "incident", "--yes", db=db).returncode == 0
@@ -120,7 +122,9 @@ def test_failback_refuses_before_any_change_without_reverse_replication(
         assert failed.returncode == 1
         report = json.loads(failed.stdout[failed.stdout.index("{") :])
         assert report["run"]["status"] == "aborted"
-        assert "data.caught_up" in report["run"]["error"] and "checkpoints" in report["run"]["error"]
+        assert (
+            "data.caught_up" in report["run"]["error"] and "checkpoints" in report["run"]["error"]
+        )
         assert report["journal"] == []
         assert snapshot(lab_plan(info)) == before
         status = json.loads(drills_cli("status", plan_file, "--json", db=db).stdout)
@@ -149,7 +153,9 @@ def test_a_crashed_failback_recovers_on_its_side_of_the_dns_switch(
     assert status["serving"] == "in-transition" and status["holding_run"]
     recovered = drills_cli("recover", "--plan", "lab", "--json", db=db)
     assert recovered.returncode == 0, recovered.stdout + recovered.stderr
-    assert json.loads(recovered.stdout)["action"] == ("complete" if ends == "primary" else "rollback")
+    assert json.loads(recovered.stdout)["action"] == (
+        "complete" if ends == "primary" else "rollback"
+    )
     assert snapshot(plan) == (before_incident if ends == "primary" else serving_dr)
     status = json.loads(drills_cli("status", plan_file, "--json", db=db).stdout)
     assert status["serving"] == ends and status["agrees"], status
@@ -191,3 +197,18 @@ def test_a_mistaken_incident_is_abandoned_with_recover_fail_back(
     assert recorded_serving(history, "lab").site == Site.PRIMARY
     runs = json.loads(drills_cli("history", "--json", db=db).stdout)
     assert runs[0]["closed_at"] is not None
+
+
+def test_the_status_json_keys_are_a_stable_interface(history: HistoryStore, tmp_path: Path) -> None:
+    from drills.plan import load_plan
+    from drills.takeover.status import STATUS_KEYS
+    from tests.support.drill import offline_lab_plan_text
+
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(offline_lab_plan_text())
+    data = serving_status(load_plan(plan_file), history, live=False).to_json()
+    assert tuple(data) == STATUS_KEYS == (
+        "plan", "serving", "since", "run_id", "incident_id", "incident_t0", "holding_run",
+        "lease_run_id", "unfinished_runs", "live", "agrees", "disagreement", "checked_at",
+    )  # fmt: skip
+    assert data["serving"] == "primary" and data["live"] is None and data["agrees"]
