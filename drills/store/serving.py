@@ -55,7 +55,8 @@ def _incident_placed(run: DrillRun) -> RecordedServing | None:
     if link is not None and link.closed_at is not None:
         return RecordedServing(Site.PRIMARY, link.closed_at, link.failback_run or run.id)
     if run.status == RunStatus.SUCCEEDED or (
-        run.status == RunStatus.RECOVERED and _recover_action(run) in ("complete", "hold")
+        # Completed or held by `drills recover`; one it failed back is closed (above).
+        run.status == RunStatus.RECOVERED and _recover_action(run) != "fail-back"
     ):
         since = run.restored_at or run.t0 or run.started_at
         return RecordedServing(Site.DR, since, run.id, run.id, run.t0)
