@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -12,7 +11,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
+from drills.cli.common import (
+    EXIT_FAILED,
+    DbUrl,
+    PlanPath,
+    StableJson,
+    load_plan_or_exit,
+    open_history,
+)
 from drills.cli.console import err_console, out_console
 
 if TYPE_CHECKING:
@@ -30,13 +36,8 @@ COLOUR: dict[str, str] = {"pass": "green", "warn": "yellow", "fail": "red", "err
 
 
 def readiness(
-    plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="The drill plan (YAML).")],
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="Print one JSON object (the stable interface described in the README)."
-        ),
-    ] = False,
+    plan_path: PlanPath,
+    as_json: StableJson = False,
     only: Annotated[
         list[str] | None,
         typer.Option("--only", help="Run only this check id; repeat for several."),

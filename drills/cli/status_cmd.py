@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from drills.cli.common import DbUrl, load_plan_or_exit, open_history
+from drills.cli.common import DbUrl, PlanPath, StableJson, load_plan_or_exit, open_history
 from drills.cli.console import err_console, out_console
 
 console = out_console()
@@ -21,13 +20,8 @@ STYLE = {"primary": "green", "dr": "bold yellow", "in-transition": "bold red"}
 
 
 def status_cmd(
-    plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="The drill plan (YAML).")],
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="Print one JSON object (the stable interface described in the README)."
-        ),
-    ] = False,
+    plan_path: PlanPath,
+    as_json: StableJson = False,
     live: Annotated[
         bool,
         typer.Option(
