@@ -12,6 +12,7 @@ from typing import Any
 
 from drills.plan.durations import format_duration
 from drills.store.history import HistoryStore
+from drills.store.incident_record import incident_markdown, incident_record
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun
 from drills.text import for_markdown, for_terminal
@@ -57,6 +58,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "planned_changes": details.planned,
         "state_differences": details.drift,
         "readiness": run.readiness,
+        "incident": incident_record(run, store),
     }
 
 
@@ -84,6 +86,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines = [
         *_summary(data),
         *_objectives(data),
+        *incident_markdown(data.get("incident")),
         *_phases(data["phases"] or []),
         *_journal(data["journal"]),
         *_intended_changes(data["planned_changes"]),
