@@ -137,7 +137,8 @@ def test_the_job_template_renders_a_job_that_the_api_server_accepts_in_a_dry_run
     pod = spec["template"]["spec"]
     container = pod["containers"][0]
     assert (job["metadata"]["namespace"], pod["serviceAccountName"]) == ("drills", "drills")
-    assert container["image"] == "drills:latest" and container["args"][:2] == ["prefect", "flow-run"]
+    assert container["image"] == "drills:latest"
+    assert container["args"][:2] == ["prefect", "flow-run"]
     assert {e["secretRef"]["name"] for e in container["envFrom"]} == {
         "drills-db", "drills-prefect", "drills-credentials"}  # fmt: skip
     assert spec["parallelism"] == 1 and "parallelism" not in pod

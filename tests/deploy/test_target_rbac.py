@@ -72,9 +72,7 @@ SCENARIOS: list[Scenario] = [
     ),
     Scenario(
         "drill killed mid-way",
-        lambda lab: lab.drills(
-            "run", lab.plan, "--yes", expect=-9, crash_at="phase:smoke:start"
-        ),
+        lambda lab: lab.drills("run", lab.plan, "--yes", expect=-9, crash_at="phase:smoke:start"),
     ),
     Scenario("recover", lambda lab: lab.drills("recover", "--plan", "lab", expect=0)),
 ]
@@ -145,5 +143,3 @@ def test_no_rule_of_the_roles_uses_a_wildcard() -> None:
         for rule in _rules(site):
             assert "*" not in (*rule.api_groups, *rule.verbs)
             assert not any(r == "*" or r.startswith("*/") for r in rule.resources), rule
-
-

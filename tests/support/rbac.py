@@ -85,7 +85,8 @@ class Grant:
         return f"{self.verb} {group}/{self.resource}" + (f" named {self.name}" if self.name else "")
 
     def used_by(self, event: AuditEvent) -> bool:
-        return Rule((self.group,), (self.resource,), (self.verb,), (self.name,) * bool(self.name)).allows(event)
+        names = (self.name,) if self.name else ()
+        return Rule((self.group,), (self.resource,), (self.verb,), names).allows(event)
 
 
 def _has(values: Iterable[str], wanted: str) -> bool:
@@ -102,10 +103,13 @@ def load_rules(path: Path, kind: str = "ClusterRole") -> list[Rule]:
 def allowed(rules: Iterable[Rule], event: AuditEvent) -> bool:
     """Whether ``event`` passes ``rules``; a non-resource URL passes the default roles."""
     if not event.is_resource:
-        return any(
-            event.path == url or (url.endswith("/*") and event.path.startswith(url[:-1]))
-            for url in DEFAULT_NON_RESOURCE_URLS
-        ) and event.verb == "get"
+        return (
+            any(
+                event.path == url or (url.endswith("/*") and event.path.startswith(url[:-1]))
+                for url in DEFAULT_NON_RESOURCE_URLS
+            )
+            and event.verb == "get"
+        )
     return any(rule.allows(event) for rule in rules)
 
 

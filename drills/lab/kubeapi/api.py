@@ -163,9 +163,7 @@ class KubeApi:
                     code=code,
                     user_agent=req.user_agent,
                 )
-        return AuditEvent(
-            verb=req.method.lower(), path=path, code=code, user_agent=req.user_agent
-        )
+        return AuditEvent(verb=req.method.lower(), path=path, code=code, user_agent=req.user_agent)
 
     # -- routing ---------------------------------------------------------
 
