@@ -16,6 +16,7 @@ from drills.cli.common import (
     EXIT_FAILED,
     DbUrl,
     PlanFiles,
+    StableJson,
     fleet_paths,
     load_plan_or_exit,
     open_history,
@@ -26,12 +27,14 @@ if TYPE_CHECKING:
     from drills.checks.base import CheckResult
     from drills.checks.fleet import PlanReadiness
     from drills.checks.runner import ReadinessReport
+    from drills.plan import DrillPlan
 
 console = out_console()
 err = err_console()
 
 # Keyed by Status's values (a StrEnum): the checks and the SDKs under them load only when
 # the command runs.
+DIRECTIONS = ("takeover", "failback")
 COLOUR: dict[str, str] = {"pass": "green", "warn": "yellow", "fail": "red", "error": "magenta"}
 
 
@@ -42,12 +45,7 @@ def readiness(
             metavar="[PLAN]", help="The drill plan (YAML); none with --all.", show_default=False
         ),
     ] = None,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="Print one JSON object (the stable interface described in the README)."
-        ),
-    ] = False,
+    as_json: StableJson = False,
     only: Annotated[
         list[str] | None,
         typer.Option("--only", help="Run only this check id; repeat for several."),
@@ -63,6 +61,15 @@ def readiness(
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Show each check's evidence and remediation.")
     ] = False,
+    direction: Annotated[
+        str | None,
+        typer.Option(
+            "--direction",
+            help="takeover: can DR take over (the plan's checks). failback: can production "
+            "return from DR to the primary (the way-back checks; never stored). Default: "
+            "failback while the history says the plan serves from DR, else takeover.",
+        ),
+    ] = None,
     store: Annotated[
         bool,
         typer.Option(
@@ -92,17 +99,15 @@ def readiness(
     """Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan."""
     from drills.checks.readiness import run_readiness, select_checks
 
-    if all_plans == (plan_path is not None):
-        err.print("[red]give a plan file, or --all (not both)[/]")
-        raise typer.Exit(2)
+    _refuse_mixed_arguments(plan_path, all_plans=all_plans, narrowed=bool(only or category))
     if all_plans:
-        if only or category:
-            err.print("[red]--all runs every check: --only and --category do not apply[/]")
-            raise typer.Exit(2)
         _readiness_all(plans, db, store=store, concurrency=concurrency, as_json=as_json)
         return
     assert plan_path is not None
     plan = load_plan_or_exit(plan_path)
+    if _direction(plan, direction, db if store else None, store) == "failback":
+        _way_back(plan, db, as_json=as_json, verbose=verbose)
+        return
     try:
         specs = select_checks(only or (), category or ())
     except KeyError as exc:
@@ -141,6 +146,15 @@ def readiness(
             print_notifications(report)
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
+
+
+def _refuse_mixed_arguments(plan_path: Path | None, *, all_plans: bool, narrowed: bool) -> None:
+    if all_plans == (plan_path is not None):
+        err.print("[red]give a plan file, or --all (not both)[/]")
+        raise typer.Exit(2)
+    if all_plans and narrowed:
+        err.print("[red]--all runs every check: --only and --category do not apply[/]")
+        raise typer.Exit(2)
 
 
 def _readiness_all(
@@ -188,6 +202,33 @@ def _print_fleet(results: list[PlanReadiness]) -> None:
         verdict = Text(_verdict(r), style=style)
         table.add_row(Text(r.plan), verdict, blocking, checks, f"{r.seconds:.1f}")
     console.print(table)
+
+
+def _direction(plan: DrillPlan, asked: str | None, db: str | None, store: bool) -> str:
+    if asked is not None:
+        if asked not in DIRECTIONS:
+            err.print(f"[red]--direction must be takeover or failback, not {escape(asked)!r}[/]")
+            raise typer.Exit(2)
+        return asked
+    if not store:  # --no-store opens no history, so it cannot tell where the plan serves
+        return "takeover"
+    from drills.store.serving import Site, recorded_serving
+
+    serving = recorded_serving(open_history(db), plan.name).site
+    return "failback" if serving == Site.DR else "takeover"
+
+
+def _way_back(plan: DrillPlan, db: str | None, *, as_json: bool, verbose: bool) -> None:
+    from drills.checks.readiness import run_wayback
+
+    report = run_wayback(plan, history=open_history(db))
+    if as_json:
+        typer.echo(json.dumps(report.to_json() | {"direction": "failback"}, indent=2))
+    else:
+        err.print("[bold]way back: can production return from DR to the primary?[/]")
+        print_report(report, verbose=verbose)
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)
 
 
 def print_report(report: ReadinessReport, *, verbose: bool) -> None:

@@ -48,7 +48,9 @@ def up(
     ready_delay: float = 1.0,
     system_services: bool = True,
     checkpoint_every: float = 60.0,
+    reverse_replication: bool = True,
     timeout: float = 30.0,
+    audit: bool = False,
 ) -> tuple[LabInfo, bool]:
     """Start the lab; returns its info and whether it was already running."""
     existing = running(state_dir)
@@ -67,6 +69,8 @@ def up(
     argv += ["--ready-delay", str(ready_delay), "--checkpoint-every", str(checkpoint_every)]
     argv += ["--drift"] if drift else []
     argv += [] if system_services else ["--no-system-services"]
+    argv += [] if reverse_replication else ["--no-reverse-replication"]
+    argv += ["--audit"] if audit else []
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     with log_path.open("ab") as log:
         child = subprocess.Popen(

@@ -62,8 +62,17 @@ class _Lazy:
 
 
 class SiteTargets:
-    def __init__(self, role: Role, plan: DrillPlan, shared: SharedTargets | None = None) -> None:
+    def __init__(
+        self,
+        role: Role,
+        plan: DrillPlan,
+        label: str | None = None,
+        shared: SharedTargets | None = None,
+    ) -> None:
         self.role = role
+        # What errors and evidence call the site: its role, unless the plan is seen the
+        # other way round (the failback direction), where the primary plays DR.
+        self.label = label or role
         self.plan = plan
         self.site: Site = getattr(plan.sites, role)
         self._shared = shared
@@ -94,7 +103,7 @@ class SiteTargets:
         return cast(
             "KubeTarget",
             self._adapter(
-                "kube", lambda: KubeTarget.for_site(self.role, self.site, self.plan), KUBE_READS
+                "kube", lambda: KubeTarget.for_site(self.label, self.site, self.plan), KUBE_READS
             ),
         )
 
@@ -105,7 +114,7 @@ class SiteTargets:
         return cast(
             "Registry",
             self._adapter(
-                "registry", lambda: registry_for(self.role, self.site, self.plan), REGISTRY_READS
+                "registry", lambda: registry_for(self.label, self.site, self.plan), REGISTRY_READS
             ),
         )
 
@@ -117,7 +126,7 @@ class SiteTargets:
             "ObjectStore",
             self._adapter(
                 "objects",
-                lambda: ObjectStore.for_site(self.role, self.site, self.plan),
+                lambda: ObjectStore.for_site(self.label, self.site, self.plan),
                 OBJECTS_READS,
             ),
         )
@@ -130,7 +139,7 @@ class SiteTargets:
             "AwsSecrets",
             self._adapter(
                 "aws_secrets",
-                lambda: AwsSecrets.for_site(self.role, self.site, self.plan),
+                lambda: AwsSecrets.for_site(self.label, self.site, self.plan),
                 SECRETS_READS,
             ),
         )
@@ -151,11 +160,16 @@ class Targets:
     drills.targets.shared): for readiness over many plans, never for a drill.
     """
 
-    def __init__(self, plan: DrillPlan, shared: SharedTargets | None = None) -> None:
+    def __init__(
+        self, plan: DrillPlan, shared: SharedTargets | None = None, *, reverse: bool = False
+    ) -> None:
+        """``reverse``: ``plan`` is a reversed plan (drills.plan.reverse), whose "primary"
+        is the real DR site: the adapters name each site by what it really is."""
         self.plan = plan
         self._shared = shared
-        self.primary = SiteTargets("primary", plan, shared)
-        self.dr = SiteTargets("dr", plan, shared)
+        labels: tuple[Role, Role] = ("dr", "primary") if reverse else ("primary", "dr")
+        self.primary = SiteTargets("primary", plan, labels[0], shared)
+        self.dr = SiteTargets("dr", plan, labels[1], shared)
         self._cache = _Lazy()
         self._own = SharedTargets() if shared is None else None
 
