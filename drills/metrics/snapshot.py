@@ -24,7 +24,7 @@ from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun, Lease, ReadinessSnapshot, details_value
-from drills.store.serving import Site, recorded_serving
+from drills.store.serving import RecordedServing, recorded_serving_of
 
 DEFAULT_READINESS_INTERVAL_S = 900.0  # the readiness-check deployment of prefect.yaml
 CADENCE_S = MAX_DRILL_AGE_DAYS * 86400.0
@@ -119,12 +119,20 @@ class Snapshotter:
         now = now or dt.datetime.now(dt.UTC)
         with self.store.engine.connect() as conn:
             unfinished = _unfinished(conn, now)
+            serving = recorded_serving_of(self.store, [p.name for p in plans], now=now)
             figures = tuple(
-                self._plan(conn, plan, unfinished.get(plan.name, _Unfinished())) for plan in plans
+                self._plan(conn, plan, unfinished.get(plan.name, _Unfinished()), serving[plan.name])
+                for plan in plans
             )
         return MetricsSnapshot(now.timestamp(), figures, tuple(invalid_files))
 
-    def _plan(self, conn: Connection, plan: DrillPlan, unfinished: _Unfinished) -> PlanMetrics:
+    def _plan(
+        self,
+        conn: Connection,
+        plan: DrillPlan,
+        unfinished: _Unfinished,
+        serving: RecordedServing,
+    ) -> PlanMetrics:
         readiness_at, checks, lags = self._readiness(conn, plan.name)
         last_runs = tuple(
             figures for mode in Mode if (figures := _last_measured(conn, plan.name, mode))
@@ -142,7 +150,7 @@ class Snapshotter:
             last_drill_success=_last_drill_success(conn, plan.name),
             cadence_s=CADENCE_S,
             last_runs=last_runs,
-            serving_site=_serving_site(conn, self.store, plan.name, unfinished),
+            serving_site=serving.site.value,  # the rules of `drills status` (drills.store.serving)
             in_progress=unfinished.in_progress,
             stuck=unfinished.stuck,
             oldest_unfinished_start=unfinished.oldest,
@@ -195,7 +203,6 @@ def _parse_report(report: Mapping[str, Any]) -> tuple[tuple[CheckState, ...], di
 # Each statement is built once, with the plan (and a time) as bound parameters: building a
 # SQLAlchemy expression costs more than running it on an index.
 _PLAN = bindparam("plan", type_=String)
-_AFTER = bindparam("after", type_=DrillRun.started_at.type)
 
 
 def _newest(mode: Mode, *columns: Any, where: Sequence[Any]) -> Select[Any]:
@@ -227,11 +234,6 @@ _DRILL_SUCCESS = _newest(
     DrillRun.started_at,
     where=(DrillRun.status.in_([s for s in RunStatus if s.counts_for_cadence]),),
 )
-_DRILL_AFTER = _newest(
-    Mode.DRILL,
-    DrillRun.started_at,
-    where=(DrillRun.status == RunStatus.SUCCEEDED, DrillRun.started_at > _AFTER),
-)
 
 
 def _last_measured(conn: Connection, plan: str, mode: Mode) -> RunFigures | None:
@@ -256,20 +258,6 @@ def _last_drill_success(conn: Connection, plan: str) -> float:
         return 0.0
     finished_at, started_at = row
     return _ts(_aware(finished_at or started_at))
-
-
-def _serving_site(conn: Connection, store: HistoryStore, plan: str, unfinished: _Unfinished) -> str:
-    """Where the plan serves from, as `drills status` reads the history (drills.store.serving);
-    the live confirmation is `drills status`'s, not a scrape's."""
-    if unfinished.in_progress or unfinished.stuck:
-        return "in-transition"
-    recorded = recorded_serving(store, plan)
-    if recorded.site != Site.DR or recorded.since is None:
-        return recorded.site.value
-    # A drill starts from the primary: one that succeeded since the takeover means the
-    # plan was failed back by hand.
-    drill = conn.execute(_DRILL_AFTER, {"plan": plan, "after": recorded.since}).first()
-    return "primary" if drill is not None else "dr"
 
 
 def _unfinished(conn: Connection, now: dt.datetime) -> dict[str, _Unfinished]:

@@ -1,10 +1,10 @@
 """What the fleet overview reads: each plan's latest facts, in a few queries for all plans.
 
 One statement finds, for every plan at once, the ids of its latest readiness snapshot,
-last drill, last drill that counts for the cadence and last incident (each a correlated
-``LIMIT 1`` on an index, never a scan of the history); a second reads those rows' narrow
-columns; a third the runs not finished; a fourth the recent runs that findings are read
-from. 200 plans cost four round trips, not eight hundred.
+last drill and last drill that counts for the cadence (each a correlated ``LIMIT 1`` on an
+index, never a scan of the history); a second and third read those rows' narrow columns;
+where each plan serves comes from drills.store.serving (the rules `drills status` uses),
+and open findings from drills.evidence.findings. 200 plans cost a handful of round trips.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from sqlalchemy import (
     Connection,
     Select,
     String,
-    func,
     literal,
     select,
     union_all,
@@ -29,13 +28,10 @@ from sqlalchemy.orm import Session, load_only
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun, ReadinessSnapshot, details_value
+from drills.store.serving import recorded_serving_of
 
 CHUNK = 400  # plans per statement: SQLite allows 500 terms in one compound SELECT
 FINDINGS_RUNS = 5  # the recent runs of each plan whose findings the overview counts
-
-# An incident that ended with DR serving, or one that stopped part-way (as the metrics say).
-_INCIDENT_DR = (RunStatus.SUCCEEDED, RunStatus.RECOVERED)
-_INCIDENT_HALFWAY = (RunStatus.FAILED, RunStatus.RECOVER_FAILED)
 
 
 @dataclass(frozen=True)
@@ -115,7 +111,6 @@ def _latest_ids(names: Any) -> Select[Any]:
         readiness,
         _newest_run(plan, Mode.DRILL, DrillRun.finished_at.is_not(None)),
         _newest_run(plan, Mode.DRILL, DrillRun.status.in_(proving)),
-        _newest_run(plan, Mode.INCIDENT, DrillRun.status.in_(_INCIDENT_DR + _INCIDENT_HALFWAY)),
         *recent,  # the recent runs findings are read from, each one index step
     )
 
@@ -154,42 +149,6 @@ def _snapshots(conn: Connection, ids: set[int]) -> dict[int, ReadinessFacts]:
     return {r[0]: ReadinessFacts(r[0], _aware(r[1]), r[2], r[3], r[4]) for r in conn.execute(query)}  # type: ignore[arg-type]
 
 
-def serving_sites(conn: Connection, incidents: dict[str, RunFacts]) -> dict[str, str]:
-    """Where each plan serves, derived from the history as `drills metrics` does it: in
-    transition while a run is unfinished (ix_run_finished), at DR after an incident that
-    ended there with no successful drill since, else at the primary (plans not named).
-
-    The one place the overview decides it: asking the sites themselves replaces this.
-    """
-    found: dict[str, str] = {}
-    unfinished = conn.execute(
-        select(DrillRun.plan).where(DrillRun.finished_at.is_(None), DrillRun.dry_run.is_(False))
-    ).scalars()
-    for plan in set(unfinished):
-        found[plan] = "in-transition"
-    if not incidents:
-        return found
-    # A drill starts from the primary: one that succeeded after the incident means the
-    # plan was failed back by hand since.
-    last_drill = dict(
-        conn.execute(
-            select(DrillRun.plan, func.max(DrillRun.started_at))
-            .where(
-                DrillRun.plan.in_(incidents),
-                DrillRun.mode == Mode.DRILL,
-                DrillRun.status == RunStatus.SUCCEEDED,
-            )
-            .group_by(DrillRun.plan)
-        ).all()
-    )
-    for plan, run in incidents.items():
-        drilled = _aware(last_drill.get(plan))
-        if plan in found or (drilled is not None and drilled > run.started_at):
-            continue
-        found[plan] = "dr" if run.status in _INCIDENT_DR else "in-transition"
-    return found
-
-
 def _recent_runs(conn: Connection, ids: set[str]) -> list[DrillRun]:
     """Those runs, oldest first, with only what findings read from them."""
     if not ids:
@@ -220,24 +179,20 @@ def fleet_facts(store: HistoryStore, plans: Sequence[str]) -> dict[str, PlanFact
         for start in range(0, len(plans), CHUNK):
             names = _names(plans[start : start + CHUNK])
             _fill(conn, names, facts)
+    for plan, recorded in recorded_serving_of(store, plans).items():
+        facts[plan].serving = recorded.site.value
     return facts
 
 
 def _fill(conn: Connection, names: Any, facts: dict[str, PlanFacts]) -> None:
     latest = conn.execute(_latest_ids(names)).all()
-    runs = _runs(conn, {i for row in latest for i in row[2:5] if i is not None})
+    runs = _runs(conn, {i for row in latest for i in row[2:4] if i is not None})
     snapshots = _snapshots(conn, {row[1] for row in latest if row[1] is not None})
-    recent = {i for row in latest for i in row[5:] if i is not None}
-    incidents = {}
-    for plan, snapshot, drill, success, incident, *_recent in latest:
+    recent = {i for row in latest for i in row[4:] if i is not None}
+    for plan, snapshot, drill, success, *_recent in latest:
         entry = facts[plan]
         entry.readiness = snapshots.get(snapshot) if snapshot is not None else None
         entry.last_drill = runs.get(drill) if drill else None
         entry.last_success = runs.get(success) if success else None
-        if incident and incident in runs:
-            incidents[plan] = runs[incident]
-    for plan, site in serving_sites(conn, incidents).items():
-        if plan in facts:
-            facts[plan].serving = site
     for run in _recent_runs(conn, recent):
         facts[run.plan].recent_runs.append(run)

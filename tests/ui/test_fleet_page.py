@@ -81,3 +81,29 @@ def test_the_readiness_page_opened_for_one_plan_shows_that_plan(ui_env: UiEnv) -
 def test_a_fleet_without_plans_says_how_to_add_them(ui_env: UiEnv, tmp_path: Path) -> None:
     ui_env.set("DRILLS_PLANS", str(tmp_path / "none-*.yaml"))
     assert "No plan is configured" in shown(open_page())
+
+
+def _moved(env: UiEnv, plan: str, *modes: str) -> None:
+    """Runs of ``plan`` that moved production, each succeeded, oldest first."""
+    start = dt.datetime.now(dt.UTC) - dt.timedelta(days=2)
+    for i, mode in enumerate(modes):
+        at = start + dt.timedelta(hours=i)
+        env.store().create_run(
+            DrillRun(id=f"{plan}{i}", plan=plan, plan_digest="x", mode=mode, operator="t",
+                     status="succeeded", started_at=at, t0=at, restored_at=at,
+                     finished_at=at + dt.timedelta(minutes=5))
+        )  # fmt: skip
+
+
+def test_the_fleet_says_where_a_plan_serves_as_drills_status_does(ui_env: UiEnv) -> None:
+    from drills.store.serving import recorded_serving
+
+    ui_env.set("DRILLS_PLANS", _plans(ui_env, ["back", "away"]))
+    _moved(ui_env, "back", "incident", "failback")  # an incident, then a successful failback
+    _moved(ui_env, "away", "incident")
+    at = open_page()
+    table = at.dataframe[0].value
+    serving = dict(zip(table["plan"], table["serving"], strict=True))
+    assert serving == {"back": "primary", "away": "dr"}
+    assert recorded_serving(ui_env.store(), "back").site == "primary"
+    assert recorded_serving(ui_env.store(), "away").site == "dr"
