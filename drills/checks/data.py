@@ -20,6 +20,7 @@ from drills.plan.durations import format_duration
 from drills.targets.objects import LifecycleRule, ObjectInfo
 from drills.targets.objects_compare import (
     DatasetDiff,
+    DeleteFindings,
     Location,
     compare_deletes,
     compare_objects,
@@ -44,15 +45,18 @@ def _locations(targets: Targets, ds: Dataset) -> tuple[Location, Location]:
     )
 
 
+def _both_copies(targets: Targets, ds: Dataset) -> tuple[Any, ...]:
+    """Which two copies ``ds`` compares: the same for every plan naming the same buckets."""
+    return (
+        (targets.primary.identity("objects"), ds.primary_bucket, ds.prefix),
+        (targets.dr.identity("objects"), ds.dr_bucket, ds.prefix),
+    )
+
+
 def dataset_diff(targets: Targets, ds: Dataset) -> DatasetDiff:
     """The comparison of both copies of ``ds``, made once per run and shared by checks
     (and by plans whose readiness runs together over the same buckets)."""
-    key = (
-        "dataset_diff",
-        (targets.primary.identity("objects"), ds.primary_bucket, ds.prefix),
-        (targets.dr.identity("objects"), ds.dr_bucket, ds.prefix),
-        ds.rpo_target,
-    )
+    key = ("dataset_diff", *_both_copies(targets, ds), ds.rpo_target)
 
     def compare() -> DatasetDiff:
         pending_after = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=ds.rpo_target)
@@ -61,6 +65,13 @@ def dataset_diff(targets: Targets, ds: Dataset) -> DatasetDiff:
         )
 
     return targets.once(key, compare)
+
+
+def dataset_deletes(targets: Targets, ds: Dataset) -> DeleteFindings:
+    """The version listings of both copies of ``ds`` compared for deletes, once per run
+    (and once for every plan over the same buckets)."""
+    key = ("dataset_deletes", *_both_copies(targets, ds))
+    return targets.once(key, lambda: compare_deletes(*_locations(targets, ds), examples=EXAMPLES))
 
 
 def _each(datasets: Iterable[Dataset], work: Callable[[Dataset], T]) -> list[tuple[Dataset, T]]:
@@ -341,7 +352,7 @@ def _protection(targets: Targets, ds: Dataset) -> dict[str, Any]:
     for rule in rules:
         for kind, example in rule_problems(rule, ds):
             problems[kind].append(example)
-    deletes = compare_deletes(*_locations(targets, ds), examples=EXAMPLES)
+    deletes = dataset_deletes(targets, ds)
     counts = {kind: len(found) for kind, found in problems.items()}
     counts["delete_marker_at_dr"] = deletes.delete_marker_at_dr.count
     counts["delete_propagated"] = deletes.delete_propagated.count

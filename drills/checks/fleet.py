@@ -3,7 +3,8 @@
 Plans run concurrently, at most ``concurrency`` at a time (each runs its checks
 concurrently as it would alone), over one ``SharedTargets``: a cluster, registry or
 bucket that several plans name is asked once per run. One result per plan file, in the
-order given; a plan that does not load, or whose run fails, gets its error instead.
+order given; a plan that does not load, or whose run fails, gets its error instead. The
+snapshots are kept together at the end, in one transaction (and notified from there).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from drills.checks.base import CheckRegistry
-from drills.checks.readiness import run_readiness
+from drills.checks.readiness import run_readiness, store_and_notify_all
 from drills.checks.runner import CheckCall, ReadinessReport, call_in_place
 from drills.errors import DrillError, PlanError
 from drills.plan import DrillPlan, load_plan
@@ -93,27 +94,46 @@ def run_readiness_all(
         started = time.perf_counter()
         try:
             report = run_readiness(
-                plan, history=history, registry=registry, call=call, shared=shared
+                plan, history=history, store=False, registry=registry, call=call, shared=shared
             )
             result = PlanReadiness(path, plan.name, report, None, False, 0.0)
         except DrillError as exc:  # the store, say: the checks' own errors are results
             log.warning("readiness of %s failed: %s", plan.name, exc)
             result = PlanReadiness(path, plan.name, None, str(exc), False, 0.0)
-        done = replace(result, seconds=time.perf_counter() - started)
-        if on_plan:
-            on_plan(done)
-        return done
+        return replace(result, seconds=time.perf_counter() - started)
 
     results: dict[int, PlanReadiness] = {}
+    plans: dict[int, DrillPlan] = {}
     with SharedTargets() as shared, ThreadPoolExecutor(concurrency, "plan") as pool:
         futures = {}
         for index, (path, plan, error) in enumerate(loaded):
             if plan is None:
                 results[index] = PlanReadiness(path, Path(path).name, None, error, True, 0.0)
-                if on_plan:
-                    on_plan(results[index])
             else:
+                plans[index] = plan
                 futures[index] = pool.submit(one, path, plan, shared)
         for index, future in futures.items():
             results[index] = future.result()
-    return [results[i] for i in range(len(loaded))]
+    if history is not None:
+        _keep(history, plans, results)
+    ordered = [results[i] for i in range(len(loaded))]
+    if on_plan is not None:
+        for result in ordered:
+            on_plan(result)
+    return ordered
+
+
+def _keep(
+    history: HistoryStore, plans: dict[int, DrillPlan], results: dict[int, PlanReadiness]
+) -> None:
+    """Every report's snapshot in one transaction; each result then carries its notices."""
+    done = [(i, plans[i], report) for i in plans if (report := results[i].report) is not None]
+    try:
+        kept = store_and_notify_all(history, [(plan, report) for _, plan, report in done])
+    except DrillError as exc:  # the store failed: every plan says so
+        log.warning("readiness snapshots not kept: %s", exc)
+        for i, _, _ in done:
+            results[i] = replace(results[i], error=f"not kept: {exc}")
+        return
+    for (i, _, _), report in zip(done, kept, strict=True):
+        results[i] = replace(results[i], report=report)

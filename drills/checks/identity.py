@@ -9,6 +9,7 @@ from drills.checks.base import CheckContext, CheckResult, Outcome, Status, check
 from drills.checks.runner import ReadinessReport
 from drills.targets.http import new_client
 from drills.targets.site_identity import (
+    EndpointIdentity,
     Verdict,
     compare_clusters,
     compare_endpoints,
@@ -58,10 +59,14 @@ def sites_distinct(ctx: CheckContext) -> Outcome:
 def _endpoints(ctx: CheckContext, pool: ThreadPoolExecutor) -> tuple[Verdict, dict[str, Any]]:
     sites = ctx.plan.sites
     with new_client(read_timeout=PROBE_READ_S) as client:
-        p, d = (
-            pool.submit(identify_endpoint, role, str(site.endpoint), client)
-            for role, site in sites.items()
-        )
+
+        def identify(role: str, url: str) -> EndpointIdentity:
+            # Once per run for every plan that serves at this endpoint (readiness --all).
+            return ctx.targets.once(
+                ("endpoint", role, url), lambda: identify_endpoint(role, url, client)
+            )
+
+        p, d = (pool.submit(identify, role, str(site.endpoint)) for role, site in sites.items())
         verdict = compare_endpoints(p.result(), d.result())
     return verdict, {
         "primary": p.result().to_json(),

@@ -7,7 +7,7 @@ import dataclasses
 import datetime as dt
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from drills.checks.base import CheckContext, CheckRegistry, CheckResult, CheckSpec
 from drills.checks.catalog import load_checks
@@ -121,19 +121,35 @@ def run_wayback(
 def _store_and_notify(
     plan: DrillPlan, history: HistoryStore, report: ReadinessReport
 ) -> ReadinessReport:
-    """Keep the snapshot, and tell people what changed since the previous one.
+    return store_and_notify_all(history, [(plan, report)])[0]
+
+
+def store_and_notify_all(
+    history: HistoryStore, done: Sequence[tuple[DrillPlan, ReadinessReport]]
+) -> list[ReadinessReport]:
+    """Keep each plan's snapshot, all in one transaction, and tell people what changed
+    since each plan's previous one.
 
     Only full, stored runs notify: "changed" means against the last stored snapshot.
     """
-    previous = history.latest_readiness(plan.name)
-    data = report.to_json()
-    changes = readiness_changes(
-        plan.name, previous.report if previous else None, data, remind_after=remind_after()
-    )
-    data[FAILING_SINCE] = changes.failing_since
-    history.save_readiness(plan.name, report.checked_at, report.ok, len(report.blocking), data)
-    batch = notify(changes.notices, plan)
-    return dataclasses.replace(report, notices=changes.notices, deliveries=batch)
+    previous = history.latest_readiness_of([plan.name for plan, _ in done])
+    rows, changed = [], []
+    for plan, report in done:
+        before = previous.get(plan.name)
+        data = report.to_json()
+        changes = readiness_changes(
+            plan.name, before.report if before else None, data, remind_after=remind_after()
+        )
+        data[FAILING_SINCE] = changes.failing_since
+        rows.append((plan.name, report.checked_at, report.ok, len(report.blocking), data))
+        changed.append(changes)
+    history.save_readiness_many(rows)
+    return [
+        dataclasses.replace(
+            report, notices=changes.notices, deliveries=notify(changes.notices, plan)
+        )
+        for (plan, report), changes in zip(done, changed, strict=True)
+    ]
 
 
 def specs_filtered(only: Iterable[str], categories: Iterable[str]) -> bool:

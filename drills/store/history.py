@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,6 +31,8 @@ from drills.store.models import (
 
 DEFAULT_URL = "sqlite:///.drills/history.db"
 Query = TypeVar("Query", bound=Select[Any])
+# A snapshot to keep: plan, checked_at, ok, blocking count, report.
+SnapshotRow = tuple[str, dt.datetime, bool, int, dict[str, Any]]
 T = TypeVar("T")
 CHAIN_RETRIES = 8  # writers racing for a plan's next link: each loser writes again
 
@@ -135,27 +137,43 @@ class HistoryStore:
     def save_readiness(
         self, plan: str, checked_at: dt.datetime, ok: bool, blocking: int, report: dict[str, Any]
     ) -> int:
+        return self.save_readiness_many([(plan, checked_at, ok, blocking, report)])[0]
 
-        def save(s: Session, sealer: chain.Sealer) -> int:
-            row = ReadinessSnapshot(
-                plan=plan, checked_at=checked_at, ok=ok, blocking=blocking, report=report
-            )
-            s.add(row)
+    def save_readiness_many(self, rows: Sequence[SnapshotRow]) -> list[int]:
+        """Keep many snapshots (plan, checked_at, ok, blocking, report) in one transaction,
+        each sealed in the evidence chain: a fleet's run writes once, not once per plan."""
+
+        def save(s: Session, sealer: chain.Sealer) -> list[int]:
+            saved = [
+                ReadinessSnapshot(plan=p, checked_at=at, ok=ok, blocking=blocking, report=report)
+                for p, at, ok, blocking, report in rows
+            ]
+            s.add_all(saved)
             s.flush()
-            sealer.seal_row(ReadinessSnapshot, row.id)
-            return row.id
+            for row in saved:
+                sealer.seal_row(ReadinessSnapshot, row.id)
+            return [row.id for row in saved]
 
-        return self.write(save)
+        return self.write(save) if rows else []
 
     def latest_readiness(self, plan: str) -> ReadinessSnapshot | None:
+        return self.latest_readiness_of([plan]).get(plan)
+
+    def latest_readiness_of(self, plans: Sequence[str]) -> dict[str, ReadinessSnapshot]:
+        """The latest snapshot of each plan that has one (one index step per plan)."""
+        found = {}
         with self.session() as s:
-            query = (
-                select(ReadinessSnapshot)
-                .where(ReadinessSnapshot.plan == plan)
-                .order_by(ReadinessSnapshot.checked_at.desc())
-                .limit(1)
-            )
-            return s.scalars(query).first()
+            for plan in dict.fromkeys(plans):
+                query = (
+                    select(ReadinessSnapshot)
+                    .where(ReadinessSnapshot.plan == plan)
+                    .order_by(ReadinessSnapshot.checked_at.desc())
+                    .limit(1)
+                )
+                snapshot = s.scalars(query).first()
+                if snapshot is not None:
+                    found[plan] = snapshot
+        return found
 
     # -- runs ----------------------------------------------------------------
     def last_successful_drill(self, plan: str) -> DrillRun | None:

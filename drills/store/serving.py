@@ -103,7 +103,7 @@ def _leases(s: Session, plans: list[str], now: dt.datetime) -> dict[str, str]:
     rows = s.execute(
         select(Lease.plan, Lease.run_id, Lease.expires_at).where(Lease.plan.in_(plans))
     )
-    return {plan: run_id for plan, run_id, expires_at in rows if _aware(expires_at) > now}
+    return {plan: run_id for plan, run_id, expires_at in rows if expires_at > now}
 
 
 def _unfinished(s: Session, plans: list[str]) -> dict[str, list[DrillRun]]:
@@ -168,16 +168,9 @@ def _drilled_since(s: Session, at_dr: dict[str, RecordedServing]) -> dict[str, d
     found = {}
     for plan, started in rows:
         since = at_dr[plan].since
-        started = _aware(started)
-        if started is not None and (since is None or started > _aware(since)):
+        if started is not None and (since is None or started > since):
             found[plan] = started
     return found
-
-
-def _aware(value: dt.datetime | None) -> dt.datetime | None:
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=dt.UTC)
 
 
 def _serving(

@@ -39,7 +39,8 @@ KUBE_READS = frozenset(
 REGISTRY_READS = frozenset({"digest", "digests"})
 OBJECTS_READS = frozenset({"newest", "versioning", "lifecycle_rules", "checksums"})
 SECRETS_READS = frozenset({"describe", "value"})
-DNS_READS = frozenset({"read"})
+# check_control is a probe that changes nothing (a prerequisite-only update, a rejected batch).
+DNS_READS = frozenset({"read", "check_control"})
 
 
 def _freeze(value: Any) -> Any:
