@@ -142,3 +142,19 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         cells = [for_markdown(str(row[h])).replace("\n", "<br>") for h in head]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+MAX_TABS = 8  # more plans than this: one plan at a time, chosen in a selector
+
+
+def plan_picker(key: str, names: list[str]) -> str:
+    """One plan of many, chosen in a selector that starts at (and keeps in the address)
+    the plan of ``?plan=``: a page per plan of a fleet reads only the plan shown."""
+    names = sorted(names)
+    wanted = st.query_params.get("plan")
+    chosen = st.selectbox(
+        f"Plan ({len(names)})", names, index=names.index(wanted) if wanted in names else 0, key=key
+    )
+    if chosen != wanted:
+        st.query_params["plan"] = chosen
+    return str(chosen)

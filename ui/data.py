@@ -22,7 +22,7 @@ from drills.checks.readiness import run_readiness, select_checks
 from drills.checks.runner import ReadinessReport
 from drills.errors import PlanError, TargetError
 from drills.evidence.coverage import Coverage, Period, coverage
-from drills.evidence.findings import Finding, open_findings
+from drills.evidence.findings import Finding, open_counts, open_findings
 from drills.evidence.history_chain import chain_status
 from drills.evidence.keys import SigningKeyError, configured_reference, load_signer
 from drills.evidence.pack import build, zip_bytes
@@ -127,8 +127,10 @@ def _plan_entry(path: str, _mtime_ns: int) -> PlanEntry:
     return PlanEntry(path, plan.name, plan, ())
 
 
-@st.cache_data(ttl=MEDIUM, show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _plans(paths_and_mtimes: tuple[tuple[str, int], ...]) -> list[PlanEntry]:
+    # A resource, not data: 200 validated plans pickled and unpickled on every page view
+    # cost more than the page. Nobody changes an entry; a changed file is a new key.
     return [_plan_entry(path, mtime) for path, mtime in paths_and_mtimes]
 
 
@@ -184,15 +186,17 @@ def _fleet(db_url: str, paths_and_mtimes: tuple[tuple[str, int], ...], minute: i
     entries = _plans(paths_and_mtimes)
     valid = [e.plan for e in entries if e.plan is not None]
     facts = fleet_facts(_store(db_url), [p.name for p in valid])
+    for name, count in open_counts(_store(db_url), list(facts)).items():
+        facts[name].open_findings = count
     rows = [invalid_row(e.name, len(e.problems)) for e in entries if e.plan is None]
-    lengths = {}
+    lengths, planned = {}, {}
     for plan in valid:
-        planned = planned_drills(plan, now)
-        rows.append(fleet_row(plan, facts[plan.name], planned[0] if planned else None, now))
+        planned[plan.name] = times = planned_drills(plan, now)
+        rows.append(fleet_row(plan, facts[plan.name], times[0] if times else None, now))
         drill = facts[plan.name].last_drill
         if drill and drill.finished_at:
             lengths[plan.name] = drill.finished_at - drill.started_at
-    return Fleet(sort_rows(rows), calendar(valid, lengths, now))
+    return Fleet(sort_rows(rows), calendar(valid, planned, lengths))
 
 
 def fleet(settings: UISettings) -> Fleet:

@@ -13,7 +13,6 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from drills.checks.cadence import MAX_DRILL_AGE_DAYS
-from drills.evidence.findings import fold
 from drills.plan import DrillPlan
 from drills.plan.claims import cluster_of
 from drills.plan.cron import next_fire_times
@@ -120,7 +119,7 @@ def fleet_row(
         "cadence_days_left": (
             MAX_DRILL_AGE_DAYS - (now - proved).total_seconds() / 86400 if proved else None
         ),
-        "open_findings": sum(1 for f in fold(facts.recent_runs) if f.open),
+        "open_findings": facts.open_findings,
         "forecast_rto": _forecast(report),
     }
     return FleetRow(problems=_problems(row, now), **row)
@@ -147,7 +146,9 @@ def planned_drills(
     zone = ZoneInfo(plan.schedule.timezone)
     local = now.astimezone(zone)
     until = now + dt.timedelta(days=days)
-    times = next_fire_times(plan.schedule.cron, local.replace(tzinfo=zone), 64)
+    times = next_fire_times(
+        plan.schedule.cron, local.replace(tzinfo=zone), 64, within_days=days + 1
+    )
     return [t.astimezone(dt.UTC) for t in times if t.astimezone(dt.UTC) <= until]
 
 
@@ -161,17 +162,20 @@ class Window:
 
 
 def calendar(
-    plans: Sequence[DrillPlan], lengths: Mapping[str, dt.timedelta], now: dt.datetime
+    plans: Sequence[DrillPlan],
+    planned: Mapping[str, Sequence[dt.datetime]],
+    lengths: Mapping[str, dt.timedelta],
 ) -> list[Window]:
-    """Each planned drill as a window, flagged where it overlaps another plan's on a
-    cluster both touch: those two would refuse each other (target leases)."""
+    """Each planned drill (``planned``: by plan, from :func:`planned_drills`) as a window,
+    flagged where it overlaps another plan's on a cluster both touch: those two would
+    refuse each other (target leases)."""
     windows = []
     for plan in plans:
         clusters = frozenset(
             {cluster_of(plan, plan.sites.primary), cluster_of(plan, plan.sites.dr)}
         )
         length = lengths.get(plan.name) or DRILL_WINDOW
-        windows += [Window(plan.name, t, t + length, clusters) for t in planned_drills(plan, now)]
+        windows += [Window(plan.name, t, t + length, clusters) for t in planned.get(plan.name, ())]
     windows.sort(key=lambda w: w.start)
     overlaps: dict[int, set[str]] = {i: set() for i in range(len(windows))}
     for i, w in enumerate(windows):  # sorted by start: only the next few can overlap

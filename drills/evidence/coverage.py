@@ -15,8 +15,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import load_only
 
-from drills.evidence.findings import findings
+from drills.evidence.findings import open_counts
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.models import DrillRun
@@ -116,7 +117,13 @@ def _failback_ok(run: DrillRun) -> bool:
 
 
 def _runs_since(store: HistoryStore, since: dt.datetime) -> list[DrillRun]:
-    query = select(DrillRun).where(DrillRun.started_at >= since).order_by(DrillRun.started_at)
+    # Only what coverage reads: a year of runs, without their reports and figures.
+    query = (
+        select(DrillRun)
+        .options(load_only(DrillRun.plan, DrillRun.mode, DrillRun.dry_run, DrillRun.timeline))
+        .where(DrillRun.started_at >= since)
+        .order_by(DrillRun.started_at)
+    )
     with store.session() as s:
         return list(s.scalars(query).all())
 
@@ -143,14 +150,14 @@ def coverage(
     since = period.start(now)
     names = sorted(set(plan_names) | set(plans_in_history(store)))
     recent = _runs_since(store, since)
-    open_count: dict[str, int] = {}
-    for f in findings(store):
-        if f.open:
-            open_count[f.plan] = open_count.get(f.plan, 0) + 1
+    open_count = open_counts(store, names)
     status = chain(store)
+    by_plan: dict[str, list[DrillRun]] = {}
+    for run in recent:
+        by_plan.setdefault(run.plan, []).append(run)
     rows = []
     for name in names:
-        mine = [r for r in recent if r.plan == name]
+        mine = by_plan.get(name, [])
         drills = [r for r in mine if r.mode == Mode.DRILL and not r.dry_run]
         last = store.last_successful_drill(name)
         rows.append(

@@ -197,12 +197,15 @@ def _cadence(value: str, first: dt.date) -> Cadence:
     return Cadence(True, dt.timedelta(minutes=min(gaps)), dt.timedelta(minutes=max(gaps)))
 
 
-def next_fire_times(value: str, after: dt.datetime, count: int) -> list[dt.datetime]:
-    """The next ``count`` fire times strictly after ``after`` (wall-clock, as given)."""
+def next_fire_times(
+    value: str, after: dt.datetime, count: int, *, within_days: int = HORIZON_DAYS
+) -> list[dt.datetime]:
+    """The next ``count`` fire times strictly after ``after`` (wall-clock, as given), on
+    the ``within_days`` days from its date on (a calendar of weeks need not look a year on)."""
     spec = parse(value)
     found: list[dt.datetime] = []
     day = after.date()
-    for _ in range(HORIZON_DAYS):
+    for _ in range(min(within_days, HORIZON_DAYS)):
         if spec.fires_on(day):
             for minute in spec.times:
                 moment = dt.datetime.combine(day, dt.time(minute // 60, minute % 60), after.tzinfo)

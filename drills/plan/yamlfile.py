@@ -140,8 +140,9 @@ def parse_yaml(text: str, source: str, *, max_bytes: int = MAX_BYTES) -> YamlDoc
         if not doc.problems:
             doc.problems.append(doc.problem(None, (), "the plan file is empty"))
         return doc
-    # No `*` anywhere means no alias: nothing can expand, and the count can be skipped.
-    too_much = _expansion_problem(root) if "*" in text else None
+    # An alias (`*name`) needs an anchor (`&name`): without both characters nothing can
+    # expand, and the count is skipped (a cron schedule's `*` alone is no alias).
+    too_much = _expansion_problem(root) if "*" in text and "&" in text else None
     if too_much:
         node, message = too_much
         doc.problems.append(doc.problem(_pos(node), (), message))

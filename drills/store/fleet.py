@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
@@ -23,7 +23,6 @@ from sqlalchemy import (
     select,
     union_all,
 )
-from sqlalchemy.orm import Session, load_only
 
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
@@ -31,7 +30,6 @@ from drills.store.models import DrillRun, ReadinessSnapshot, details_value
 from drills.store.serving import recorded_serving_of
 
 CHUNK = 400  # plans per statement: SQLite allows 500 terms in one compound SELECT
-FINDINGS_RUNS = 5  # the recent runs of each plan whose findings the overview counts
 
 
 @dataclass(frozen=True)
@@ -61,7 +59,7 @@ class PlanFacts:
     last_drill: RunFacts | None = None
     last_success: RunFacts | None = None  # the last drill that counts for the cadence
     serving: str = "primary"
-    recent_runs: list[DrillRun] = field(default_factory=list)  # newest last, for findings
+    open_findings: int = 0  # over the whole history (drills.evidence.findings.open_counts)
 
 
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
@@ -97,21 +95,11 @@ def _latest_ids(names: Any) -> Select[Any]:
         .scalar_subquery()
     )
     proving = [s for s in RunStatus if s.counts_for_cadence]
-    recent = [
-        select(DrillRun.id)
-        .where(DrillRun.plan == plan)
-        .order_by(DrillRun.started_at.desc())
-        .limit(1)
-        .offset(k)
-        .scalar_subquery()
-        for k in range(FINDINGS_RUNS)
-    ]
     return select(
         plan,
         readiness,
         _newest_run(plan, Mode.DRILL, DrillRun.finished_at.is_not(None)),
         _newest_run(plan, Mode.DRILL, DrillRun.status.in_(proving)),
-        *recent,  # the recent runs findings are read from, each one index step
     )
 
 
@@ -149,29 +137,6 @@ def _snapshots(conn: Connection, ids: set[int]) -> dict[int, ReadinessFacts]:
     return {r[0]: ReadinessFacts(r[0], _aware(r[1]), r[2], r[3], r[4]) for r in conn.execute(query)}  # type: ignore[arg-type]
 
 
-def _recent_runs(conn: Connection, ids: set[str]) -> list[DrillRun]:
-    """Those runs, oldest first, with only what findings read from them."""
-    if not ids:
-        return []
-    query = (
-        select(DrillRun)
-        .options(
-            load_only(
-                DrillRun.id,
-                DrillRun.plan,
-                DrillRun.started_at,
-                DrillRun.t0,
-                DrillRun.readiness,
-                DrillRun.timeline,
-            )
-        )
-        .where(DrillRun.id.in_(ids))
-        .order_by(DrillRun.started_at, DrillRun.id)
-    )
-    with Session(conn) as s:
-        return list(s.scalars(query).all())
-
-
 def fleet_facts(store: HistoryStore, plans: Sequence[str]) -> dict[str, PlanFacts]:
     """The latest facts of every plan named, read in a few set-based queries."""
     facts = {name: PlanFacts(name) for name in plans}
@@ -188,11 +153,8 @@ def _fill(conn: Connection, names: Any, facts: dict[str, PlanFacts]) -> None:
     latest = conn.execute(_latest_ids(names)).all()
     runs = _runs(conn, {i for row in latest for i in row[2:4] if i is not None})
     snapshots = _snapshots(conn, {row[1] for row in latest if row[1] is not None})
-    recent = {i for row in latest for i in row[4:] if i is not None}
-    for plan, snapshot, drill, success, *_recent in latest:
+    for plan, snapshot, drill, success in latest:
         entry = facts[plan]
         entry.readiness = snapshots.get(snapshot) if snapshot is not None else None
         entry.last_drill = runs.get(drill) if drill else None
         entry.last_success = runs.get(success) if success else None
-    for run in _recent_runs(conn, recent):
-        facts[run.plan].recent_runs.append(run)

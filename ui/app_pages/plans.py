@@ -118,6 +118,9 @@ def main() -> None:
     names = tuple(sorted({e.name for e in entries if e.valid}))
     cover = data.plan_coverage(settings.db_url, names)
     _history_verdict(cover)
+    if len(entries) > components.MAX_TABS:
+        chosen = components.plan_picker(f"{KEY}.plan", [e.name for e in entries])
+        entries = [e for e in entries if e.name == chosen]
     for entry in entries:
         _plan(settings, entry, cover)
 

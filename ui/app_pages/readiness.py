@@ -85,30 +85,44 @@ def _plan_tab(settings: UISettings, entry: PlanEntry) -> None:
     components.readiness_checklist(report)
 
 
+def _tabs(settings: UISettings, valid: list[PlanEntry]) -> None:
+    labels = []
+    for entry in valid:
+        icon, words = components.overall(data.latest_readiness(settings.db_url, entry.name))
+        labels.append(f"{icon} {entry.name} — {words}")
+    for entry, tab in zip(valid, st.tabs(labels), strict=True):
+        with tab:
+            _plan_tab(settings, entry)
+
+
+def _one_of_many(settings: UISettings, valid: list[PlanEntry]) -> None:
+    chosen = components.plan_picker(f"{KEY}.plan", [e.name for e in valid])
+    entry = next(e for e in valid if e.name == chosen)
+    icon, words = components.overall(data.latest_readiness(settings.db_url, entry.name))
+    st.subheader(f"{icon} {entry.name} — {words}")
+    _plan_tab(settings, entry)
+
+
 def main() -> None:
     settings = load_settings()
     st.title("Readiness")
     entries = data.plans(settings)
     valid = [e for e in entries if e.valid]
     wanted = st.query_params.get("plan")  # the Fleet page's link: that plan only
-    if wanted and any(e.name == wanted for e in valid):
-        valid = [e for e in valid if e.name == wanted]
-        if st.button("Show every plan", key=f"{KEY}.every"):
-            st.query_params.clear()
-            st.rerun()
     if not valid:
         st.info(
             "No valid plan is configured. Set `DRILLS_PLANS` to your plan files, or run "
             "`make demo` to start the lab and its plan."
         )
+    elif len(valid) > components.MAX_TABS:
+        _one_of_many(settings, valid)
     else:
-        labels = []
-        for entry in valid:
-            icon, words = components.overall(data.latest_readiness(settings.db_url, entry.name))
-            labels.append(f"{icon} {entry.name} — {words}")
-        for entry, tab in zip(valid, st.tabs(labels), strict=True):
-            with tab:
-                _plan_tab(settings, entry)
+        if wanted and any(e.name == wanted for e in valid):
+            valid = [e for e in valid if e.name == wanted]
+            if st.button("Show every plan", key=f"{KEY}.every"):
+                st.query_params.clear()
+                st.rerun()
+        _tabs(settings, valid)
     invalid = [e for e in entries if not e.valid]
     if invalid:
         names = ", ".join(f"`{e.shown}`" for e in invalid)
