@@ -21,7 +21,7 @@ from drills.checks.base import CheckResult
 from drills.checks.readiness import run_readiness, select_checks
 from drills.checks.runner import ReadinessReport
 from drills.errors import PlanError, TargetError
-from drills.evidence.coverage import Coverage, Period, coverage
+from drills.evidence.coverage import Coverage, Period, chain_not_checked, coverage
 from drills.evidence.findings import Finding, open_counts, open_findings
 from drills.evidence.history_chain import chain_status
 from drills.evidence.keys import SigningKeyError, configured_reference, load_signer
@@ -386,9 +386,11 @@ COVERAGE_PERIOD = "12m"
 
 
 @st.cache_data(ttl=MEDIUM, show_spinner=False)
-def plan_coverage(db_url: str, plan_names: tuple[str, ...]) -> Coverage:
-    """Coverage over the last 12 months, with the history chain's verdict."""
-    return coverage(_store(db_url), plan_names, Period.parse(COVERAGE_PERIOD), chain=chain_status)
+def plan_coverage(db_url: str, plan_names: tuple[str, ...], verify: bool) -> Coverage:
+    """Coverage over the last 12 months; with the history chain's verdict when ``verify``
+    (it reads every record of the store: asked for, not on every view)."""
+    chain = chain_status if verify else chain_not_checked
+    return coverage(_store(db_url), plan_names, Period.parse(COVERAGE_PERIOD), chain=chain)
 
 
 @st.cache_data(ttl=SHORT, show_spinner=False)

@@ -51,7 +51,7 @@ def test_plans_show_coverage_findings_and_the_history_verdict(
     at = open_page("plans")
     text = shown(at)
     assert "**1 of 1 plans drilled in the last 12 months.**" in text
-    assert "History verifies" in text
+    assert "History verifies" not in text  # the chain reads every record: asked for
     assert "drilled in the last 12 months" in text and "failback drilled" in text
     # The real drill passed the smoke step: that finding is closed; the readiness ones
     # (dns-ttl, never checked again; the cadence check, failed before the first drill) are open.
@@ -61,6 +61,10 @@ def test_plans_show_coverage_findings_and_the_history_verdict(
     assert expander.label == f"Open findings ({len(table)})"
     assert f"smoke / {step}" not in set(table["what"])
     assert {"dns-ttl", "drill.cadence"} <= set(table["what"])
+    # The coverage's count (one statement over the history) is the fold's, exactly.
+    assert f"; {len(table)} open finding(s);" in text
+    at.toggle(key="plans.verify").set_value(True).run()
+    assert "History verifies" in shown(at)
 
 
 def test_no_pack_button_when_chromium_cannot_run(populated: Drilled, ui_env: UiEnv) -> None:

@@ -116,7 +116,8 @@ def main() -> None:
         return
     st.caption(f"{len(entries)} plan file(s) from `DRILLS_PLANS` (or the defaults).")
     names = tuple(sorted({e.name for e in entries if e.valid}))
-    cover = data.plan_coverage(settings.db_url, names)
+    verify = st.session_state.get(f"{KEY}.verify", False)
+    cover = data.plan_coverage(settings.db_url, names, bool(verify))
     _history_verdict(cover)
     if len(entries) > components.MAX_TABS:
         chosen = components.plan_picker(f"{KEY}.plan", [e.name for e in entries])
@@ -127,6 +128,9 @@ def main() -> None:
 
 def _history_verdict(cover: Coverage) -> None:
     st.markdown(f"**{for_markdown(cover.headline())}**")
+    st.toggle("Verify the history chain (reads every record)", key=f"{KEY}.verify")
+    if not cover.chain.checked:
+        return
     if cover.chain.verifies:
         st.success(f"History verifies: {for_markdown(cover.chain.detail)}", icon="✅")
     else:
