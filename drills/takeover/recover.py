@@ -37,6 +37,7 @@ from typing import Any, Literal
 from drills.errors import DrillError
 from drills.notify.runs import announce_incident_closed
 from drills.plan import DrillPlan, load_plan
+from drills.plan.claims import plan_claims
 from drills.store.details import RecoverAttempt
 from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
@@ -161,7 +162,10 @@ def recover(
         raise RecoverError("--fail-back abandons an incident: name the --operator and a --reason")
     # The lease keeps a new drill (or a second recover) off the plan meanwhile; a crashed
     # holder on this host is taken over at once, one elsewhere once its lease expires.
-    with PlanLease(history, plan.name, run.id), Targets(plan) as targets:
+    # The targets the run touched are leased too: another plan's takeover stays off them
+    # until this run is recovered.
+    claims = plan_claims(plan)
+    with PlanLease(history, plan.name, run.id, claims=claims), Targets(plan) as targets:
         report = RecoverReport(
             run.id, plan.name, run.mode, action, RecoverStatus.NEEDS_DECISION,
             [entry.to_json() for entry in history.journal(run.id)], take(plan, targets),

@@ -228,3 +228,20 @@ def test_two_plans_over_one_site_started_together_give_one_run_and_one_refusal(
     (run,) = history.list_runs(plan=winner)
     assert loser.other_plan == winner and loser.run_id == run.id
     assert f"plan {winner} (run {run.id})" in str(loser)
+
+
+def test_a_recover_holds_the_targets_its_run_touched(lab: LabInfo, history: HistoryStore) -> None:
+    from drills.plan import load_plan
+    from drills.plan.claims import plan_claims
+    from drills.takeover.recover import recover
+
+    crashed, other = (load_plan(_renamed(lab, n)) for n in ("recover-a", "recover-b"))
+    now = dt.datetime.now(dt.UTC)
+    run = DrillRun(id="crashed-a", plan=crashed.name, plan_digest="x", mode="drill",
+                   operator="t", status="running", started_at=now)  # fmt: skip
+    history.create_run(run)
+    with PlanLease(history, other.name, "run-b", claims=plan_claims(other)):
+        with pytest.raises(lease.TargetBusyError) as busy:
+            recover(history, crashed, run)
+    assert busy.value.other_plan == "recover-b" and busy.value.run_id == "run-b"
+    assert lease.current(history, crashed.name) is None  # its plan lease given back too
