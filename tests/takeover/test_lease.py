@@ -240,8 +240,8 @@ def test_a_recover_holds_the_targets_its_run_touched(lab: LabInfo, history: Hist
     run = DrillRun(id="crashed-a", plan=crashed.name, plan_digest="x", mode="drill",
                    operator="t", status="running", started_at=now)  # fmt: skip
     history.create_run(run)
-    with PlanLease(history, other.name, "run-b", claims=plan_claims(other)):
-        with pytest.raises(lease.TargetBusyError) as busy:
-            recover(history, crashed, run)
+    held = PlanLease(history, other.name, "run-b", claims=plan_claims(other))
+    with held, pytest.raises(lease.TargetBusyError) as busy:
+        recover(history, crashed, run)
     assert busy.value.other_plan == "recover-b" and busy.value.run_id == "run-b"
     assert lease.current(history, crashed.name) is None  # its plan lease given back too
