@@ -22,7 +22,7 @@ from drills.checks.readiness import run_readiness, select_checks
 from drills.checks.runner import ReadinessReport
 from drills.errors import PlanError, TargetError
 from drills.evidence.coverage import Coverage, Period, chain_not_checked, coverage
-from drills.evidence.findings import Finding, open_counts, open_findings
+from drills.evidence.findings import Finding, history_version, open_counts, open_findings
 from drills.evidence.history_chain import chain_status
 from drills.evidence.keys import SigningKeyError, configured_reference, load_signer
 from drills.evidence.pack import build, zip_bytes
@@ -180,13 +180,23 @@ class Fleet:
     windows: list[Window]  # the drills planned in the coming weeks
 
 
+@st.cache_resource(show_spinner=False, max_entries=4, ttl=dt.timedelta(minutes=1))
+def _open_counts(
+    db_url: str, plans: tuple[str, ...], version: tuple[object, ...]
+) -> dict[str, int]:
+    # Exact, so read from every run: once per history change (a run added or ended) for
+    # the whole server, not once per view; a minute at most for a running run's steps.
+    return open_counts(_store(db_url), plans)
+
+
 @st.cache_data(ttl=SHORT, show_spinner=False)
 def _fleet(db_url: str, paths_and_mtimes: tuple[tuple[str, int], ...], minute: int) -> Fleet:
     now = dt.datetime.fromtimestamp(minute * 60, dt.UTC)
     entries = _plans(paths_and_mtimes)
     valid = [e.plan for e in entries if e.plan is not None]
     facts = fleet_facts(_store(db_url), [p.name for p in valid])
-    for name, count in open_counts(_store(db_url), list(facts)).items():
+    counts = _open_counts(db_url, tuple(facts), history_version(_store(db_url)))
+    for name, count in counts.items():
         facts[name].open_findings = count
     rows = [invalid_row(e.name, len(e.problems)) for e in entries if e.plan is None]
     lengths, planned = {}, {}

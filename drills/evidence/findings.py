@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import bindparam, func, select, text
 from sqlalchemy.orm import load_only
 
 from drills.store.history import HistoryStore
@@ -188,3 +188,11 @@ def open_counts(store: HistoryStore, plans: Sequence[str]) -> dict[str, int]:
         if finding.open:
             counts[finding.plan] = counts.get(finding.plan, 0) + 1
     return counts
+
+
+def history_version(store: HistoryStore) -> tuple[object, ...]:
+    """What changes when a run is added or ends: a key for results read from every run
+    (three index steps, never a scan)."""
+    query = select(func.count(), func.max(DrillRun.started_at), func.max(DrillRun.finished_at))
+    with store.engine.connect() as conn:
+        return tuple(conn.execute(query).one())
