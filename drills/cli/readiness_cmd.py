@@ -82,7 +82,8 @@ def readiness(
         typer.Option(
             "--all",
             help="Check every plan of DRILLS_PLANS (or --plans) at once, one result per plan; "
-            "a cluster, registry or bucket several plans share is asked once.",
+            "a cluster, registry, bucket, DNS server or endpoint several plans share is asked "
+            "once, and the snapshots are kept together at the end.",
         ),
     ] = False,
     plans: PlanFiles = None,
