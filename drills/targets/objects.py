@@ -298,6 +298,35 @@ class ObjectStore:
             found["ChecksumType"] = str(reply["ChecksumType"])
         return found
 
+    def subdirectories(self, bucket: str, prefix: str) -> list[str]:
+        """The common prefixes directly under ``prefix`` (``Delimiter="/"``), in key order."""
+        found: list[str] = []
+        token: object = None
+        while True:
+            page = self._objects_page(bucket, prefix, True, token)
+            found.extend(page.prefixes)
+            if page.token is None:
+                return found
+            token = page.token
+
+    def read(self, bucket: str, key: str, *, limit: int) -> bytes:
+        """A small object's bytes; one larger than ``limit`` is refused, not read."""
+        reply = self._call(bucket, self._client.get_object, Bucket=bucket, Key=key)
+        body = reply["Body"]
+        try:
+            data: bytes = body.read(limit + 1)
+        finally:
+            body.close()
+        if len(data) > limit:
+            raise PermanentError(
+                self.target, f"s3://{bucket}/{key} is larger than {limit} bytes: not read"
+            )
+        return data
+
+    def download(self, bucket: str, key: str, path: str) -> None:
+        """An object into a local file, as boto3's managed transfer fetches it."""
+        self._call(bucket, self._client.download_file, Bucket=bucket, Key=key, Filename=path)
+
     # -- one request each ---------------------------------------------------------------
 
     def _objects_page(
