@@ -128,6 +128,32 @@ def status(
     console.print(table)
 
 
+@lab_app.command("inventory")
+def inventory(
+    state_dir: StateDir = Path(".lab"),
+    file_format: Annotated[
+        str,
+        typer.Option(
+            "--format", help="CSV (gzip, keys URL-encoded) or Parquet, as S3 Inventory writes."
+        ),
+    ] = "CSV",
+) -> None:
+    """Publish an S3 Inventory report of every lab bucket, as S3 would: data file,
+    manifest.json and manifest.checksum under inventory/BUCKET/lab-daily/YYYY-MM-DDTHH-MMZ/
+    of the bucket BUCKET-inventory. Run it again for a newer report."""
+    from drills.lab.inventory import publish_lab
+
+    if file_format not in ("CSV", "Parquet"):
+        err.print(f"✗ --format must be CSV or Parquet, not {file_format!r}")
+        raise typer.Exit(EXIT_INVALID)
+    info = control.running(state_dir)
+    if info is None:
+        err.print(f"✗ No lab is running in {state_dir}. Start one with `drills lab up`.")
+        raise typer.Exit(EXIT_FAILED)
+    for url in publish_lab(Path(info.state_dir), info.moto, file_format):
+        typer.echo(url)  # one per line, unwrapped: scripts read them
+
+
 def _print_info(info: LabInfo) -> None:
     table = Table(title=f"Lab in {info.state_dir}" + (" (drift seeded)" if info.drift else ""))
     table.add_column("part")

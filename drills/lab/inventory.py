@@ -147,3 +147,40 @@ def write_inventory(
         publish(s3, dest, report)
     return f"s3://{dest}/{report.manifest_key}"
 
+
+
+def lab_client(state_dir: Path, endpoint: str, region: str) -> Any:
+    """An S3 client of the running lab, with the credentials it wrote in its state dir."""
+    import boto3
+
+    creds = state_dir / "aws"
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=region,
+        aws_access_key_id=(creds / "access_key_id").read_text().strip(),
+        aws_secret_access_key=(creds / "secret_access_key").read_text().strip(),
+    )
+
+
+def publish_lab(state_dir: Path, endpoint: str, file_format: str) -> list[str]:
+    """A report of every lab bucket, each in its own ``BUCKET-inventory`` destination."""
+    from drills.lab import topology
+
+    published = []
+    for ds in topology.DATASETS:
+        for bucket, region in (
+            (ds.primary_bucket, topology.PRIMARY_REGION),
+            (ds.dr_bucket, topology.DR_REGION),
+        ):
+            s3 = lab_client(state_dir, endpoint, region)
+            dest = inventory_bucket(bucket)
+            try:
+                s3.head_bucket(Bucket=dest)
+            except s3.exceptions.ClientError:
+                where = {} if region == "us-east-1" else {
+                    "CreateBucketConfiguration": {"LocationConstraint": region}
+                }  # fmt: skip
+                s3.create_bucket(Bucket=dest, **where)
+            published.append(write_inventory(s3, bucket, file_format=file_format))
+    return published

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import subprocess
+import sys
+import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from drills.checks.base import Status
 from drills.lab.inventory import LAB_CONFIG_ID, inventory_bucket, write_inventory
-from drills.plan import DrillPlan
+from drills.lab import topology
+from drills.lab.runtime import LabInfo
+from drills.plan import DrillPlan, load_plan
 from drills.errors import PlanError
 from tests.checks.test_data import HOUR, dataset, plan_over, row
 from tests.checks.test_data import pair, s3  # noqa: F401 - fixtures shared with the listing tests
@@ -160,3 +167,34 @@ def test_inventory_plan_errors(more: dict[str, Any], says: str) -> None:
     with pytest.raises(PlanError) as caught:
         inventory_plan("http://127.0.0.1:1", ("a-bucket", "b-bucket"), **more)
     assert says in str(caught.value)
+
+
+def test_lab_publishes_inventories_the_check_reads(lab: LabInfo) -> None:
+    """`drills lab inventory` writes every lab bucket's report; the lab plan with
+    `inventory:` on each dataset then passes from the reports."""
+    state = Path(lab.state_dir)
+    done = subprocess.run(
+        [sys.executable, "-m", "drills", "lab", "inventory", "--state-dir", str(state),
+         "--format", "Parquet"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.split()) == 2 * len(topology.DATASETS)
+    doc = yaml.safe_load((state / "plan.yaml").read_text())
+    for ds in doc["datasets"]:
+        ds["inventory"] = {
+            "config_id": LAB_CONFIG_ID,
+            "primary": {"bucket": inventory_bucket(ds["primary_bucket"]), "prefix": "inventory/"},
+            "dr": {"bucket": inventory_bucket(ds["dr_bucket"]), "prefix": "inventory/"},
+        }
+    path = state / f"inventory-plan-{uuid.uuid4().hex[:8]}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    try:
+        result = run(load_plan(path), "data.replicated")
+    finally:
+        path.unlink()
+    # The trainer may write a checkpoint between the two reports: pending at most.
+    assert result.status is Status.PASS, result.summary
+    rows = result.evidence["datasets"]
+    assert {r["inventory"]["reports"]["dr"]["format"] for r in rows} == {"Parquet"}
+    assert sum(r["primary_objects"] for r in rows) >= sum(d.objects for d in topology.DATASETS)
