@@ -110,7 +110,7 @@ def run_ours(endpoint: str, tmp: Path) -> tuple[float, float, dict[str, Any]]:
     out = tmp / "ours.out"
     with out.open("w") as stdout:
         started = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=stdout)
+        proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=stdout)  # its log: stderr
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)

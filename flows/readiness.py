@@ -7,6 +7,7 @@ publishes the artifacts.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
@@ -19,11 +20,13 @@ from drills.checks.readiness import run_readiness
 from drills.checks.runner import ReadinessReport
 from drills.checks.view import markdown, rows, verdict
 from drills.plan import load_plan
+from drills.plan.durations import parse_duration
 from drills.store.history import HistoryStore
+from drills.store.prune import prune_if_due
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
 
-__all__ = ["artifact_key", "publish", "readiness_check", "readiness_flow"]
+__all__ = ["artifact_key", "prune_history", "publish", "readiness_check", "readiness_flow"]
 
 
 @task(name="check", task_run_name="{check_id}", cache_policy=NO_CACHE, retries=0)
@@ -46,20 +49,34 @@ def publish(report: ReadinessReport) -> None:
     create_markdown_artifact(markdown(report), key=artifact_key("readiness-summary", report.plan))
 
 
+@task(name="prune-history", cache_policy=NO_CACHE)
+def prune_history(store: HistoryStore, older_than: str) -> dict[str, Any] | None:
+    """Thin out readiness results older than ``older_than``, once a day at most."""
+    done = prune_if_due(store, dt.timedelta(seconds=parse_duration(older_than)))
+    return done.to_json() if done is not None else None
+
+
 def readiness_flow(registry: CheckRegistry | None = None) -> Flow[..., dict[str, Any]]:
     """The flow over ``registry``'s checks (every check of drills by default)."""
 
     @flow(name="readiness-check", log_prints=False)
-    def readiness_check(plan: str, store: bool = True) -> dict[str, Any]:
+    def readiness_check(
+        plan: str, store: bool = True, prune_older_than: str | None = None
+    ) -> dict[str, Any]:
         """Run every readiness check of PLAN concurrently, publish the table, keep the
-        snapshot."""
+        snapshot; with prune_older_than (e.g. 180d), prune older results once a day."""
         logger = get_run_logger()
         drill_plan = load_plan(plan)
+        history = HistoryStore()
         with notices_as_events():
             report = run_readiness(
-                drill_plan, history=HistoryStore(), store=store, registry=registry, call=as_task
+                drill_plan, history=history, store=store, registry=registry, call=as_task
             )
         publish(report)
+        if store and prune_older_than:
+            pruned = prune_history(history, prune_older_than)
+            if pruned is not None:
+                logger.info("pruned %d old readiness results", pruned["removed"])
         logger.info("%s: %s, %d blocking", drill_plan.name, verdict(report), len(report.blocking))
         return report.to_json()
 

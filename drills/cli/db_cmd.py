@@ -36,7 +36,7 @@ def prune(
         str,
         typer.Option(
             "--older-than",
-            help="Thin out readiness results older than this: a duration such as 180d (days at least).",
+            help="Thin out readiness results older than this duration, 1d at least, e.g. 180d.",
         ),
     ] = "180d",
     dry_run: Annotated[

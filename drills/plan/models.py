@@ -340,8 +340,8 @@ class DatasetInventory(PlanModel):
             rules.append(
                 (
                     ("recent_layout",),
-                    "needs %Y, %m and %d and no other % directive, e.g. \"%Y/%m/%d/\" or "
-                    "\"dt=%Y-%m-%d/\" (one partition per day)",
+                    'needs %Y, %m and %d and no other % directive, e.g. "%Y/%m/%d/" or '
+                    '"dt=%Y-%m-%d/" (one partition per day)',
                 )
             )
         elif not layout.endswith("/"):

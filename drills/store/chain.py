@@ -528,7 +528,12 @@ def _live_records(conn: Connection) -> dict[str, _PlanState]:
             state(plan).live[(kind, live.key)] = live
     for gone in _stream(conn, PrunedRecord):
         found = state(gone["plan"])
-        kind, key, sha, seq = gone["kind"], gone["record_key"], gone["content_sha256"], gone["prune_seq"]
+        kind, key, sha, seq = (
+            gone["kind"],
+            gone["record_key"],
+            gone["content_sha256"],
+            gone["prune_seq"],
+        )
         found.pruned[(kind, key)] = (sha, seq)
         found.batches.setdefault(seq, []).append((kind, key, sha))
     return states

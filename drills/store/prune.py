@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from drills.store import chain
 from drills.store.history import HistoryStore
-from drills.store.models import PrunedRecord, ReadinessSnapshot
+from drills.store.models import EvidenceMeta, PrunedRecord, ReadinessSnapshot
 
 BATCH = 5000  # snapshots removed per transaction and per prune link
 
@@ -132,9 +132,9 @@ def prune_readiness(
     result = PruneResult(cutoff=now - older_than, dry_run=dry_run)
     with store.session() as s:
         plans = _plans(s, result.cutoff)
-        result.examined = s.scalar(
-            select(func.count()).where(ReadinessSnapshot.checked_at < result.cutoff)
-        ) or 0
+        result.examined = (
+            s.scalar(select(func.count()).where(ReadinessSnapshot.checked_at < result.cutoff)) or 0
+        )
     for plan in plans:
         # Read first, then delete: a batch deleted while its plan's rows stream would
         # hold the read open across writes (and SQLite's lock with it).
@@ -145,3 +145,21 @@ def prune_readiness(
         for start in range(0, len(ids), BATCH):
             _remove(store, plan, ids[start : start + BATCH], now)
     return result
+
+
+PRUNED_KEY = "readiness_pruned_at"  # evidence_meta: when the last scheduled prune ran
+PRUNE_EVERY = dt.timedelta(days=1)
+
+
+def prune_if_due(
+    store: HistoryStore, older_than: dt.timedelta, *, now: dt.datetime | None = None
+) -> PruneResult | None:
+    """Prune once a day at most, for a caller that runs far more often (the readiness
+    deployment, every 15 minutes); None when the last prune is less than a day old."""
+    now = now or dt.datetime.now(dt.UTC)
+    with store.session() as s:
+        last = s.get(EvidenceMeta, PRUNED_KEY)
+        if last is not None and now - dt.datetime.fromisoformat(last.value) < PRUNE_EVERY:
+            return None
+        s.merge(EvidenceMeta(key=PRUNED_KEY, value=now.isoformat()))
+    return prune_readiness(store, older_than, dry_run=False, now=now)

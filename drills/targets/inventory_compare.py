@@ -54,11 +54,11 @@ def _csv_source(side: InventorySide) -> str:
     files = _paths(side)
     # CSV reports URL-encode the key, form-style: '+' is a space.
     key = "url_decode(replace(\"Key\", '+', ' '))"
-    lm = "try_cast(\"LastModifiedDate\" AS TIMESTAMPTZ)" if m.has("LastModifiedDate") else "NULL"
-    where = _latest_filter(m, '"IsLatest" = \'true\'', '"IsDeleteMarker" = \'true\'')
+    lm = 'try_cast("LastModifiedDate" AS TIMESTAMPTZ)' if m.has("LastModifiedDate") else "NULL"
+    where = _latest_filter(m, "\"IsLatest\" = 'true'", "\"IsDeleteMarker\" = 'true'")
     return (
-        f"SELECT {key} AS key, try_cast(\"Size\" AS BIGINT) AS size, "
-        f"trim(\"ETag\", '\"') AS etag, {lm} AS lm "
+        f'SELECT {key} AS key, try_cast("Size" AS BIGINT) AS size, '
+        f'trim("ETag", \'"\') AS etag, {lm} AS lm '
         f"FROM read_csv({files}, header = false, columns = {{{columns}}}, quote = '\"', "
         f"compression = 'gzip', auto_detect = false) {where}"
     )
@@ -89,7 +89,9 @@ def _paths(side: InventorySide) -> str:
     return f"[{quoted}]"
 
 
-def _view(con: duckdb.DuckDBPyConnection, name: str, side: InventorySide, recent: list[str]) -> None:
+def _view(
+    con: duckdb.DuckDBPyConnection, name: str, side: InventorySide, recent: list[str]
+) -> None:
     """``name``: the side's rows under the dataset's prefix, the recent part from the listing."""
     source = _csv_source(side) if side.manifest.file_format == "CSV" else _parquet_source(side)
     keep = [_literal_prefix("key", side.prefix, negate=False)] if side.prefix else []

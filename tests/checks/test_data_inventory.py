@@ -14,13 +14,12 @@ import pytest
 import yaml
 
 from drills.checks.base import Status
-from drills.lab.inventory import LAB_CONFIG_ID, inventory_bucket, write_inventory
+from drills.errors import PlanError
 from drills.lab import topology
+from drills.lab.inventory import LAB_CONFIG_ID, inventory_bucket, write_inventory
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
-from drills.errors import PlanError
 from tests.checks.test_data import HOUR, dataset, plan_over, row
-from tests.checks.test_data import pair, s3  # noqa: F401 - fixtures shared with the listing tests
 from tests.support.checks import run_check as run
 from tests.support.s3_seed import make_bucket, put
 

@@ -160,3 +160,15 @@ def test_a_kept_snapshot_removed_is_still_tampering(history: HistoryStore) -> No
 def test_bad_age_is_refused(history: HistoryStore) -> None:
     bad = _cli("db", "prune", "--older-than", "3h", db=history.url)
     assert bad.returncode == 2 and "at least 1d" in bad.stderr
+
+
+def test_scheduled_prune_runs_once_a_day(history: HistoryStore) -> None:
+    from drills.store.prune import prune_if_due
+
+    _fill(history)
+    first = prune_if_due(history, dt.timedelta(days=180), now=NOW)
+    assert first is not None and first.total_removed > 150
+    assert prune_if_due(history, dt.timedelta(days=180), now=NOW + dt.timedelta(hours=23)) is None
+    again = prune_if_due(history, dt.timedelta(days=180), now=NOW + dt.timedelta(hours=25))
+    assert again is not None and again.total_removed <= 5  # only the day that aged past it
+    assert chain.verify_store(history).ok
