@@ -113,11 +113,15 @@ def _literal_prefix(column: str, prefix: str, *, negate: bool) -> str:
 
 # Each side's rows with no identical row (same key, same size and ETag) on the other side:
 # two anti-joins, which DuckDB runs in bounded memory far faster than one full outer join
-# of ten million rows with their payload. Only these few rows are joined in full.
+# of ten million rows with their payload. Only these few rows are joined in full. The
+# other side is held as two 64-bit hashes a row, not its keys: a row counts as present
+# only when both the key's hash and the hash of (key, size, ETag) are equal, which two
+# different rows are not (2^-128), and a smaller hash table spills less.
 _ONLY = """
 CREATE TABLE {name}_only AS
-SELECT a.* FROM {a} a ANTI JOIN (SELECT key, hash(size, etag) AS fp FROM {b}) b
-ON a.key = b.key AND hash(a.size, a.etag) = b.fp
+SELECT a.* FROM {a} a
+ANTI JOIN (SELECT hash(key) AS hk, hash(key, size, etag) AS fp FROM {b}) b
+ON hash(a.key) = b.hk AND hash(a.key, a.size, a.etag) = b.fp
 """
 
 _VERDICTS = """
