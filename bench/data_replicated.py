@@ -230,6 +230,8 @@ def run_ours(endpoint: str, tmp: Path) -> tuple[Run, dict[str, int]]:
     if run.code != 0:
         raise SystemExit(f"our check failed to run (exit {run.code})")
     evidence = json.loads(run.out.strip().splitlines()[-1])
+    if evidence["status"] == "error":
+        raise SystemExit(f"our check could not compare: {evidence['summary']}")
     return run, {name: int(evidence[name]) for name in COUNTED}
 
 
