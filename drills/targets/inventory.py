@@ -193,18 +193,10 @@ def fetch_files(store: ObjectStore, manifest: Manifest, into: Path) -> list[Path
     for n, entry in enumerate(manifest.files):
         suffix = ".parquet" if manifest.file_format == "Parquet" else ".csv.gz"
         path = into / f"{n:06d}{suffix}"
-        store.download(manifest.bucket, entry.key, str(path))
-        if entry.md5 and _md5(path) != entry.md5.lower():
+        md5 = store.download(manifest.bucket, entry.key, str(path))
+        if entry.md5 and md5 != entry.md5.lower():
             raise _bad(
                 store.target, manifest.where, f"file {entry.key} does not match its MD5checksum"
             )
         paths.append(path)
     return paths
-
-
-def _md5(path: Path) -> str:
-    digest = hashlib.md5()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

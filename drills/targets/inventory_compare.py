@@ -32,7 +32,7 @@ from drills.targets.objects import ObjectInfo
 from drills.targets.objects_compare import DatasetDiff
 
 _COLUMNS = "key VARCHAR, size BIGINT, etag VARCHAR, lm TIMESTAMPTZ"
-MEMORY_LIMIT = "256MB"  # DuckDB's own; it spills to the scratch directory past it
+MEMORY_LIMIT = "128MB"  # DuckDB's own; it spills to the scratch directory past it
 THREADS = 2
 
 

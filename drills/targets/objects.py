@@ -9,6 +9,7 @@ lists. Every botocore error is translated here, once, into a
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -323,9 +324,24 @@ class ObjectStore:
             )
         return data
 
-    def download(self, bucket: str, key: str, path: str) -> None:
-        """An object into a local file, as boto3's managed transfer fetches it."""
-        self._call(bucket, self._client.download_file, Bucket=bucket, Key=key, Filename=path)
+    def download(self, bucket: str, key: str, path: str) -> str:
+        """An object into a local file, streamed in 1 MiB blocks (memory stays flat
+        whatever its size); returns the MD5 (hex) of what was written."""
+
+        def fetch(**kwargs: Any) -> str:
+            body = self._client.get_object(**kwargs)["Body"]
+            digest = hashlib.md5()
+            try:
+                with open(path, "wb") as out:
+                    for block in iter(lambda: body.read(1 << 20), b""):
+                        digest.update(block)
+                        out.write(block)
+            finally:
+                body.close()
+            return digest.hexdigest()
+
+        md5: str = self._call(bucket, fetch, Bucket=bucket, Key=key)
+        return md5
 
     # -- one request each ---------------------------------------------------------------
 
