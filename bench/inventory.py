@@ -6,8 +6,10 @@ same size), published into a moto server this process runs, as S3 lays them out.
 
 Ours: the whole ``data.replicated`` check on a plan whose dataset names the two
 reports: it finds the newest manifests, downloads the files through boto3, joins them
-in DuckDB. It runs in a child process started fresh, so its wall time and peak RSS
-(``ru_maxrss`` from ``wait4``) are its own. Goals: at most 60 s and 500 MB.
+in DuckDB. It runs in a child process, so its wall time and peak RSS are its own: the
+peak is the child's VmHWM, followed from /proc (``ru_maxrss`` would carry over the peak
+of this process, which holds moto's copy of the reports, across the child's exec).
+Goals: at most 60 s and 500 MB.
 
 Peer: ``rclone check`` lists buckets, it cannot read a report. It runs on the
 100,000 listed objects of bench/data_replicated, and its time is extrapolated per
@@ -19,7 +21,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -107,17 +108,14 @@ def run_ours(endpoint: str, tmp: Path) -> tuple[float, float, dict[str, Any]]:
         "TMPDIR": str(tmp),
     }
     argv = [sys.executable, "-m", "bench.data_replicated", "--child", str(plan)]
-    out = tmp / "ours.out"
-    with out.open("w") as stdout:
-        started = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=stdout)  # its log: stderr
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"our check failed to run (exit {proc.returncode})")
-    evidence = json.loads(out.read_text().strip().splitlines()[-1])
-    return wall, usage.ru_maxrss / 1024, evidence
+    run = data_replicated._run(argv, env, ROOT, tmp / "ours")
+    if run.code != 0:
+        raise SystemExit(f"our check failed to run (exit {run.code})")
+    stages = (tmp / "ours.err").read_text().strip()
+    if stages:
+        print(f"  {stages}", flush=True)
+    evidence = json.loads(run.out.strip().splitlines()[-1])
+    return run.wall, run.rss_mb, evidence
 
 
 def main() -> int:
