@@ -149,7 +149,7 @@ def endpoint_for(role: str, site: Site, plan: DrillPlan) -> AwsEndpoint:
 
 
 class ObjectStore:
-    """One site's object storage, read-only."""
+    """One site's object storage: reads, and the one canary write of ``data.dr_writable``."""
 
     def __init__(
         self,
@@ -297,6 +297,25 @@ class ObjectStore:
         if found and reply.get("ChecksumType"):
             found["ChecksumType"] = str(reply["ChecksumType"])
         return found
+
+    # -- the one write: a canary that proves DR accepts writes ----------------------------
+
+    def put_canary(self, bucket: str, key: str, body: bytes) -> str | None:
+        """Write ``body`` at ``key``; the version id when the bucket keeps versions."""
+        reply = self._call(bucket, self._client.put_object, Bucket=bucket, Key=key, Body=body)
+        return reply.get("VersionId")
+
+    def read_bytes(self, bucket: str, key: str) -> bytes:
+        reply = self._call(bucket, self._client.get_object, Bucket=bucket, Key=key)
+        return bytes(reply["Body"].read())
+
+    def remove_canary(self, bucket: str, key: str, version_id: str | None) -> None:
+        """Delete the canary for good: its version when there is one, so no delete marker
+        or non-current copy is left behind in a versioned bucket."""
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key}
+        if version_id and version_id != "null":
+            kwargs["VersionId"] = version_id
+        self._call(bucket, self._client.delete_object, **kwargs)
 
     # -- one request each ---------------------------------------------------------------
 
