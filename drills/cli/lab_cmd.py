@@ -42,6 +42,15 @@ def up(
             "secret, a DR deployment that never becomes ready, a TTL that is too long.",
         ),
     ] = False,
+    drift_scheduling: Annotated[
+        bool,
+        typer.Option(
+            "--drift-scheduling",
+            help="Seed the faults that keep pods from running at DR: a ClusterQueue with too "
+            "little GPU quota for the critical tier, a missing PriorityClass, a device-plugin "
+            "pod not ready on one GPU node, a GPU node taint the LLM server does not tolerate.",
+        ),
+    ] = False,
     ready_delay: Annotated[
         float,
         typer.Option(
@@ -79,6 +88,7 @@ def up(
         info, already = control.up(
             state_dir,
             drift=drift,
+            drift_scheduling=drift_scheduling,
             ready_delay=ready_delay,
             system_services=system_services,
             checkpoint_every=checkpoint_every,

@@ -41,6 +41,7 @@ from drills.lab.seed_aws import (
     seed_datasets,
 )
 from drills.lab.seed_cluster import cluster_info, seed_site
+from drills.lab.sentinel import SentinelHeartbeat
 from drills.lab.state import STATE_FILE, LabInfo
 from drills.lab.trainer import CheckpointWriter
 
@@ -104,12 +105,14 @@ class Lab:
         state_dir: Path,
         *,
         drift: bool = False,
+        drift_scheduling: bool = False,
         ready_delay: float = 1.0,
         use_system_services: bool = True,
         checkpoint_every_s: float = 60.0,
     ) -> None:
         self.state_dir = state_dir.resolve()
         self.drift = drift
+        self.drift_scheduling = drift_scheduling
         self.ready_delay = ready_delay
         self.use_system_services = use_system_services
         self.checkpoint_every_s = checkpoint_every_s
@@ -146,6 +149,8 @@ class Lab:
                 replicate=not self.drift,
             )
             self._own(trainer).start()
+            heartbeat = SentinelHeartbeat(self.kube["dr"].store, interval_s=topology.SENTINEL_EVERY_S)
+            self._own(heartbeat).start()
             self.info = self._write_state(time.monotonic() - begun)
         except BaseException:
             self.stop()
@@ -238,6 +243,7 @@ class Lab:
                 self.registry_host(site),
                 self.secret_value,
                 drift=self.drift,
+                drift_scheduling=self.drift_scheduling,
             )
         self._seed_images()
         seed_datasets(self._aws("s3", "primary"), self._aws("s3", "dr"), drift=self.drift)
@@ -309,6 +315,7 @@ class Lab:
             state_dir=str(self.state_dir),
             pid=os.getpid(),
             drift=self.drift,
+            drift_scheduling=self.drift_scheduling,
             started_at=time.time(),
             dns_provider="rfc2136" if self.named else "route53",
             registry_kind="oci" if self.registries else "ecr",

@@ -33,6 +33,7 @@ class LabInfo:
     moto: str = ""
     dns_server: str = ""
     startup_seconds: float = 0.0
+    drift_scheduling: bool = False
 
 
 def read_info(state_dir: Path) -> LabInfo | None:
