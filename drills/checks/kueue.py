@@ -178,3 +178,18 @@ def cluster_queue_quota(ctx: CheckContext) -> Outcome:
         "to cover the tier's DR replicas, and create the LocalQueues the workloads name.",
         blocking=blocking,
     )
+
+
+def critical_quota_short(ctx: CheckContext) -> list[str]:
+    """The DR queues the critical tier cannot be admitted through now; [] when none."""
+    queued = _queued(ctx)
+    if not queued:
+        return []
+    rows, failing = _queue_problems(ctx, queued)
+    if "critical" not in failing:
+        return []
+    return [
+        str(r.get("queue") or r.get("cluster_queue"))
+        for r in rows
+        if r.get("problem") or r.get("short_for_critical")
+    ]
