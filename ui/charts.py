@@ -56,12 +56,30 @@ def rto_frame(points: list[RtoPoint]) -> pd.DataFrame:
             "target_s": p.rto_target,
             "outcome": _outcome(p),
             "failed": p.failed,
+            "forecast_s": p.forecast_seconds,
         }
         for p in points
     ]
     return pd.DataFrame(
         rows,
-        columns=["run", "plan", "started", "rto_s", "measured", "target_s", "outcome", "failed"],
+        columns=["run", "plan", "started", "rto_s", "measured", "target_s", "outcome", "failed",
+                 "forecast_s"],
+    )  # fmt: skip
+
+
+def _forecast_marks(base: alt.Chart) -> alt.Chart:
+    """What the preflight forecast for each run, as hollow diamonds beside its measured RTO."""
+    return (
+        base.transform_filter(alt.datum.forecast_s != None)  # noqa: E711 - a Vega expression
+        .mark_point(shape="diamond", size=80, color="#1565c0", filled=False)
+        .encode(
+            y="forecast_s:Q",
+            tooltip=[
+                alt.Tooltip("run:N"),
+                alt.Tooltip("forecast_s:Q", title="forecast RTO (s)", format=".1f"),
+                alt.Tooltip("rto_s:Q", title="measured RTO (s)", format=".1f"),
+            ],
+        )
     )
 
 
@@ -101,7 +119,8 @@ def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
         .mark_line(strokeDash=[6, 4], color="#c62828", interpolate="step-after")
         .encode(y="target_s:Q")
     )
-    return CheckedLayerChart(data=frame, layer=[line, target, dots]).properties(height=300)
+    layers = [line, target, dots, _forecast_marks(base)]
+    return CheckedLayerChart(data=frame, layer=layers).properties(height=300)
 
 
 def gantt_frame(phases: list[dict[str, Any]]) -> pd.DataFrame:

@@ -54,6 +54,7 @@ class RtoPoint:
     verdict: Verdict | None
     rto_seconds: float | None
     rto_target: float | None
+    forecast_seconds: float | None = None  # what the preflight forecast for it
 
     @property
     def failed(self) -> bool:
@@ -139,6 +140,7 @@ def rto_points(
     ).scalar_subquery()
     # The JSON target is read for the chosen runs only, not for every run sorted.
     target = details_value("measurement", "rto_target_seconds").as_float()
+    forecast = details_value("forecast", "rto_seconds").as_float()
     query = (
         select(
             DrillRun.id,
@@ -147,6 +149,7 @@ def rto_points(
             DrillRun.verdict,
             DrillRun.rto_seconds,
             target,
+            forecast,
         )
         .where(DrillRun.id.in_(latest))
         .order_by(DrillRun.started_at)

@@ -68,7 +68,8 @@ def data_dr_writable(ctx: CheckContext) -> Outcome:
         return Outcome(Status.PASS, "the plan has no datasets", evidence)
     if not bad:
         return Outcome(
-            Status.PASS, f"wrote, read back and removed a canary in {len(rows)} DR bucket(s)",
+            Status.PASS,
+            f"wrote, read back and removed a canary in {len(rows)} DR bucket(s)",
             evidence,
         )
     first = bad[0]

@@ -12,7 +12,14 @@ from decimal import Decimal
 from typing import Any
 
 from drills.checks.base import CheckContext, Outcome, Status, check
-from drills.checks.cluster_model import GPU, ZERO, fetch_workloads, node_facts, pack_gpus, pod_requests
+from drills.checks.cluster_model import (
+    GPU,
+    ZERO,
+    fetch_workloads,
+    node_facts,
+    pack_gpus,
+    pod_requests,
+)
 from drills.checks.kueue import critical_quota_short
 from drills.errors import TargetError
 from drills.forecast import CurrentState, Forecast, forecast, recent_samples
@@ -125,7 +132,7 @@ def plan_forecast(ctx: CheckContext) -> Forecast:
 
 
 def headline(f: Forecast) -> str:
-    """"a takeover now: about N s (target M)", the words the dashboard shows too."""
+    """ "a takeover now: about N s (target M)", the words the dashboard shows too."""
     return (f"a takeover now: about {format_duration(round(f.rto.point))} "
             f"({format_duration(round(f.rto.low))}-{format_duration(round(f.rto.high))}; "
             f"target {format_duration(f.target_s)})")  # fmt: skip
@@ -163,5 +170,7 @@ def forecast_rto(ctx: CheckContext) -> Outcome:
 def _remedy(f: Forecast) -> str:
     where = f"the {f.dominant_phase} phase" if f.dominant_phase else "the slowest phase"
     who = f" ({f.dominant_workload})" if f.dominant_workload else ""
-    return (f"Shorten {where}{who}: keep replicas warm at DR, pre-pull images, or raise the "
-            "RTO target to what the drills show.")
+    return (
+        f"Shorten {where}{who}: keep replicas warm at DR, pre-pull images, or raise the "
+        "RTO target to what the drills show."
+    )

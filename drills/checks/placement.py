@@ -24,9 +24,7 @@ def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     key = toleration.get("key") or ""
     if toleration.get("operator") == "Exists":
         return not key or key == taint.get("key")
-    return key == taint.get("key") and (toleration.get("value") or "") == (
-        taint.get("value") or ""
-    )
+    return key == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
 
 
 def taint_text(taint: Mapping[str, Any]) -> str:
@@ -82,17 +80,16 @@ def _term_refusal(term: Mapping[str, Any], labels: Mapping[str, str], name: str)
     return None
 
 
-def affinity_refusal(pod_spec: Mapping[str, Any], labels: Mapping[str, str], name: str) -> str | None:
+def affinity_refusal(
+    pod_spec: Mapping[str, Any], labels: Mapping[str, str], name: str
+) -> str | None:
     """Why the pod's nodeSelector or required node affinity rules the node out; None if not."""
     for key, value in (pod_spec.get("nodeSelector") or {}).items():
         if labels.get(key) != str(value):
             return f"nodeSelector {key}={value}"
-    required = (
-        ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        or {}
-    )
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = required.get("nodeSelectorTerms") or []
     if not terms:
         return None

@@ -8,6 +8,7 @@ the API server refuse the pods outright.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 from typing import Any
 
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status
@@ -115,7 +116,7 @@ def _order_problems(used: dict[str, dict[str, Any]], values: dict[str, int]) -> 
             highest[tier] = max(highest.get(tier, values[name]), values[name])
     problems = []
     present = [t for t in TIER_ORDER if t in lowest]
-    for upper, lower in zip(present, present[1:], strict=False):
+    for upper, lower in pairwise(present):
         if lowest[upper] <= highest[lower]:
             problems.append(f"{upper} ({lowest[upper]}) is not above {lower} ({highest[lower]})")
     return problems

@@ -132,8 +132,10 @@ def _saved(sample: RunSample, warm: frozenset[str]) -> tuple[float, float]:
         saved[tier] = was - now
     # Both tiers come up before the DNS switch today; a plan whose normal tier follows
     # the switch would save only the critical tier's time from the RTO.
-    before_dns = sample.dns_done_s is None or sample.full_capacity_s is None or (
-        sample.full_capacity_s <= sample.dns_done_s
+    before_dns = (
+        sample.dns_done_s is None
+        or sample.full_capacity_s is None
+        or (sample.full_capacity_s <= sample.dns_done_s)
     )
     rto_saved = saved["critical"] + (saved["normal"] if before_dns else 0.0)
     return rto_saved, saved["critical"] + saved["normal"]
@@ -199,8 +201,11 @@ def _rollout(state: CurrentState) -> tuple[float, float, float]:
 
 def _from_model(plan: DrillPlan, state: CurrentState) -> Forecast:
     rollout = _rollout(state)
-    tiers = [t for t in ("critical", "normal")
-             if any(w.key not in state.warm and w.dr_replicas > 0 for w in plan.workloads_in(t))]  # fmt: skip
+    tiers = [
+        t
+        for t in ("critical", "normal")
+        if any(w.key not in state.warm and w.dr_replicas > 0 for w in plan.workloads_in(t))
+    ]
     parts = {**MODEL_PHASES, **{f"bring-up ({t})": rollout for t in tiers}}
     total = [sum(p[i] for p in parts.values()) for i in range(3)]
     # Until the DNS switch is confirmed: everything but the smoke probe; full capacity:
@@ -212,8 +217,10 @@ def _from_model(plan: DrillPlan, state: CurrentState) -> Forecast:
            f"({state.pod_start_s:.0f} s) plus up to {POD_START_EXTRA_S:.0f} s"
            if state.pod_start_s is not None
            else f"each tier {MODEL_ROLLOUT[0]:.0f}-{MODEL_ROLLOUT[2]:.0f} s")  # fmt: skip
-    basis = (f"no drills in the last {WINDOW_DAYS} days: a stated model, not history — fence "
-             f"1-20 s, {how}, DNS 1-20 s, smoke 1-10 s")
+    basis = (
+        f"no drills in the last {WINDOW_DAYS} days: a stated model, not history — fence "
+        f"1-20 s, {how}, DNS 1-20 s, smoke 1-10 s"
+    )
     phases = {name: p[1] for name, p in parts.items()}
     return Forecast(
         rto=Interval(*total),
@@ -233,7 +240,9 @@ def forecast(plan: DrillPlan, samples: Sequence[RunSample], state: CurrentState)
     return _from_model(plan, state)
 
 
-def forecast_error(predicted: Mapping[str, Any] | None, measured_rto: float) -> dict[str, Any] | None:
+def forecast_error(
+    predicted: Mapping[str, Any] | None, measured_rto: float
+) -> dict[str, Any] | None:
     """How far a stored forecast was from the measured RTO, and whether its interval held it."""
     if not predicted or predicted.get("rto_seconds") is None:
         return None

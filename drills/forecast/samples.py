@@ -45,7 +45,9 @@ def _since(t0: dt.datetime, text: Any) -> float | None:
     return (when - t0).total_seconds() if when else None
 
 
-def _steps(phases: Iterable[Mapping[str, Any]], t0: dt.datetime) -> tuple[dict[str, Any], list[float]]:
+def _steps(
+    phases: Iterable[Mapping[str, Any]], t0: dt.datetime
+) -> tuple[dict[str, Any], list[float]]:
     """Per-workload rollout times, and when each tier step ended (seconds from T0)."""
     workloads: dict[str, tuple[str, float]] = {}
     ends: list[float] = []
@@ -73,7 +75,7 @@ def sample_of(run: DrillRun) -> RunSample | None:
     workloads, ends = _steps(run.timeline or [], t0)
     extra = (measurement.model_extra or {}) if measurement else {}
     full = extra.get("full_capacity_seconds")
-    forecast = (run.details.model_extra or {}).get("forecast")
+    recorded = run.details.forecast
     started = run.started_at if run.started_at.tzinfo else run.started_at.replace(tzinfo=dt.UTC)
     return RunSample(
         run_id=run.id,
@@ -83,7 +85,7 @@ def sample_of(run: DrillRun) -> RunSample | None:
         workloads=workloads,
         dns_done_s=_since(t0, dns.get("ended_at")) if dns else None,
         full_capacity_s=float(full) if full is not None else (max(ends) if ends else None),
-        forecast=forecast if isinstance(forecast, dict) else None,
+        forecast=recorded.model_dump(mode="json") if recorded is not None else None,
     )
 
 

@@ -149,7 +149,9 @@ class Lab:
                 replicate=not self.drift,
             )
             self._own(trainer).start()
-            heartbeat = SentinelHeartbeat(self.kube["dr"].store, interval_s=topology.SENTINEL_EVERY_S)
+            heartbeat = SentinelHeartbeat(
+                self.kube["dr"].store, interval_s=topology.SENTINEL_EVERY_S
+            )
             self._own(heartbeat).start()
             self.info = self._write_state(time.monotonic() - begun)
         except BaseException:

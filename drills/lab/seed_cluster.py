@@ -41,8 +41,10 @@ def node(
             "nvidia.com/cuda.runtime-version.full": shape.cuda,
         }
         allocatable["nvidia.com/gpu"] = str(pool.gpus)
-        if drift and site == "dr" and labels["kubernetes.io/hostname"] == (
-            topology.DRIFT_PLUGIN_NOT_READY_NODE
+        if (
+            drift
+            and site == "dr"
+            and labels["kubernetes.io/hostname"] == (topology.DRIFT_PLUGIN_NOT_READY_NODE)
         ):
             allocatable["nvidia.com/gpu"] = "0"  # its device plugin never registered
     taints = node_taints(site, pool.gpus > 0, drift=drift)

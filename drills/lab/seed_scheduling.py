@@ -66,7 +66,9 @@ def _quota(namespace: str, hard: dict[str, str], used: dict[str, str]) -> dict[s
             "spec": {"hard": hard}, "status": {"hard": dict(hard), "used": used}}  # fmt: skip
 
 
-def _cluster_queue(name: str, gpus: int, borrow: int | None, used: dict[str, str]) -> dict[str, Any]:
+def _cluster_queue(
+    name: str, gpus: int, borrow: int | None, used: dict[str, str]
+) -> dict[str, Any]:
     gpu: dict[str, Any] = {"name": "nvidia.com/gpu", "nominalQuota": str(gpus)}
     if borrow is not None:
         gpu["borrowingLimit"] = str(borrow)
@@ -123,7 +125,7 @@ def sentinel(registry_host: str, last_success: dt.datetime) -> dict[str, Any]:
 def seed_scheduling(store: ObjectWriter, site: str, registry_host: str, *, drift: bool) -> None:
     """Create one site's scheduling objects; with ``drift``, DR gets the seeded faults."""
     drifted = drift and site == "dr"
-    for tier, (name, value) in topology.PRIORITY_CLASSES.items():
+    for name, value in topology.PRIORITY_CLASSES.values():
         if not (drifted and name == topology.DRIFT_MISSING_PRIORITY_CLASS):
             store.create("priorityclasses", _priority_class(name, value))
     sentinel_use = {"cpu": "500m", "memory": "512Mi"} if site == "dr" else {}
@@ -144,8 +146,9 @@ def seed_scheduling(store: ObjectWriter, site: str, registry_host: str, *, drift
             gpus, borrow = topology.DRIFT_QUEUE[1], topology.DRIFT_QUEUE[2]
         store.create("clusterqueues", _cluster_queue(cq, gpus, borrow, {}))
         store.create("localqueues", _local_queue(namespace, lq, cq))
-    store.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                "metadata": {"name": topology.DEVICE_PLUGIN_NAMESPACE}})  # fmt: skip
+    plugin_ns = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": topology.DEVICE_PLUGIN_NAMESPACE}}  # fmt: skip
+    store.create("namespaces", plugin_ns)
     not_ready = topology.DRIFT_PLUGIN_NOT_READY_NODE if drifted else None
     store.create("daemonsets", _device_plugin(registry_host, not_ready))
     if site == "dr":

@@ -260,10 +260,14 @@ DRIFT_NEVER_READY = ("serving", "embedding-server")
 def critical_workloads() -> tuple[LabWorkload, ...]:
     return tuple(w for w in WORKLOADS if w.tier == "critical")
 
+
 # --- what decides scheduling at a site (readiness v2) ---------------------------------
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-PRIORITY_CLASSES = {"critical": ("drills-critical", 1_000_000), "normal": ("drills-normal", 100_000),
-                    "batch": ("drills-batch", 1_000)}  # fmt: skip
+PRIORITY_CLASSES = {
+    "critical": ("drills-critical", 1_000_000),
+    "normal": ("drills-normal", 100_000),
+    "batch": ("drills-batch", 1_000),
+}
 # Kueue: LocalQueue (namespace, name) → ClusterQueue, for the GPU workloads that queue.
 KUEUE_QUEUES = {
     ("serving", "serving-queue"): "serving-gpu",

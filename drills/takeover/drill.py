@@ -31,6 +31,7 @@ from drills.store.details import Approval, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
+from drills.takeover.forecasted import forecast_record
 from drills.takeover.journal import Journal
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
 from drills.takeover.live import LiveTimeline
@@ -446,6 +447,7 @@ class Drill:
         self.details.drift = result.drift
         if m is not None:
             self.details.measurement = m.record()
+            self.details.forecast = forecast_record(self.readiness, m.rto_seconds)
         self.history.update_run(
             self.run_id,
             status=result.status,

@@ -89,9 +89,11 @@ class RolloutController:
             n["metadata"]["name"] for n in self._all_nodes if not dig(n, "spec", "unschedulable")
         ]
         due = math.inf
-        workloads = [(self._deployment, w) for w in self._store.list("deployments")] + [
-            (self._statefulset, w) for w in self._store.list("statefulsets")
-        ] + [(self._daemonset, w) for w in self._store.list("daemonsets")]
+        workloads = (
+            [(self._deployment, w) for w in self._store.list("deployments")]
+            + [(self._statefulset, w) for w in self._store.list("statefulsets")]
+            + [(self._daemonset, w) for w in self._store.list("daemonsets")]
+        )
         for sync, w in workloads:
             try:
                 due = min(due, sync(w, owned.pop(w["metadata"]["uid"], []), now))
@@ -253,7 +255,7 @@ class RolloutController:
     def _daemonset(self, ds: dict[str, Any], pods: list[dict[str, Any]], now: float) -> float:
         wanted = dslib.wanted_nodes(ds, self._all_nodes)
         pods, due = self._advance(ds, pods, now)
-        kept = []
+        kept: list[dict[str, Any]] = []
         for pod in pods:
             if dslib.pod_node(pod) in wanted and dslib.pod_node(pod) not in {
                 dslib.pod_node(k) for k in kept
