@@ -125,6 +125,15 @@ def drift_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
 
 
 @pytest.fixture(scope="session")
+def scheduling_drift_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+    """A lab seeded with `--drift-scheduling`: capacity is there, but the pods would not run."""
+    with own_lab(
+        tmp_path_factory, "scheduling-drift-lab", drift_scheduling=True, ready_delay=0.2
+    ) as info:
+        yield info
+
+
+@pytest.fixture(scope="session")
 def blackhole() -> Iterator[str]:
     """``host:port`` of a listener that accepts connections and never answers: a hung target."""
     import socket

@@ -42,6 +42,29 @@ DRIFT_FAILURES = frozenset(
 )
 
 
+# The seven checks of readiness v2: would the workloads actually schedule and write at DR?
+V2_CHECKS = (
+    "cluster.device_plugin",
+    "cluster.queue_quota",
+    "cluster.resource_quota",
+    "cluster.priority_classes",
+    "cluster.schedulable",
+    "data.dr_writable",
+    "cluster.sentinel",
+)
+
+# What `drills lab up --drift-scheduling` fails, as README's "Readiness checks" says; the
+# forecast warns beside them that a takeover started now would not complete.
+SCHEDULING_DRIFT_FAILURES = frozenset(
+    {
+        "cluster.device_plugin",
+        "cluster.queue_quota",
+        "cluster.schedulable",
+        "cluster.priority_classes",
+    }
+)
+SCHEDULING_DRIFT_WARNINGS = frozenset({"forecast.rto"})
+
 # A DNS section that validates and is never contacted: for plans of tests about other targets.
 UNUSED_DNS = {
     "provider": "rfc2136",
