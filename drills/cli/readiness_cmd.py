@@ -44,7 +44,7 @@ def readiness(
         typer.Option(
             "--category",
             help="Run only checks of this category (Images, Data, Secrets, Cluster, DNS, "
-            "Cadence); repeat for several.",
+            "Cadence, Forecast); repeat for several.",
         ),
     ] = None,
     verbose: Annotated[

@@ -47,7 +47,9 @@ def test_forecast_follows_the_dr_rollout_and_holds_the_next_drill(
         assert low <= measured <= high, (measured, after_two)
         recorded = third["forecast"]  # the preflight's forecast, beside what was measured
         assert recorded["drills"] == 2 and recorded["inside_interval"] is True
-        assert recorded["error_seconds"] == pytest.approx(measured - recorded["rto_seconds"], abs=0.1)
+        assert recorded["error_seconds"] == pytest.approx(
+            measured - recorded["rto_seconds"], abs=0.1
+        )
         fast_forecast = _forecast(fast, db)["rto_seconds"]
     with own_lab(tmp_path_factory, "forecast-slow", ready_delay=2.0) as slow:
         slow_run = _drill(slow, db)

@@ -22,9 +22,11 @@ def _sample(rto: float, *, days_ago: int = 1, llm: float = 10.0) -> RunSample:
         started_at=NOW - dt.timedelta(days=days_ago),
         rto_s=rto,
         phases={"fence": 2.0, "bring-up": rto - 5.0, "dns": 2.0, "smoke": 1.0},
-        workloads={"serving/llm-server": ("critical", llm),
-                   "serving/inference-gateway": ("critical", 3.0),
-                   "training/trainer": ("normal", 4.0)},  # fmt: skip
+        workloads={
+            "serving/llm-server": ("critical", llm),
+            "serving/inference-gateway": ("critical", 3.0),
+            "training/trainer": ("normal", 4.0),
+        },  # fmt: skip
         dns_done_s=rto - 1.0,
         full_capacity_s=rto - 3.0,
     )
