@@ -50,14 +50,19 @@ class NodeFacts:
         return self.ready and self.schedulable
 
 
+def ready_condition(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A node's or pod's Ready condition when it is True; None when it is not Ready."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next(
+        (c for c in conditions if c.get("type") == "Ready" and c.get("status") == "True"), None
+    )
+
+
 def node_facts(node: Mapping[str, Any]) -> NodeFacts:
     meta = node.get("metadata") or {}
     status = node.get("status") or {}
     spec = node.get("spec") or {}
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
+    ready = ready_condition(node) is not None
     tainted = any(
         t.get("key") in _UNSCHEDULABLE_TAINTS and t.get("effect") in ("NoSchedule", "NoExecute")
         for t in spec.get("taints") or []

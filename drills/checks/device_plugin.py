@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
-from drills.checks.cluster_model import GPU, node_facts, pack_gpus
+from drills.checks.cluster_model import GPU, node_facts, pack_gpus, ready_condition
 from drills.plan import Tier
 from drills.targets.kube import KubeTarget
 from drills.targets.kube_scheduling import daemonsets
@@ -23,11 +23,6 @@ def _plugin_sets(kube: KubeTarget) -> list[dict[str, Any]]:
     return [d for d in daemonsets(kube) if PLUGIN_NAME in d["metadata"]["name"]]
 
 
-def _ready(pod: dict[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def _ready_nodes(kube: KubeTarget, sets: list[dict[str, Any]]) -> set[str]:
     """Nodes where a plugin pod is Ready."""
     ready: set[str] = set()
@@ -35,7 +30,7 @@ def _ready_nodes(kube: KubeTarget, sets: list[dict[str, Any]]) -> set[str]:
         labels = ((ds.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         for pod in kube.pods(ds["metadata"]["namespace"], selector):
-            if _ready(pod) and (pod.get("spec") or {}).get("nodeName"):
+            if ready_condition(pod) is not None and (pod.get("spec") or {}).get("nodeName"):
                 ready.add(pod["spec"]["nodeName"])
     return ready
 

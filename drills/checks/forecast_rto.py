@@ -19,6 +19,7 @@ from drills.checks.cluster_model import (
     node_facts,
     pack_gpus,
     pod_requests,
+    ready_condition,
 )
 from drills.checks.kueue import critical_quota_short
 from drills.errors import TargetError
@@ -80,8 +81,7 @@ def _pod_start(ctx: CheckContext) -> float | None:
     starts = []
     for pod in kube.pods(sentinel.namespace, selector):
         created = (pod.get("metadata") or {}).get("creationTimestamp")
-        ready = next((c for c in (pod.get("status") or {}).get("conditions") or []
-                      if c.get("type") == "Ready" and c.get("status") == "True"), None)  # fmt: skip
+        ready = ready_condition(pod)
         if created and ready and ready.get("lastTransitionTime"):
             began = dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
             done = dt.datetime.fromisoformat(ready["lastTransitionTime"].replace("Z", "+00:00"))

@@ -26,7 +26,7 @@ def _sample(rto: float, *, days_ago: int = 1, llm: float = 10.0) -> RunSample:
             "serving/llm-server": ("critical", llm),
             "serving/inference-gateway": ("critical", 3.0),
             "training/trainer": ("normal", 4.0),
-        },  # fmt: skip
+        },
         dns_done_s=rto - 1.0,
         full_capacity_s=rto - 3.0,
     )
