@@ -20,10 +20,11 @@ from drills.forecast.state import CurrentState
 from drills.plan import DrillPlan
 
 # The widening of the runs' spread: a base for the noise of any one run, and more the fewer
-# runs there are; plus a second either way, so runs of a few seconds keep a real interval.
+# runs there are; plus two seconds either way (probe and scheduling jitter), so runs of a few
+# seconds keep a real interval.
 BASE_MARGIN = 0.15
 FEW_RUNS_MARGIN = 0.35
-ABSOLUTE_MARGIN_S = 1.0
+ABSOLUTE_MARGIN_S = 2.0
 RECENCY = 0.5  # each older run weighs half the next newer one
 
 # The stated model without history: (low, point, high) seconds per phase.
