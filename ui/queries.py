@@ -33,6 +33,7 @@ class RunRow:
     finished_at: dt.datetime | None
     rto_seconds: float | None
     client_rto_seconds: float | None
+    full_capacity_seconds: float | None
     rto_target: float | None
     rpo_worst: float | None
     rpo_target: float | None
@@ -54,6 +55,7 @@ class RtoPoint:
     verdict: Verdict | None
     rto_seconds: float | None
     rto_target: float | None
+    full_capacity_seconds: float | None = None  # None: not measured (runs before it was)
     forecast_seconds: float | None = None  # what the preflight forecast for it
 
     @property
@@ -89,6 +91,7 @@ def run_row(run: DrillRun) -> RunRow:
         finished_at=run.finished_at,
         rto_seconds=run.rto_seconds,
         client_rto_seconds=run.client_rto_seconds,
+        full_capacity_seconds=run.details.full_capacity_seconds,
         rto_target=measured.rto_target_seconds if measured else None,
         rpo_worst=max(lags) if lags else None,
         rpo_target=measured.rpo_target_seconds if measured else None,
@@ -138,8 +141,9 @@ def rto_points(
         .order_by(DrillRun.started_at.desc())
         .limit(limit)
     ).scalar_subquery()
-    # The JSON target is read for the chosen runs only, not for every run sorted.
+    # The JSON values are read for the chosen runs only, not for every run sorted.
     target = details_value("measurement", "rto_target_seconds").as_float()
+    full_capacity = details_value("measurement", "full_capacity_seconds").as_float()
     forecast = details_value("forecast", "rto_seconds").as_float()
     query = (
         select(
@@ -149,6 +153,7 @@ def rto_points(
             DrillRun.verdict,
             DrillRun.rto_seconds,
             target,
+            full_capacity,
             forecast,
         )
         .where(DrillRun.id.in_(latest))

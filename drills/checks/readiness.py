@@ -79,6 +79,42 @@ def run_readiness(
     return report
 
 
+def wayback_checks(registry: CheckRegistry | None = None) -> list[CheckSpec]:
+    """The checks of the failback direction: the plan's own, asked of the reversed plan
+    (from ``registry``, every check of drills by default), and the way back's own."""
+    from drills.checks.wayback import SWAPPED, WAYBACK
+
+    chosen = registry if registry is not None else load_checks()
+    swapped = [chosen.get(i) for i in SWAPPED if i in {s.id for s in chosen.all()}]
+    return swapped + WAYBACK.all()
+
+
+def run_wayback(
+    plan: DrillPlan,
+    *,
+    history: HistoryStore | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+    registry: CheckRegistry | None = None,
+    call: CheckCall = call_in_place,
+) -> ReadinessReport:
+    """Readiness for the way back (DR → primary), never stored as the plan's readiness.
+
+    The checks run on the reversed plan, with each site named for what it really is in
+    errors, and the results are titled for the failback direction.
+    """
+    from drills.checks.wayback import TITLES
+    from drills.plan.reverse import reversed_plan
+
+    specs = wayback_checks(registry)
+    reverse = reversed_plan(plan)
+    with Targets(reverse, reverse=True) as targets:
+        context = check_context(reverse, targets, history)
+        report = run_checks(specs, context, on_result=on_result, call=call)
+    results = tuple(dataclasses.replace(r, title=TITLES.get(r.id, r.title)) for r in report.results)
+    log.info("way-back readiness of %s: %d blocking", plan.name, sum(r.blocking for r in results))
+    return dataclasses.replace(report, plan=plan.name, results=results)
+
+
 def _store_and_notify(
     plan: DrillPlan, history: HistoryStore, report: ReadinessReport
 ) -> ReadinessReport:

@@ -40,7 +40,8 @@ COMMANDS: dict[str, Entry] = {
     ),
     "run": Entry(
         "drills.cli.run_cmd",
-        "Run a minimum-takeover drill (or a real incident takeover) and print its report.",
+        "Run a minimum-takeover drill (or a real incident takeover, or the failback after one) "
+        "and print its report.",
     ),
     "history": Entry("drills.cli.run_cmd", "List past drills and incidents, newest first."),
     "report": Entry(
@@ -51,8 +52,15 @@ COMMANDS: dict[str, Entry] = {
     "recover": Entry(
         "drills.cli.recover_cmd",
         "Finish the job of a run that died: a drill is rolled back and verified against the "
-        "snapshot taken before it; an incident is reported, then completed (--complete) or held "
-        "(--hold) as the operator chooses. Safe to run again.",
+        "snapshot taken before it; an incident is reported, then completed (--complete), held "
+        "(--hold) or abandoned (--fail-back) as the operator chooses; a failback is undone before "
+        "its DNS switch and completed after it. Safe to run again.",
+    ),
+    "status": Entry(
+        "drills.cli.status_cmd",
+        "Where the plan serves from (primary, dr or in-transition), since when, the run that put "
+        "it there, the open incident and the run holding the plan. Exit 4 when the live DNS or "
+        "the endpoints disagree with the history.",
     ),
     "plan": Entry("drills.cli.plan_cmd", "Validate, inspect and describe drill plans."),
     "lab": Entry("drills.cli.lab_cmd", "The local lab: two stand-in sites on loopback."),

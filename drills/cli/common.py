@@ -20,6 +20,15 @@ if TYPE_CHECKING:
 EXIT_FAILED = 1
 EXIT_INVALID = 2
 
+PlanPath = Annotated[Path, typer.Argument(metavar="PLAN", help="The drill plan (YAML).")]
+# A command's --json that is a documented, stable interface (see its README section).
+StableJson = Annotated[
+    bool,
+    typer.Option(
+        "--json", help="Print one JSON object (the stable interface described in the README)."
+    ),
+]
+
 DbUrl = Annotated[
     str | None,
     typer.Option(

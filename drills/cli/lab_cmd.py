@@ -74,6 +74,14 @@ def up(
             "trainer runs (replicated to DR unless --drift).",
         ),
     ] = 60.0,
+    reverse_replication: Annotated[
+        bool,
+        typer.Option(
+            "--reverse-replication/--no-reverse-replication",
+            help="While DR serves, copy what DR writes back to the primary, as bidirectional "
+            "replication rules would. Without it a failback's data gate fails.",
+        ),
+    ] = True,
     timeout: Annotated[
         float, typer.Option("--timeout", min=1.0, help="Seconds to wait for the lab to start.")
     ] = 30.0,
@@ -92,6 +100,7 @@ def up(
             ready_delay=ready_delay,
             system_services=system_services,
             checkpoint_every=checkpoint_every,
+            reverse_replication=reverse_replication,
             timeout=timeout,
         )
     except LabError as exc:

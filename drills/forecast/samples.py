@@ -73,8 +73,7 @@ def sample_of(run: DrillRun) -> RunSample | None:
               if p.get("name") in RTO_PHASES}  # fmt: skip
     dns = next((p for p in run.timeline or [] if p.get("name") == "dns"), None)
     workloads, ends = _steps(run.timeline or [], t0)
-    extra = (measurement.model_extra or {}) if measurement else {}
-    full = extra.get("full_capacity_seconds")
+    full = run.details.full_capacity_seconds
     recorded = run.details.forecast
     started = run.started_at if run.started_at.tzinfo else run.started_at.replace(tzinfo=dt.UTC)
     return RunSample(

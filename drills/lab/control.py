@@ -49,6 +49,7 @@ def up(
     ready_delay: float = 1.0,
     system_services: bool = True,
     checkpoint_every: float = 60.0,
+    reverse_replication: bool = True,
     timeout: float = 30.0,
 ) -> tuple[LabInfo, bool]:
     """Start the lab; returns its info and whether it was already running."""
@@ -73,6 +74,7 @@ def up(
     argv += ["--drift"] if drift else []
     argv += ["--drift-scheduling"] if drift_scheduling else []
     argv += [] if system_services else ["--no-system-services"]
+    argv += [] if reverse_replication else ["--no-reverse-replication"]
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     with log_path.open("ab") as log:
         child = subprocess.Popen(

@@ -35,6 +35,7 @@ from drills.lab.named import LabDnsRecord, NamedServer
 from drills.lab.planfile import LabEndpoints, write_plan
 from drills.lab.procs import find_binary
 from drills.lab.registry import RegistryServer
+from drills.lab.replicator import ReverseReplicator
 from drills.lab.seed_aws import (
     ACCOUNT,
     seed_aws_secrets,
@@ -109,6 +110,7 @@ class Lab:
         ready_delay: float = 1.0,
         use_system_services: bool = True,
         checkpoint_every_s: float = 60.0,
+        reverse_replication: bool = True,
     ) -> None:
         self.state_dir = state_dir.resolve()
         self.drift = drift
@@ -116,6 +118,7 @@ class Lab:
         self.ready_delay = ready_delay
         self.use_system_services = use_system_services
         self.checkpoint_every_s = checkpoint_every_s
+        self.reverse_replication = reverse_replication
         self._secret_base = secrets.token_bytes(16)
         self._stoppables: list[Any] = []
         self.kube: dict[str, KubeApiServer] = {}
@@ -153,6 +156,9 @@ class Lab:
                 self.kube["dr"].store, interval_s=topology.SENTINEL_EVERY_S
             )
             self._own(heartbeat).start()
+            if self.reverse_replication:
+                replicator = ReverseReplicator(self.kube["dr"].store, self._aws("s3", "primary"))
+                self._own(replicator).start()
             self.info = self._write_state(time.monotonic() - begun)
         except BaseException:
             self.stop()
@@ -318,6 +324,7 @@ class Lab:
             pid=os.getpid(),
             drift=self.drift,
             drift_scheduling=self.drift_scheduling,
+            reverse_replication=self.reverse_replication,
             started_at=time.time(),
             dns_provider="rfc2136" if self.named else "route53",
             registry_kind="oci" if self.registries else "ecr",

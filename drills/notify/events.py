@@ -18,8 +18,7 @@ class EventKind(StrEnum):
     RUN_STARTED = "run.started"  # a drill or an incident takeover started
     RUN_FINISHED = "run.finished"  # ... and finished, with its verdict, RTO and RPO
     INCIDENT_DECLARED = "incident.declared"
-    # Sent by the failback run (another issue builds it); the kinds exist so that
-    # receivers and Prefect automations can be written against them now.
+    # Sent by the failback run when it ends; closed also by `drills recover RUN --fail-back`.
     INCIDENT_FAILED_BACK = "incident.failed_back"
     INCIDENT_CLOSED = "incident.closed"
 

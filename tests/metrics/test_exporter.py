@@ -17,6 +17,7 @@ from drills.metrics.exporter import SPECS, DrillsCollector
 from drills.metrics.plans import PlanCache
 from drills.metrics.snapshot import CADENCE_S, Snapshotter
 from drills.plan import load_plan
+from drills.store.details import MeasurementRecord, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun, Lease
 from tests.support.ui import EXAMPLE_PLAN
@@ -71,7 +72,8 @@ def value(samples: dict[tuple[str, frozenset[Any]], float], name: str, **labels:
 def test_each_figure_from_the_store_and_the_plan(history: HistoryStore) -> None:
     _readiness(history)
     measured = {"rto_seconds": 120.0, "client_rto_seconds": 150.0}
-    history.create_run(_run("d1", "drill", "succeeded", 10, **measured,
+    full = RunDetails(measurement=MeasurementRecord(rto_seconds=120.0, full_capacity_seconds=300.0))
+    history.create_run(_run("d1", "drill", "succeeded", 10, **measured, details=full,
                             rpo_seconds={"checkpoints": 30.0}))  # fmt: skip
     history.create_run(_run("d0", "drill", "succeeded", 1, dry_run=True, rto_seconds=1.0))
     history.create_run(_run("i1", "incident", "succeeded", 5, rto_seconds=2000.0))
@@ -99,7 +101,10 @@ def test_each_figure_from_the_store_and_the_plan(history: HistoryStore) -> None:
     assert value(samples, "drills_run_last_rto_seconds", mode="drill") == 120  # not the dry run
     assert value(samples, "drills_run_last_client_rto_seconds", mode="drill") == 150
     assert value(samples, "drills_run_last_rpo_seconds", mode="drill", dataset="checkpoints") == 30
+    assert value(samples, "drills_run_last_full_capacity_seconds", mode="drill") == 300
     assert value(samples, "drills_run_last_rto_seconds", mode="incident") == 2000
+    # An incident recorded before full capacity was measured has no such series.
+    assert key("drills_run_last_full_capacity_seconds", mode="incident") not in samples
     assert value(samples, "drills_plan_rto_target_seconds") == 1800
 
     # No process holds the running drill's lease: stuck, and the plan is in transition.

@@ -101,7 +101,7 @@ def test_history_table_chart_and_run_detail(populated: Drilled, ui_env: UiEnv) -
     table = at.dataframe[0].value
     assert list(table.columns) == [
         "date", "plan", "mode", "operator", "verdict", "RTO / target", "client RTO",
-        "RPO / target", "duration", "run",
+        "full capacity", "RPO / target", "duration", "run",
     ]  # fmt: skip
     real = table[table["run"] == populated.run_id].iloc[0]
     assert real["verdict"] == "met" and real["operator"] == "alice"
@@ -116,11 +116,17 @@ def test_history_table_chart_and_run_detail(populated: Drilled, ui_env: UiEnv) -
     marked = points.set_index("run")
     assert marked.loc[failed, "failed"] and marked.loc[failed, "outcome"] == "failed"
     assert marked.loc[missed, "rto_s"] == 400.0 and not marked.loc[populated.run_id, "failed"]
+    # The real drill's full capacity came after its RTO; the runs added by hand have none.
+    assert marked.loc[populated.run_id, "full_s"] > marked.loc[populated.run_id, "rto_s"]
+    assert points.set_index("run")["full_s"].isna().sum() == 2
+    assert real["full capacity"].endswith(" s")
     # The detail of the real drill, opened by its link (?run=...).
     at.query_params["run"] = populated.run_id
     at.run()
     text = shown(at)
     assert f"Run `{populated.run_id}` — lab, drill" in text
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Full capacity"].endswith(" s") and "RTO" in metrics
     assert [t.label for t in at.tabs] == [
         "Phase timeline", "Steps and evidence", "Journal of changes", "Readiness at T0"
     ]  # fmt: skip

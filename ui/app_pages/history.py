@@ -29,6 +29,7 @@ def _table(rows: list[RunRow]) -> list[dict[str, Any]]:
             "verdict": components.verdict_label(r.verdict) if r.verdict else r.status,
             "RTO / target": components.versus(r.rto_seconds, r.rto_target),
             "client RTO": components.seconds(r.client_rto_seconds),
+            "full capacity": components.seconds(r.full_capacity_seconds),
             "RPO / target": components.versus(r.rpo_worst, r.rpo_target),
             "duration": components.seconds(r.duration_seconds),
             "run": r.id,
@@ -108,15 +109,19 @@ def _detail(settings: UISettings, run_id: str) -> None:
 def _verdict_and_objectives(report: dict[str, Any]) -> None:
     run = report["run"]
     m = report.get("measurement") or {}
-    cols = st.columns(4)
+    cols = st.columns(5)
     cols[0].metric("Verdict", components.verdict_label(run["verdict"]), run["status"], "off")
     cols[1].metric(
         "RTO", components.seconds(report["rto_seconds"]),
         f"target {components.seconds(m.get('rto_target_seconds'))}", "off",
     )  # fmt: skip
     cols[2].metric("Client-visible RTO", components.seconds(report["client_rto_seconds"]))
-    rpo = [v for v in (report["rpo_seconds"] or {}).values() if v is not None]
     cols[3].metric(
+        "Full capacity", components.seconds(report.get("full_capacity_seconds")),
+        "normal tier ready", "off",
+    )  # fmt: skip
+    rpo = [v for v in (report["rpo_seconds"] or {}).values() if v is not None]
+    cols[4].metric(
         "Worst RPO", components.seconds(max(rpo) if rpo else None),
         f"target {components.seconds(m.get('rpo_target_seconds'))}", "off",
     )  # fmt: skip
