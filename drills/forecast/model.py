@@ -131,12 +131,13 @@ def _saved(sample: RunSample, warm: frozenset[str]) -> tuple[float, float]:
     for tier in ("critical", "normal"):
         was, now = _tier_time(sample.workloads, tier, warm)
         saved[tier] = was - now
-    # Both tiers come up before the DNS switch today; a plan whose normal tier follows
-    # the switch would save only the critical tier's time from the RTO.
+    # The normal tier comes up after the DNS switch and the smoke probe, so only the
+    # critical tier's time is in the RTO; runs recorded when both tiers came up before the
+    # switch (their full capacity before DNS answered) had the normal tier's in it too.
     before_dns = (
-        sample.dns_done_s is None
-        or sample.full_capacity_s is None
-        or (sample.full_capacity_s <= sample.dns_done_s)
+        sample.dns_done_s is not None
+        and sample.full_capacity_s is not None
+        and sample.full_capacity_s <= sample.dns_done_s
     )
     rto_saved = saved["critical"] + (saved["normal"] if before_dns else 0.0)
     return rto_saved, saved["critical"] + saved["normal"]
@@ -202,17 +203,16 @@ def _rollout(state: CurrentState) -> tuple[float, float, float]:
 
 def _from_model(plan: DrillPlan, state: CurrentState) -> Forecast:
     rollout = _rollout(state)
-    tiers = [
-        t
+    cold = {
+        t: any(w.key not in state.warm and w.dr_replicas > 0 for w in plan.workloads_in(t))
         for t in ("critical", "normal")
-        if any(w.key not in state.warm and w.dr_replicas > 0 for w in plan.workloads_in(t))
-    ]
-    parts = {**MODEL_PHASES, **{f"bring-up ({t})": rollout for t in tiers}}
+    }
+    # The RTO: fence, the critical tier, DNS, the smoke probe; the normal tier follows.
+    parts = {**MODEL_PHASES, **({"bring-up": rollout} if cold["critical"] else {})}
     total = [sum(p[i] for p in parts.values()) for i in range(3)]
-    # Until the DNS switch is confirmed: everything but the smoke probe; full capacity:
-    # everything but DNS and the probe (both tiers come up before the switch).
     to_dns = [total[i] - MODEL_PHASES["smoke"][i] for i in range(3)]
-    full = [to_dns[i] - MODEL_PHASES["dns"][i] for i in range(3)]
+    normal = rollout if cold["normal"] else (0.0, 0.0, 0.0)
+    full = [total[i] + normal[i] for i in range(3)]
     ttl = state.dns_ttl_s or 0.0
     how = ("each tier 1-4x the DR sentinel's last pod start "
            f"({state.pod_start_s:.0f} s) plus up to {POD_START_EXTRA_S:.0f} s"
