@@ -85,6 +85,14 @@ def up(
     timeout: Annotated[
         float, typer.Option("--timeout", min=1.0, help="Seconds to wait for the lab to start.")
     ] = 30.0,
+    audit: Annotated[
+        bool,
+        typer.Option(
+            "--audit",
+            help="Record every request to each site's Kubernetes API (verb, group, resource, "
+            "subresource, namespace, name; never bodies) in STATE_DIR/SITE.audit.jsonl.",
+        ),
+    ] = False,
 ) -> None:
     """Start the lab in the background and write its plan to STATE_DIR/plan.yaml."""
     missing = control.missing_modules()
@@ -102,6 +110,7 @@ def up(
             checkpoint_every=checkpoint_every,
             reverse_replication=reverse_replication,
             timeout=timeout,
+            audit=audit,
         )
     except LabError as exc:
         err.print(Text("lab up failed: ", style="red").append(str(exc), style=""))

@@ -51,6 +51,7 @@ def up(
     checkpoint_every: float = 60.0,
     reverse_replication: bool = True,
     timeout: float = 30.0,
+    audit: bool = False,
 ) -> tuple[LabInfo, bool]:
     """Start the lab; returns its info and whether it was already running."""
     existing = running(state_dir)
@@ -75,6 +76,7 @@ def up(
     argv += ["--drift-scheduling"] if drift_scheduling else []
     argv += [] if system_services else ["--no-system-services"]
     argv += [] if reverse_replication else ["--no-reverse-replication"]
+    argv += ["--audit"] if audit else []
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     with log_path.open("ab") as log:
         child = subprocess.Popen(

@@ -30,6 +30,7 @@ from drills.lab import topology
 from drills.lab.endpoint import SiteEndpoint
 from drills.lab.images import build_image, push_ecr, push_oci
 from drills.lab.kubeapi import KubeApiServer, write_kubeconfig
+from drills.lab.kubeapi.audit import AuditLog
 from drills.lab.moto_server import MotoServer
 from drills.lab.named import LabDnsRecord, NamedServer
 from drills.lab.planfile import LabEndpoints, write_plan
@@ -61,6 +62,11 @@ AWS_KEY_ID = "AKLABDRILLSLOCAL0000"
 REGISTRY_DIRS = {site: f"registry-{site}" for site in SITE_ADDR}
 NAMED_DIR = "named"
 TSIG_FILE = "tsig.secret"  # written only when named runs: a stale one would outlive it
+
+
+def audit_file(site: str) -> str:
+    """The name of a site's audit log in the state directory (``drills lab up --audit``)."""
+    return f"{site}.audit.jsonl"
 
 
 def clear_service_storage(state_dir: Path) -> list[Path]:
@@ -111,8 +117,10 @@ class Lab:
         use_system_services: bool = True,
         checkpoint_every_s: float = 60.0,
         reverse_replication: bool = True,
+        audit: bool = False,
     ) -> None:
         self.state_dir = state_dir.resolve()
+        self.audit = audit
         self.drift = drift
         self.drift_scheduling = drift_scheduling
         self.ready_delay = ready_delay
@@ -192,6 +200,7 @@ class Lab:
                 ready_delay=self.ready_delay,
                 name=site,
                 tls=True,  # kubectl sends a kubeconfig's token only over https
+                audit=AuditLog(self.state_dir / audit_file(site)) if self.audit else None,
             )
             self.kube[site] = self._own(server)
             server.start()

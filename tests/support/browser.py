@@ -17,6 +17,10 @@ import httpx
 from drills.lab.procs import free_port
 from tests.support.ui import FLOW_NAME, ROOT
 
+# System Chromium as the browser tests launch it: no sandbox (containers), nothing fetched.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+
 # From the entrypoint, as a worker runs a deployment of prefect.yaml: each run imports
 # flows/drill.py afresh in `python -m prefect.engine`.
 SERVE = """
@@ -87,13 +91,16 @@ def serving_incident_flow(
 
 
 @contextlib.contextmanager
-def dashboard(env: dict[str, str], log: Path, cwd: Path) -> Iterator[str]:
-    """`drills ui --lab` on a free loopback port; yields its base URL once it is healthy."""
-    port = free_port()
+def dashboard(
+    env: dict[str, str], log: Path, cwd: Path, *, lab: bool = True, port: int | None = None
+) -> Iterator[str]:
+    """`drills ui [--lab]` on a loopback port (a free one unless given); yields its base URL
+    once it is healthy."""
+    port = port or free_port()
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "drills", "ui", "--lab", "--host", "127.0.0.1",
-             "--port", str(port)],
+            [sys.executable, "-m", "drills", "ui", *(["--lab"] if lab else []),
+             "--host", "127.0.0.1", "--port", str(port)],
             cwd=cwd, env=_env(env), stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip

@@ -19,7 +19,7 @@ from drills.plan import load_plan
 from drills.store.history import HistoryStore
 from drills.store.report import render_markdown, report_data
 from drills.takeover.drill import Drill, DrillRequest
-from tests.support.browser import dashboard, serving_incident_flow
+from tests.support.browser import CHROMIUM_ARGS, dashboard, serving_incident_flow
 from tests.support.services import own_lab, require_system_binary
 from tests.support.ui import DECLARE_BUTTON, ROOT
 
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 
 

@@ -83,6 +83,8 @@ CATALOGUE: tuple[ResourceType, ...] = (
         "apps", "v1", "StatefulSet", "statefulsets", "statefulset", True, ("sts",),
         ("scale", "status"), ("all",),
     ),
+    # Flow runs of a Prefect Kubernetes work pool run as Jobs (deploy/prefect/).
+    ResourceType("batch", "v1", "Job", "jobs", "job", True, (), ("status",), ("all",)),
     ResourceType(
         "networking.k8s.io", "v1", "Ingress", "ingresses", "ingress", True, ("ing",), ("status",),
     ),
