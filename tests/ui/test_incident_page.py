@@ -239,8 +239,8 @@ def test_a_wrong_confirmation_is_refused_and_a_right_one_starts_the_failback(
 def test_a_run_in_the_way_refuses_the_failback(
     failback_env: UiEnv, prefect_url: str, failback_deployment: str, populated: Drilled
 ) -> None:
-    """The core the page and the CLI share: a scheduled failback, then a run stopped
-    part-way, each refuse another; both audited."""
+    """The core the page and the CLI share: a failback already scheduled, then any run of
+    the plan still going, refuse another; each request audited."""
     store = failback_env.store()
     at_dr(store)
     request = FailbackRequest(
@@ -256,9 +256,13 @@ def test_a_run_in_the_way_refuses_the_failback(
         assert again.message.startswith("refused: a run on lab is in the way: ")
         assert [r.id for r in again.blocking] == [first.flow_run_id]
         delete_flow_runs(prefect_url, failback_deployment)
-        stopped = add_run(store, mode="failback", status="failed", finished=False)
+        # A drill started from a terminal, never finished: nobody can tell it stopped.
+        going = add_run(store, mode="drill", status="running", finished=False)
         held = request_failback(request, store, launcher)
-    assert not held.accepted and f"`drills recover {stopped}` undoes that failback" in held.message
+    assert (
+        not held.accepted
+        and held.message == f"refused: a run on lab is in the way: {going} (running)"
+    )
     assert [e.accepted for e in _audit(failback_env)] == [True, False, False]
 
 
