@@ -11,7 +11,6 @@ Prefect.
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,16 +22,13 @@ from drills.store.serving import Site, recorded_serving
 from drills.takeover.failback import not_serving_from_dr
 from drills.takeover.incident import (
     LAUNCHING,
-    ActiveRun,
     Declaration,
     IncidentLauncher,
+    audit_decision,
     blocking_runs,
     consent_problem,
-    decision_needed,
-    describe,
+    refusal_of,
 )
-
-log = logging.getLogger("drills.takeover.failback_request")
 
 ACTION = "fail-back"
 # Any run going on the plan is in the way of a failback, not only incidents.
@@ -72,48 +68,10 @@ def request_failback(
         "requested_at": request.requested_at.isoformat(),
         "plan_path": request.plan_path,
         "incident_run": incident,
-        "outcome": decision.message,
     }
-    if decision.flow_run_id:
-        detail["flow_run_id"] = decision.flow_run_id
-    if decision.blocking:
-        detail["blocking"] = [r.id for r in decision.blocking]
-    history.audit(
-        who=request.operator or "(nobody)",
-        action=ACTION,
-        plan=request.plan_name,
-        accepted=decision.accepted,
-        reason=request.reason,
-        detail=detail,
-    )
-    log.log(
-        logging.WARNING if decision.accepted else logging.INFO,
-        "failback of %s asked by %s: %s",
-        request.plan_name,
-        request.operator,
-        decision.message,
-    )
+    audit_decision(history, ACTION, request.operator, request.plan_name, request.reason,
+                   decision, detail)  # fmt: skip
     return decision
-
-
-def _in_the_way(
-    request: FailbackRequest, history: HistoryStore, launcher: IncidentLauncher
-) -> Declaration | None:
-    """The refusal when a run holds the plan (going, or stopped part-way); None when free."""
-    blocking = blocking_runs(request, history, launcher, running_modes=ANY_MODE)
-    if blocking.running:
-        return Declaration(
-            False,
-            f"refused: a run on {request.plan_name} is in the way: {describe(blocking.running)}",
-            blocking=tuple(blocking.running),
-        )
-    if blocking.stopped:
-        return Declaration(
-            False,
-            decision_needed(blocking.stopped[0]),
-            blocking=tuple(ActiveRun(r.id, "history", r.status) for r in blocking.stopped),
-        )
-    return None
 
 
 def _decide(
@@ -128,10 +86,11 @@ def _decide(
     if problem:
         return Declaration(False, f"refused: {problem}"), None
     try:
-        refusal = _in_the_way(request, history, launcher)
+        blocking = blocking_runs(request, history, launcher, running_modes=ANY_MODE)
     except DrillError as exc:
         # Unknown is not "none running": refuse rather than start a second run.
         return Declaration(False, f"refused: cannot tell whether a run is going ({exc})"), None
+    refusal = refusal_of(blocking, f"refused: a run on {request.plan_name} is in the way: ")
     if refusal is not None:
         return refusal, None
     recorded = recorded_serving(history, request.plan_name)

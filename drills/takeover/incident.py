@@ -185,6 +185,30 @@ def describe(runs: Sequence[ActiveRun]) -> str:
     return ", ".join(f"{r.id} ({r.state})" for r in runs)
 
 
+def audit_decision(
+    history: HistoryStore,
+    action: str,
+    who: str,
+    plan: str,
+    reason: str,
+    decision: Declaration,
+    detail: dict[str, Any],
+) -> None:
+    """Audit (and log) a request to start a run, accepted or refused: ``detail`` with the
+    outcome, the run started and the runs in the way."""
+    detail = {**detail, "outcome": decision.message}
+    if decision.flow_run_id:
+        detail["flow_run_id"] = decision.flow_run_id
+    if decision.blocking:
+        detail["blocking"] = [r.id for r in decision.blocking]
+    history.audit(
+        who=who or "(nobody)", action=action, plan=plan, accepted=decision.accepted,
+        reason=reason, detail=detail,
+    )  # fmt: skip
+    level = logging.WARNING if decision.accepted else logging.INFO
+    log.log(level, "%s on %s by %s: %s", action, plan, who, decision.message)
+
+
 def declare_incident(
     request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
 ) -> Declaration:
@@ -195,34 +219,31 @@ def declare_incident(
         "declared_at": request.declared_at.isoformat(),
         "force_unfenced": request.force_unfenced,
         "plan_path": request.plan_path,
-        "outcome": declaration.message,
     }
-    if declaration.flow_run_id:
-        detail["flow_run_id"] = declaration.flow_run_id
-    if declaration.blocking:
-        detail["blocking"] = [r.id for r in declaration.blocking]
-    history.audit(
-        who=request.operator or "(nobody)",
-        action=ACTION,
-        plan=request.plan_name,
-        accepted=declaration.accepted,
-        reason=request.reason,
-        detail=detail,
-    )
+    audit_decision(history, ACTION, request.operator, request.plan_name, request.reason,
+                   declaration, detail)  # fmt: skip
     if declaration.accepted:
         announce_incident(
             request.plan_name, request.plan_path, request.operator, request.reason,
             request.declared_at, declaration.flow_run_id,
         )  # fmt: skip
-    level = logging.WARNING if declaration.accepted else logging.INFO
-    log.log(
-        level,
-        "incident on %s declared by %s: %s",
-        request.plan_name,
-        request.operator,
-        declaration.message,
-    )
     return declaration
+
+
+def refusal_of(blocking: Blocking, running: str) -> Declaration | None:
+    """The refusal while runs are in the way: ``running`` then the runs still going, else
+    the decision a run stopped part-way waits for; None when nothing is in the way."""
+    if blocking.running:
+        return Declaration(
+            False, f"{running}{describe(blocking.running)}", blocking=tuple(blocking.running)
+        )
+    if blocking.stopped:
+        return Declaration(
+            False,
+            decision_needed(blocking.stopped[0]),
+            blocking=tuple(ActiveRun(r.id, "history", r.status) for r in blocking.stopped),
+        )
+    return None
 
 
 def _decide(
@@ -236,19 +257,11 @@ def _decide(
     except DrillError as exc:
         # Unknown is not "none running": refuse rather than risk a second takeover.
         return Declaration(False, f"refused: cannot tell whether an incident is running ({exc})")
-    if blocking.running:
-        return Declaration(
-            False,
-            f"refused: an incident on {request.plan_name} is already running: "
-            f"{describe(blocking.running)}",
-            blocking=tuple(blocking.running),
-        )
-    if blocking.stopped:
-        return Declaration(
-            False,
-            decision_needed(blocking.stopped[0]),
-            blocking=tuple(ActiveRun(r.id, "history", r.status) for r in blocking.stopped),
-        )
+    refusal = refusal_of(
+        blocking, f"refused: an incident on {request.plan_name} is already running: "
+    )
+    if refusal is not None:
+        return refusal
     key = f"{ACTION}:{request.plan_name}:{request.declared_at.isoformat()}"
     try:
         flow_run_id = launcher.start(incident_parameters(request), idempotency_key=key)

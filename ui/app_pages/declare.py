@@ -151,6 +151,7 @@ def _mode_of(info: FlowRunProgress | None) -> str:
 def _watch(settings: UISettings, access: Access, flow_run_id: str) -> None:
     if _live(settings, access, flow_run_id):
         st.session_state[DONE] = flow_run_id
+        data.clear_caches()  # where the plan serves from changed: the banner reads it again
         st.rerun(scope="app")  # once more as a whole page, without the timer
 
 
