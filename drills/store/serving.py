@@ -133,4 +133,23 @@ def open_incident(history: HistoryStore, plan: str) -> DrillRun | None:
     return history.get_run(recorded.incident_id)
 
 
-__all__ = ["RecordedServing", "Site", "open_incident", "placed_by", "recorded_serving"]
+def serving_from_dr_refusal(history: HistoryStore, plan: str) -> str | None:
+    """Why a takeover (a drill, an incident) may not start: the plan already serves from
+    DR, so a takeover would fence and promote what already serves. None when it may."""
+    incident = open_incident(history, plan)
+    if incident is None:
+        return None
+    return (
+        f"plan {plan} already serves from DR (incident {incident.id}); bring it home first: "
+        f"`drills run PLAN --mode failback` (see `drills status`)"
+    )
+
+
+__all__ = [
+    "RecordedServing",
+    "Site",
+    "open_incident",
+    "placed_by",
+    "recorded_serving",
+    "serving_from_dr_refusal",
+]

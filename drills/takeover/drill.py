@@ -32,6 +32,7 @@ from drills.store.details import Approval, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
+from drills.store.serving import serving_from_dr_refusal
 from drills.takeover.forecasted import forecast_record
 from drills.takeover.journal import Journal
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
@@ -137,12 +138,14 @@ class Drill:
     # -- the run ---------------------------------------------------------------
     def run(self) -> DrillResult:
         """Run it, holding the plan's lease; raises LeaseHeldError or UnfinishedRunError
-        (before anything is recorded or changed) when another run has the plan."""
+        (before anything is recorded or changed) when another run has the plan, and
+        RunRefused when the plan already serves from DR."""
         with self._exclusive():
             return self._run()
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
+        self._refuse_at_dr()
         if self.request.dry_run:  # changes nothing: needs no lease, blocks nobody
             yield
             return
@@ -151,6 +154,14 @@ class Drill:
             if unfinished:
                 raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
             yield
+
+    def _refuse_at_dr(self) -> None:
+        """A takeover starts from the primary; a plan serving from DR goes home first."""
+        if self.request.mode == Mode.FAILBACK:
+            return
+        refusal = serving_from_dr_refusal(self.history, self.plan.name)
+        if refusal:
+            raise RunRefused(refusal)
 
     def _run(self) -> DrillResult:
         req = self.request

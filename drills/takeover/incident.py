@@ -22,6 +22,7 @@ from drills.notify.runs import announce_incident
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.models import DrillRun
+from drills.store.serving import serving_from_dr_refusal
 
 log = logging.getLogger("drills.takeover.incident")
 
@@ -249,7 +250,7 @@ def refusal_of(blocking: Blocking, running: str) -> Declaration | None:
 def _decide(
     request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
 ) -> Declaration:
-    problem = _problem(request)
+    problem = _problem(request) or serving_from_dr_refusal(history, request.plan_name)
     if problem:
         return Declaration(False, f"refused: {problem}")
     try:

@@ -22,6 +22,7 @@ from drills.store.details import IncidentLink, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.models import AuditEvent
 from drills.takeover.failback_request import FailbackRequest, request_failback
+from drills.takeover.incident import IncidentRequest, declare_incident
 from tests.support.ui import (
     APP,
     FLOW_NAME,
@@ -297,3 +298,26 @@ def test_fail_back_from_the_terminal_takes_the_same_path(
     assert [(e.who, e.accepted) for e in _audit(failback_env)] == [
         ("frank", False), ("frank", True)
     ]  # fmt: skip
+
+
+def test_a_second_declaration_is_refused_while_the_plan_serves_from_dr(
+    failback_env: UiEnv, prefect_url: str, incident_deployment: str, populated: Drilled
+) -> None:
+    """The page offers no Declare for a plan at DR, and the core the terminal shares refuses
+    it too: a takeover starts from the primary. Nothing starts; the refusal is audited."""
+    store = failback_env.store()
+    incident = at_dr(store)
+    request = IncidentRequest(
+        plan_path=populated.plan_path, plan_name="lab", operator="erin", reason="again",
+        confirmation="lab", declared_at=dt.datetime.now(dt.UTC),
+    )  # fmt: skip
+    with PrefectRest(prefect_url) as api:
+        declared = declare_incident(request, store, PrefectLauncher(api, incident_deployment))
+    assert not declared.accepted
+    assert declared.message.startswith(
+        f"refused: plan lab already serves from DR (incident {incident})"
+    )
+    assert flow_runs(prefect_url, incident_deployment) == []
+    with store.session() as s:
+        [event] = [e for e in s.query(AuditEvent) if e.action == "declare-incident"]
+    assert not event.accepted
