@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sqlite3
 import threading
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.takeover.journal import Journal
+from tests.support.rawdb import RawDatabase
 
 T0 = dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.UTC)
 
@@ -79,9 +79,9 @@ def store(history: HistoryStore) -> HistoryStore:
     return history
 
 
-def db(store: HistoryStore) -> sqlite3.Connection:
-    """The database as someone with the sqlite3 shell sees it: no store in between."""
-    return sqlite3.connect(store.url.removeprefix("sqlite:///"), isolation_level=None)
+def db(store: HistoryStore) -> RawDatabase:
+    """The database as someone with a SQL shell sees it: no store in between."""
+    return RawDatabase(store.url)
 
 
 def problem_of(report: ChainReport) -> tuple[str, str, str]:
@@ -146,7 +146,7 @@ def test_a_run_row_inserted_between_sealed_runs_is_named_inserted(store: History
         conn.execute(
             "INSERT INTO drill_runs (id, plan, plan_digest, mode, dry_run, operator, reason,"
             " status, started_at, finished_at, rpo_seconds, verdict, timeline, readiness,"
-            " details) VALUES ('forged', 'lab', 'x', 'drill', 0, 'bob', '', 'succeeded',"
+            " details) VALUES ('forged', 'lab', 'x', 'drill', false, 'bob', '', 'succeeded',"
             " '2026-03-01 09:01:30.000000', '2026-03-01 09:02:00.000000', '{}', 'met', '[]',"
             " '{}', '{}')"
         )
@@ -183,7 +183,7 @@ def test_readiness_and_audit_rows_are_sealed(store: HistoryStore) -> None:
     assert problem_of(verify_store(store))[::2] == ("audit", "changed")
     with db(store) as conn:
         conn.execute("UPDATE audit_log SET who = 'alice'")
-        conn.execute("DELETE FROM readiness_snapshots WHERE ok = 0")
+        conn.execute("DELETE FROM readiness_snapshots WHERE NOT ok")
     assert problem_of(verify_store(store))[::2] == ("readiness", "removed")
 
 
@@ -257,9 +257,9 @@ def test_plans_have_chains_of_their_own(store: HistoryStore) -> None:
 
 
 # -- concurrent writers ----------------------------------------------------------------------
-def test_readiness_and_a_drill_writing_at_once_keep_one_gapless_chain(tmp_path: Path) -> None:
-    """Separate stores (engines) like separate processes, on one SQLite file."""
-    url = f"sqlite:///{tmp_path / 'history.db'}"
+def test_readiness_and_a_drill_writing_at_once_keep_one_gapless_chain(db_url: str) -> None:
+    """Separate stores (engines) like separate processes, on one database."""
+    url = db_url
     HistoryStore(url).close()  # made once: creating the tables is not what races here
     errors: list[BaseException] = []
 
@@ -314,7 +314,7 @@ def _old_store(path: Path) -> str:
     url = f"sqlite:///{path}"
     store = HistoryStore(url)
     store.close()
-    with sqlite3.connect(path) as conn:
+    with RawDatabase(url) as conn:
         conn.execute("DROP TABLE evidence_chain")
         conn.execute("DROP TABLE evidence_meta")
         conn.execute(

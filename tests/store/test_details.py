@@ -34,7 +34,7 @@ def store(history: HistoryStore) -> HistoryStore:
             text(
                 "INSERT INTO drill_runs (id, plan, plan_digest, mode, dry_run, operator, reason,"
                 " status, started_at, finished_at, rpo_seconds, verdict, timeline, readiness,"
-                " details) VALUES ('old1', 'lab', 'x', 'drill', 0, 'bob', 'quarterly',"
+                " details) VALUES ('old1', 'lab', 'x', 'drill', false, 'bob', 'quarterly',"
                 " 'succeeded', '2025-01-01 00:00:00', '2025-01-01 00:10:00', '{}', 'met', '[]',"
                 " '{}', :details)"
             ),

@@ -111,7 +111,7 @@ def test_two_concurrent_starts_give_one_run_and_one_clear_refusal(
 
 
 def test_a_plan_with_an_unfinished_run_refuses_a_new_one_and_says_how_to_recover(
-    lab: LabInfo, history: HistoryStore, tmp_path: Path
+    lab: LabInfo, history: HistoryStore
 ) -> None:
     plan = lab_plan(lab)
     now = dt.datetime.now(dt.UTC)
@@ -123,9 +123,8 @@ def test_a_plan_with_an_unfinished_run_refuses_a_new_one_and_says_how_to_recover
         Drill(DrillRequest(plan, operator="tests"), history).run()
     assert [r.id for r in history.list_runs(plan=plan.name)] == ["crashed1"]
     assert lease.current(history, plan.name) is None
-    db = f"sqlite:///{tmp_path / 'history.db'}"
     refused = CliRunner().invoke(
-        app, ["run", str(Path(lab.state_dir) / "plan.yaml"), "--yes", "--db", db]
+        app, ["run", str(Path(lab.state_dir) / "plan.yaml"), "--yes", "--db", history.url]
     )
     assert refused.exit_code == 3
     assert "drills recover crashed1" in " ".join(refused.output.split())
