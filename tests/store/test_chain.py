@@ -19,9 +19,11 @@ from drills.store.chain import (
     run_evidence,
     verify_store,
 )
-from drills.store.history import HistoryStore
+from drills.store import schema
+from drills.store.history import HistoryStore, make_engine
 from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
+from drills.store.schema import SchemaError
 from drills.takeover.journal import Journal
 from tests.support.rawdb import RawDatabase
 
@@ -119,7 +121,7 @@ def test_one_field_of_one_run_changed_in_the_database_is_named(store: HistorySto
 def test_a_deleted_timeline_step_is_named_removed(store: HistoryStore) -> None:
     with db(store) as conn:
         (raw,) = conn.execute("SELECT timeline FROM drill_runs WHERE id = 'run-b'").fetchone()
-        timeline = json.loads(raw)
+        timeline = json.loads(raw) if isinstance(raw, str) else raw  # PostgreSQL decodes it
         del timeline[0]["steps"][1]
         conn.execute(
             "UPDATE drill_runs SET timeline = ? WHERE id = 'run-b'", (json.dumps(timeline),)
@@ -132,7 +134,7 @@ def test_a_deleted_timeline_step_is_named_removed(store: HistoryStore) -> None:
 def test_a_step_inserted_in_the_middle_is_named_inserted(store: HistoryStore) -> None:
     with db(store) as conn:
         (raw,) = conn.execute("SELECT timeline FROM drill_runs WHERE id = 'run-a'").fetchone()
-        timeline = json.loads(raw)
+        timeline = json.loads(raw) if isinstance(raw, str) else raw  # PostgreSQL decodes it
         forged = {**timeline[0]["steps"][0], "name": "forged", "result": "all good"}
         timeline[0]["steps"].insert(2, forged)
         conn.execute(
@@ -317,6 +319,7 @@ def _old_store(path: Path) -> str:
     with RawDatabase(url) as conn:
         conn.execute("DROP TABLE evidence_chain")
         conn.execute("DROP TABLE evidence_meta")
+        conn.execute("DROP TABLE alembic_version")
         conn.execute(
             "INSERT INTO drill_runs (id, plan, plan_digest, mode, dry_run, operator, reason,"
             " status, started_at, finished_at, rpo_seconds, verdict, timeline, readiness,"
@@ -345,6 +348,9 @@ def _old_store(path: Path) -> str:
 def test_an_old_store_is_upgraded_in_place_its_records_marked_pre_chain(tmp_path: Path) -> None:
     url = _old_store(tmp_path / "old.db")
     before = dt.datetime.now(dt.UTC)
+    with pytest.raises(SchemaError, match="drills db upgrade"):
+        HistoryStore(url)
+    schema.upgrade(make_engine(url))  # as `drills db upgrade` does, then the chain on open
     store = HistoryStore(url)
     try:
         report = verify_store(store)

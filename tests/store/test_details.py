@@ -77,7 +77,7 @@ def test_writing_an_old_run_back_keeps_its_words_and_unknown_keys(store: History
     )
     with store.session() as s:
         status, raw = s.execute(text("SELECT status, details FROM drill_runs")).one()
-    stored = json.loads(raw)
+    stored = json.loads(raw) if isinstance(raw, str) else raw  # PostgreSQL decodes JSON
     assert status == "recovered" and stored["ticket"] == "INC-42"
     assert stored["recover"][0]["status"] == "recovered"
     assert stored["recover"][0]["at"] == "2025-01-01T00:00:00+00:00"
