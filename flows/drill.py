@@ -37,6 +37,7 @@ from drills.takeover.drill import (
     DrillResult,
 )
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord
+from drills.takeover.lease import LEASE_S
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
 
@@ -155,9 +156,12 @@ def minimum_takeover_drill(
     declared_at: str | None = None,
     force_unfenced: bool = False,
     tier_deadline_s: float = 600,
+    lease_s: float = LEASE_S,
 ) -> dict[str, Any] | State[Any]:
     """Fence the primary, bring DR up, switch DNS, smoke-test, time RTO/RPO, and (drill
-    mode) fail back and verify. In incident mode, `declared_at` (ISO 8601) is T0."""
+    mode) fail back and verify. In incident mode, `declared_at` (ISO 8601) is T0. `lease_s`:
+    how long the plan's lease outlives this run's last renewal if its worker dies (the
+    recover-orphans deployment acts after it)."""
     logger = get_run_logger()
     drill_plan = load_plan(plan)
     flow_run_id = current_flow_run.id
@@ -170,6 +174,7 @@ def minimum_takeover_drill(
         declared_at=parse_declared_at(declared_at),
         force_unfenced=force_unfenced,
         tier_deadline_s=tier_deadline_s,
+        lease_s=lease_s,
         flow_run_id=flow_run_id,
         plan_path=str(Path(plan).resolve()),
     )
