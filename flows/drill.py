@@ -36,8 +36,8 @@ from drills.takeover.drill import (
     DrillRequest,
     DrillResult,
 )
-from drills.takeover.timeline import Listener, PhaseRecord, StepRecord
 from drills.takeover.lease import LEASE_S
+from drills.takeover.timeline import Listener, PhaseRecord, StepRecord
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
 

@@ -121,7 +121,9 @@ def _create_at_head(engine: Engine) -> None:
         context._ensure_version_table()
     with engine.begin() as conn:
         Base.metadata.create_all(conn)
-        MigrationContext.configure(conn).stamp(ScriptDirectory.from_config(alembic_config()), head())
+        MigrationContext.configure(conn).stamp(
+            ScriptDirectory.from_config(alembic_config()), head()
+        )
 
 
 def create_missing_indexes(engine: Engine) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from typer.testing import CliRunner
 
 from drills.cli.app import app
 from drills.metrics.exporter import SPECS, DrillsCollector

@@ -105,7 +105,9 @@ def test_a_drill_whose_worker_dies_mid_bring_up_is_rolled_back_by_the_other(
             assert started.returncode == 0, started.stderr
             flow_run_id = started.stderr.strip().rsplit("/", 1)[-1]
             run_id = wait_dr_change(history, flow_run_id)
-            name, victim = the_busy_worker({serve.WORKER_NAME: info.worker_pid, SECOND_WORKER: second})
+            name, victim = the_busy_worker(
+                {serve.WORKER_NAME: info.worker_pid, SECOND_WORKER: second}
+            )
             killed = kill_tree(victim)
             assert not any(pid_alive(pid) for pid in killed)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from drills.store import schema
 from drills.store.chain import (
     GENESIS,
     ChainReport,
@@ -19,7 +20,6 @@ from drills.store.chain import (
     run_evidence,
     verify_store,
 )
-from drills.store import schema
 from drills.store.history import HistoryStore, make_engine
 from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
