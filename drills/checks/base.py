@@ -105,12 +105,14 @@ class Placement:
     """Where the orchestrator runs, gathered above the checks (they never import Prefect).
 
     ``cluster`` names the cluster this process runs in (None: none, or not told);
-    ``workers`` are the work pool's, None when no orchestrator API was reachable."""
+    ``workers`` are the work pool's, None when there is no orchestrator API to ask (this
+    process is then the orchestrator) or, with ``workers_error``, when it did not answer."""
 
     role: str  # worker | dashboard | cli
     in_cluster: bool
     cluster: str | None
     workers: tuple[WorkerFact, ...] | None = None
+    workers_error: str | None = None
 
 
 @dataclass(frozen=True)

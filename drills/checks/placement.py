@@ -48,7 +48,8 @@ def orchestrator_placement(ctx: CheckContext) -> Outcome:
     DRILLS_CLUSTER is `primary` (or unset while the plan reaches the primary with
     `in_cluster: true`). Warns when no worker outside the primary is online (workers are
     named NAME@CLUSTER; one without @ is outside every cluster), when the pool's workers
-    cannot be listed, or when this process is in a cluster it cannot name.
+    cannot be listed from PREFECT_API_URL, or when this process is in a cluster it cannot
+    name. Without PREFECT_API_URL the process running the check is the orchestrator.
     """
     placement = ctx.placement or here("cli")
     cluster = _cluster_of(ctx, placement)
@@ -64,13 +65,15 @@ def orchestrator_placement(ctx: CheckContext) -> Outcome:
         )
     outside = _workers_outside(placement)
     evidence["workers_outside_primary"] = outside
-    if outside is None:
+    if outside is None and placement.workers_error:
         return Outcome(
             Status.WARN,
-            "the work pool's workers could not be listed",
+            f"the work pool's workers could not be listed: {placement.workers_error}",
             evidence,
-            remediation="Set PREFECT_API_URL so readiness can see the workers.",
+            remediation="Check PREFECT_API_URL: readiness must see the workers.",
         )
+    if outside is None:  # no Prefect to ask: this process is the orchestrator
+        outside = [f"this {placement.role}"]
     if not outside:
         return Outcome(
             Status.WARN,
@@ -85,5 +88,5 @@ def orchestrator_placement(ctx: CheckContext) -> Outcome:
             evidence,
             remediation="Set DRILLS_CLUSTER (primary, dr or a neutral name).",
         )
-    return Outcome(Status.PASS, f"outside the primary; {len(outside)} worker(s) online "
-                   "outside it", evidence)  # fmt: skip
+    return Outcome(Status.PASS, f"outside the primary; online outside it: {', '.join(outside)}",
+                   evidence)  # fmt: skip

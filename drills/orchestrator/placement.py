@@ -17,20 +17,24 @@ from drills.orchestrator.serve import WORK_POOL
 log = logging.getLogger("drills.orchestrator.placement")
 
 
-def workers(api_url: str | None = None, pool: str = WORK_POOL) -> tuple[WorkerFact, ...] | None:
-    """The pool's workers, online or not; None without a reachable Prefect API."""
-    url = api_url or os.environ.get("PREFECT_API_URL")
+def workers(
+    api_url: str | None = None, pool: str = WORK_POOL
+) -> tuple[tuple[WorkerFact, ...] | None, str | None]:
+    """The pool's workers, online or not, and why they could not be listed: (None, None)
+    without a Prefect API to ask, (None, the error) when it did not answer."""
+    url = api_url if api_url is not None else os.environ.get("PREFECT_API_URL")
     if not url:
-        return None
+        return None, None
     try:
         with PrefectRest(url, timeout=3.0) as api:  # readiness must not hang on it
             found = api.workers(pool)
     except (DrillError, OSError) as exc:
         log.warning("could not list the workers of %s: %s", pool, exc)
-        return None
-    return tuple(WorkerFact(w.name, w.status == "ONLINE") for w in found)
+        return None, str(exc)
+    return tuple(WorkerFact(w.name, w.status == "ONLINE") for w in found), None
 
 
 def gather(role: str, api_url: str | None = None) -> Placement:
     """This process's placement in the role it plays, with the pool's workers."""
-    return dataclasses.replace(here(role), workers=workers(api_url))
+    found, error = workers(api_url)
+    return dataclasses.replace(here(role), workers=found, workers_error=error)

@@ -50,7 +50,7 @@ def test_a_dashboard_inside_the_primary_cluster_fails(
 ) -> None:
     in_cluster(monkeypatch, cluster)
     placed = gather("dashboard", api_url="")  # no Prefect: only this process's facts
-    assert placed.in_cluster and placed.workers is None
+    assert placed.in_cluster and placed.workers is None and placed.workers_error is None
     result = run_check(plan(primary_in_cluster=primary_in_cluster), "orchestrator.placement",
                        placement=placed)  # fmt: skip
     assert result.status is Status.FAIL and not result.blocking
@@ -67,8 +67,17 @@ def test_no_live_worker_outside_the_primary_warns(monkeypatch: pytest.MonkeyPatc
     assert (result.status, result.summary) == (
         Status.WARN, "no worker outside the primary cluster is online"
     )  # fmt: skip
-    unknown = run_check(plan(), "orchestrator.placement")  # nobody listed the workers
-    assert unknown.status is Status.WARN and "could not be listed" in unknown.summary
+    unlisted = Placement("worker", in_cluster=True, cluster="dr", workers_error="HTTP 503")
+    unknown = run_check(plan(), "orchestrator.placement", placement=unlisted)
+    assert unknown.status is Status.WARN
+    assert unknown.summary == "the work pool's workers could not be listed: HTTP 503"
+
+
+def test_without_prefect_the_process_outside_the_primary_is_the_orchestrator() -> None:
+    result = run_check(plan(), "orchestrator.placement")  # the drill's preflight, the lab
+    assert (result.status, result.summary) == (
+        Status.PASS, "outside the primary; online outside it: this cli"
+    )  # fmt: skip
 
 
 def test_the_workers_come_from_the_prefect_work_pool(prefect_harness: None) -> None:
@@ -80,6 +89,9 @@ def test_the_workers_come_from_the_prefect_work_pool(prefect_harness: None) -> N
     assert created.status_code in (201, 409), created.text
     beat = httpx.post(f"{api}/work_pools/{pool}/workers/heartbeat", json={"name": "w1@dr"})
     assert beat.status_code == 204, beat.text
-    assert workers(api, pool) == (WorkerFact("w1@dr", online=True),)
-    assert workers(api, "no-such-pool") is None
-    assert workers("", pool) is None
+    assert workers(api, pool) == ((WorkerFact("w1@dr", online=True),), None)
+    found, error = workers(api, "no-such-pool")
+    assert found is None and error and "not found" in error
+    assert workers("", pool) == (None, None)
+    placed = gather("worker", api_url=api)  # the drills pool does not exist on this server
+    assert placed.workers is None and "drills-process" in (placed.workers_error or "")
