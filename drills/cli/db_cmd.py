@@ -37,6 +37,7 @@ def upgrade(db: DbUrl = None, as_json: JsonFlag = False) -> None:
 
     engine = make_engine(db or database_url())
     try:
+        was_empty = schema.state(engine).empty
         before, after = schema.upgrade(engine)
     finally:
         engine.dispose()
@@ -44,11 +45,12 @@ def upgrade(db: DbUrl = None, as_json: JsonFlag = False) -> None:
     if as_json:
         typer.echo(json.dumps({"before": before, "after": after, "changed": before != after}))
         return
-    line = (
-        f"✓ history store already at schema {after}"
-        if before == after
-        else f"✓ history store upgraded from schema {before or 'of drills 0.1.0'} to {after}"
-    )
+    if before == after:
+        line = f"✓ history store already at schema {after}"
+    elif was_empty:
+        line = f"✓ history store created at schema {after}"
+    else:
+        line = f"✓ history store upgraded from schema {before or 'of drills 0.1.0'} to {after}"
     out_console().print(Text(line, style="green"))
 
 
@@ -69,9 +71,11 @@ def current(db: DbUrl = None, as_json: JsonFlag = False) -> None:
     elif found.at_head:
         out_console().print(Text(f"{found.current} (head) — {found.url}", style="green"))
     else:
-        have = "none (a new store)" if found.empty else (found.current or "drills 0.1.0")
-        out_console().print(
-            Text(f"{have}; head is {found.head}: run `drills db upgrade` — {found.url}")
-        )
+        if found.empty:
+            line = f"none: an empty store, made at {found.head} on first use — {found.url}"
+        else:
+            have = found.current or "drills 0.1.0"
+            line = f"{have}; head is {found.head}: run `drills db upgrade` — {found.url}"
+        out_console().print(Text(line))
     if not found.at_head:
         raise typer.Exit(1)

@@ -4,6 +4,9 @@ each phase that must leave the systems exactly as they were."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult
 from tests.support.drill import SplitBrainMonitor, drills_cli, lab_plan, snapshot
+from tests.support.postgres import PostgresServer
 from tests.support.services import own_lab
 
 SUCCEEDED_PHASES = [
@@ -336,3 +340,30 @@ def test_full_drill_with_dns_on_route53_and_images_on_ecr(
         assert failed <= {"drill.cadence"}, failed
         assert snapshot(plan) == before
         assert monitor.both == [] and monitor.seen["dr"] > 0
+
+
+def test_on_postgresql_db_upgrade_twice_a_drill_and_its_history(
+    drill_lab: LabInfo, postgres: PostgresServer
+) -> None:
+    """As an operator does it: DRILLS_DB_URL names an empty PostgreSQL database."""
+    db = postgres.create_database()
+    env = os.environ | {"DRILLS_DB_URL": db, "COLUMNS": "200"}
+
+    def drills(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "drills", *args], capture_output=True,
+                              text=True, env=env, timeout=300)  # fmt: skip
+
+    plan = lab_plan(drill_lab)
+    before = snapshot(plan)
+    first, second = drills("db", "upgrade"), drills("db", "upgrade")
+    assert first.returncode == 0 and "created at schema" in first.stdout, first.stderr
+    assert second.returncode == 0 and "already at schema" in second.stdout, second.stderr
+    ran = drills("run", str(Path(drill_lab.state_dir) / "plan.yaml"), "--yes", "--json")
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert json.loads(ran.stdout)["run"]["status"] == "succeeded"
+    listed = drills("history", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [run] = json.loads(listed.stdout)
+    assert (run["mode"], run["status"], run["verdict"]) == ("drill", "succeeded", "met")
+    assert snapshot(plan) == before
+    postgres.drop_database(db)
