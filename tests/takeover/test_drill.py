@@ -38,6 +38,13 @@ def drill_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
         yield info
 
 
+@pytest.fixture()
+def db_url(tmp_path: Path) -> str:
+    """SQLite only here: a drill's behaviour does not depend on the store, whose own tests
+    (store, journal, lease, recover, queries) run on both; each full drill runs once."""
+    return f"sqlite:///{tmp_path / 'history.db'}"
+
+
 def drill(plan: DrillPlan, history: HistoryStore, **kwargs: Any) -> DrillResult:
     hooks = kwargs.pop("hooks", None)
     kwargs.setdefault("tier_deadline_s", 20)
