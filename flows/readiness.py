@@ -18,6 +18,7 @@ from drills.checks.base import CheckRegistry, CheckResult, CheckSpec
 from drills.checks.readiness import run_readiness
 from drills.checks.runner import ReadinessReport
 from drills.checks.view import markdown, rows, verdict
+from drills.orchestrator.placement import gather
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
 from flows.artifacts import artifact_key
@@ -57,8 +58,9 @@ def readiness_flow(registry: CheckRegistry | None = None) -> Flow[..., dict[str,
         drill_plan = load_plan(plan)
         with notices_as_events():
             report = run_readiness(
-                drill_plan, history=HistoryStore(), store=store, registry=registry, call=as_task
-            )
+                drill_plan, history=HistoryStore(), store=store, registry=registry,
+                call=as_task, placement=gather("worker"),
+            )  # fmt: skip
         publish(report)
         logger.info("%s: %s, %d blocking", drill_plan.name, verdict(report), len(report.blocking))
         return report.to_json()

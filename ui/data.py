@@ -37,6 +37,7 @@ from drills.orchestrator.flow_runs import (
     flow_run_progress,
     start_deployment,
 )
+from drills.orchestrator.placement import gather
 from drills.orchestrator.rest import PrefectRest
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
@@ -148,7 +149,9 @@ def run_readiness_inline(
     """Run every check here and now, keeping the snapshot (no Prefect needed)."""
     assert entry.plan is not None
     try:
-        return run_readiness(entry.plan, history=store(settings), on_result=on_result)
+        return run_readiness(
+            entry.plan, history=store(settings), on_result=on_result, placement=gather("dashboard")
+        )
     finally:
         clear_caches()
 

@@ -9,7 +9,13 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 
-from drills.checks.base import CheckContext, CheckRegistry, CheckResult, CheckSpec
+from drills.checks.base import (
+    CheckContext,
+    CheckRegistry,
+    CheckResult,
+    CheckSpec,
+    Placement,
+)
 from drills.checks.catalog import load_checks
 from drills.checks.runner import CheckCall, ReadinessReport, call_in_place, run_checks
 from drills.notify import notify, readiness_changes, remind_after
@@ -37,6 +43,7 @@ def check_context(
     *,
     now: dt.datetime | None = None,
     fingerprint_key: bytes | None = None,
+    placement: Placement | None = None,
 ) -> CheckContext:
     return CheckContext(
         plan=plan,
@@ -45,6 +52,7 @@ def check_context(
         now=now or dt.datetime.now(dt.UTC),
         # A fresh key per run: fingerprints can be compared within a run, never across.
         fingerprint_key=fingerprint_key or os.urandom(32),
+        placement=placement,
     )
 
 
@@ -58,6 +66,7 @@ def run_readiness(
     on_result: Callable[[CheckResult], None] | None = None,
     registry: CheckRegistry | None = None,
     call: CheckCall = call_in_place,
+    placement: Placement | None = None,
 ) -> ReadinessReport:
     """Run the selected checks concurrently, each through ``call`` (see runner.CheckCall).
 
@@ -66,7 +75,7 @@ def run_readiness(
     """
     specs = select_checks(only, categories, registry)
     with Targets(plan) as targets:
-        context = check_context(plan, targets, history)
+        context = check_context(plan, targets, history, placement=placement)
         report = run_checks(specs, context, on_result=on_result, call=call)
     if history is not None and store and not specs_filtered(only, categories):
         report = _store_and_notify(plan, history, report)

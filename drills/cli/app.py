@@ -77,6 +77,10 @@ COMMANDS: dict[str, Entry] = {
         "drills.cli.evidence_cmd",
         "Signed evidence packs of drills for auditors, and drill coverage per plan.",
     ),
+    "db": Entry(
+        "drills.cli.db_cmd",
+        "The history store: its schema version (current) and migrations (upgrade).",
+    ),
     "ui": Entry(
         "drills.cli.ui_cmd",
         "The Streamlit dashboard: readiness, drill history, declare incident, plans.",

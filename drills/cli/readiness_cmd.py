@@ -72,6 +72,7 @@ def readiness(
 ) -> None:
     """Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan."""
     from drills.checks.readiness import run_readiness, select_checks
+    from drills.orchestrator.placement import gather
 
     plan = load_plan_or_exit(plan_path)
     if _direction(plan, direction, db if store else None, store) == "failback":
@@ -106,6 +107,7 @@ def readiness(
             only=only or (),
             categories=category or (),
             on_result=advance,
+            placement=gather("cli"),
         )
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))

@@ -116,6 +116,17 @@ def start(
     timeout: Annotated[
         float, typer.Option("--timeout", min=5.0, help="Seconds to wait for it all to start.")
     ] = 300.0,
+    database: Annotated[
+        str | None,
+        typer.Option(
+            "--database",
+            envvar="PREFECT_API_DATABASE_CONNECTION_URL",
+            help="The Prefect server's own database, e.g. postgresql://user@host/prefect "
+            "(the driver becomes asyncpg); default SQLite in the state directory. This is "
+            "Prefect's setting PREFECT_API_DATABASE_CONNECTION_URL, not the history store.",
+            show_default=False,
+        ),
+    ] = None,
     state_dir: StateDir = serve.DEFAULT_STATE_DIR,
 ) -> None:
     """Start a local Prefect server, deploy the drills flows and start a worker, and a warm
@@ -133,6 +144,7 @@ def start(
             project_dir=project_dir,
             port=port,
             timeout=timeout,
+            database=database,
             progress=lambda line: err.print(Text(f"  {line}")),
         )
     except LabError as exc:
