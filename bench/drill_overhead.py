@@ -1,16 +1,19 @@
 """Orchestrator overhead of a takeover: the RTO minus the waits no orchestrator can avoid.
 
 A full drill (``Drill(...).run()``, drill mode, failback included) on a lab whose
-pods turn ready ``READY_DELAY_S`` after they are scheduled. What the drill cannot
-avoid is one rollout delay per tier it brings up (critical, then normal: a tier
-waits for the one before it) and the DNS confirmation step. Everything else in
-the RTO is ours: API calls, probes, journal and history writes, thread start-up.
-Goal: under 1 s for the lab plan of 12 workloads. Three drills; medians.
+pods turn ready ``READY_DELAY_S`` after they are scheduled. A minimum takeover
+restores the service with the critical tier alone: what the drill cannot avoid
+inside the RTO is that tier's rollout delay and the DNS confirmation step. The
+normal tier comes up after the smoke: full capacity, one more rollout delay later,
+outside the RTO. Everything else in the RTO is ours: API calls, probes, journal and
+history writes, thread start-up. Goal: under 1 s for the lab plan of 12 workloads.
+Three drills; medians. (Code from before the minimum takeover, run by ``--compare``,
+waited for every tier inside the RTO; it is measured as it was.)
 
 Every part of the overhead is attributed to the phase or step where it was
 spent, from the drill's own timeline, so a miss says what to fix.
 
-``DRILLS_BENCH_BASE=REV`` (or ``python bench/drill_overhead.py --compare REV``) runs the
+``DRILLS_BENCH_BASE=REV`` (or ``python -m bench drill_overhead --compare REV``) runs the
 same drills on the code of git revision REV and on this tree, in turns, each on a fresh
 lab, and prints them side by side: what a change to the drill's writes (the evidence
 chain) costs. This tree's run also counts the chain links a drill appends and times
@@ -43,6 +46,7 @@ GOAL_S = 1.0
 TIERS = ("critical", "normal")
 CONFIRM_STEP = "confirm on every authoritative server"
 SHOWN_PHASES = ("declare", "fence", "bring-up", "dns", "smoke")
+FULL_CAPACITY_PHASE = "full-capacity"
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class Figures:
     """One drill's RTO taken apart. ``parts`` sums to the overhead exactly."""
 
     rto: float
+    full_capacity: float  # the normal tier ready too (the RTO, in code that waited for it)
     phases: dict[str, float]
     unavoidable: float
     parts: dict[str, float]
@@ -77,6 +82,8 @@ def _figures(result: DrillResult, tiers: list[str]) -> Figures:
     m = result.measurement
     assert m is not None
     phases = {p.name: p for p in result.timeline.phases}
+    if FULL_CAPACITY_PHASE in phases:  # a minimum takeover: only the critical tier in the RTO
+        tiers = [t for t in tiers if t == "critical"]
     seconds = {name: phases[name].seconds for name in SHOWN_PHASES}
     confirm = next(s.seconds for s in phases["dns"].steps if s.name == CONFIRM_STEP)
     unavoidable = READY_DELAY_S * len(tiers) + confirm
@@ -91,7 +98,7 @@ def _figures(result: DrillResult, tiers: list[str]) -> Figures:
     }
     for tier, span in tier_spans.items():
         parts[f"bring-up: {tier} tier beyond the rollout delay"] = span - READY_DELAY_S
-    parts["bring-up: between tiers, batch step"] = bring_up.seconds - sum(tier_spans.values())
+    parts["bring-up: the rest of the phase"] = bring_up.seconds - sum(tier_spans.values())
     parts["dns: read and update the record"] = seconds["dns"] - confirm
     parts["smoke: probe through DNS until it answers"] = (
         m.restored - phases["smoke"].started_at
@@ -105,7 +112,8 @@ def _figures(result: DrillResult, tiers: list[str]) -> Figures:
         if p.name in SHOWN_PHASES
         for s in p.steps
     ]
-    return Figures(m.rto_seconds, seconds, unavoidable, parts, steps)
+    full_capacity = getattr(m, "full_capacity_seconds", m.rto_seconds)
+    return Figures(m.rto_seconds, full_capacity, seconds, unavoidable, parts, steps)
 
 
 def _drill(plan: DrillPlan, history: HistoryStore) -> DrillResult:
@@ -143,10 +151,8 @@ def _report(runs: list[Figures], tiers: list[str], plan: DrillPlan) -> None:
     for name in SHOWN_PHASES:
         row(f"phase {name}", [f.phases[name] for f in runs])
     row("RTO (restored − T0)", [f.rto for f in runs])
-    row(
-        f"unavoidable: {len(tiers)} × rollout delay + DNS confirmation",
-        [f.unavoidable for f in runs],
-    )
+    row("full capacity (normal tier ready − T0)", [f.full_capacity for f in runs])
+    row("unavoidable: critical rollout + DNS confirmation", [f.unavoidable for f in runs])
     row("orchestrator overhead (RTO − unavoidable)", [f.overhead for f in runs])
     verdict = "met" if med([f.overhead for f in runs]) < GOAL_S else "MISSED"
     print(f"  goal: overhead < {GOAL_S:.0f}s: {verdict}")
@@ -231,6 +237,7 @@ def _as_json(m: Measured) -> dict[str, object]:
     return {
         "overhead": [f.overhead for f in m.runs],
         "rto": [f.rto for f in m.runs],
+        "full_capacity": [f.full_capacity for f in m.runs],
         "writes": [f.parts["between phases (history writes at phase end)"] for f in m.runs],
         "fence": [f.phases["fence"] for f in m.runs],
         "wall": m.walls,
@@ -287,6 +294,7 @@ def _report_compare(rev: str, results: dict[str, list[dict[str, object]]]) -> No
     rows = (
         ("orchestrator overhead (RTO − unavoidable)", "overhead"),
         ("RTO", "rto"),
+        ("full capacity (normal tier ready)", "full_capacity"),
         ("phase fence (3 journalled changes)", "fence"),
         ("between phases (history writes)", "writes"),
         ("whole drill, failback included", "wall"),
@@ -328,7 +336,7 @@ def _print_load() -> None:
     )
 
 
-def _cli(argv: list[str]) -> int:
+def cli(argv: list[str]) -> int:
     if argv[:1] == ["--json"]:
         measured = _measure(quiet=True)
         if measured is None:
@@ -341,4 +349,4 @@ def _cli(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_cli(sys.argv[1:]))
+    sys.exit(cli(sys.argv[1:]))

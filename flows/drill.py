@@ -36,6 +36,8 @@ from drills.takeover.drill import (
     DrillRequest,
     DrillResult,
 )
+from drills.takeover.failback import Failback
+from drills.takeover.lease import LEASE_S
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
@@ -140,6 +142,7 @@ def summarize(result: DrillResult, plan_name: str, flow_run_id: str | None) -> d
         "verdict": result.verdict,
         "rto_seconds": m.rto_seconds if m else None,
         "client_rto_seconds": m.client_rto_seconds if m else None,
+        "full_capacity_seconds": m.full_capacity_seconds if m else None,
         "rpo_seconds": m.rpo_seconds if m else {},
         "error": result.error,
     }
@@ -148,16 +151,23 @@ def summarize(result: DrillResult, plan_name: str, flow_run_id: str | None) -> d
 @flow(name="minimum-takeover-drill", log_prints=False)
 def minimum_takeover_drill(
     plan: str,
-    mode: Literal["drill", "incident"] = "drill",
+    mode: Literal["drill", "incident", "failback"] = "drill",
     dry_run: bool = False,
     operator: str = "prefect",
     reason: str = "",
     declared_at: str | None = None,
     force_unfenced: bool = False,
     tier_deadline_s: float = 600,
+    sync_deadline_s: float = 300,
+    lease_s: float = LEASE_S,
 ) -> dict[str, Any] | State[Any]:
-    """Fence the primary, bring DR up, switch DNS, smoke-test, time RTO/RPO, and (drill
-    mode) fail back and verify. In incident mode, `declared_at` (ISO 8601) is T0."""
+    """Fence the primary, bring DR's critical tier up, switch DNS, smoke-test, then the
+    normal tier; time RTO, full capacity and RPO, and (drill mode) fail back and verify.
+    In incident mode, `declared_at` (ISO 8601) is T0. In failback mode, bring production
+    home from DR after an incident (refused unless the plan serves from DR;
+    `sync_deadline_s` bounds the final sync). `lease_s`: how long the plan's lease
+    outlives this run's last renewal if its worker dies (the recover-orphans deployment
+    acts after it)."""
     logger = get_run_logger()
     drill_plan = load_plan(plan)
     flow_run_id = current_flow_run.id
@@ -170,6 +180,8 @@ def minimum_takeover_drill(
         declared_at=parse_declared_at(declared_at),
         force_unfenced=force_unfenced,
         tier_deadline_s=tier_deadline_s,
+        sync_deadline_s=sync_deadline_s,
+        lease_s=lease_s,
         flow_run_id=flow_run_id,
         plan_path=str(Path(plan).resolve()),
     )
@@ -182,7 +194,8 @@ def minimum_takeover_drill(
     # Cancelling the flow run stops its process with SIGTERM: a drill then rolls back and
     # an incident stops and reports, both recorded, instead of dying part-way.
     with cancel_on_signals(), notices_as_events():
-        result = Drill(request, history, hooks).run()
+        runner = Failback if request.mode == Mode.FAILBACK else Drill
+        result = runner(request, history, hooks).run()
     publish(history, result, drill_plan.name)
     summary = summarize(result, drill_plan.name, flow_run_id)
     logger.info("run %s of %s: %s", result.run_id, drill_plan.name, summary["status"])

@@ -19,6 +19,7 @@ from drills.checks.base import CheckRegistry, CheckResult, CheckSpec
 from drills.checks.readiness import run_readiness
 from drills.checks.runner import ReadinessReport
 from drills.checks.view import markdown, rows, verdict
+from drills.orchestrator.placement import gather
 from drills.plan import load_plan
 from drills.plan.durations import parse_duration
 from drills.store.history import HistoryStore
@@ -70,8 +71,9 @@ def readiness_flow(registry: CheckRegistry | None = None) -> Flow[..., dict[str,
         history = HistoryStore()
         with notices_as_events():
             report = run_readiness(
-                drill_plan, history=history, store=store, registry=registry, call=as_task
-            )
+                drill_plan, history=history, store=store, registry=registry,
+                call=as_task, placement=gather("worker"),
+            )  # fmt: skip
         publish(report)
         if store and prune_older_than:
             pruned = prune_history(history, prune_older_than)

@@ -5,7 +5,9 @@ In order of precedence:
 1. **OIDC**, when Streamlit's secrets hold an ``[auth]`` section: people sign in with
    ``st.login``; operators are those on the allow-list (``DRILLS_UI_OPERATORS``:
    e-mails or names, ``DRILLS_UI_OPERATOR_GROUPS``: groups from the ``groups`` claim).
-   No allow-list means no operator: it fails closed.
+   No allow-list means no operator: it fails closed. A sign-in lasts as long as the
+   identity provider's ID token (its ``exp`` claim), not the 30 days of Streamlit's
+   cookie: after that the person is signed out and must sign in again.
 2. **Operator password**, when ``DRILLS_UI_OPERATOR_PASSWORD_HASH`` holds a hash made by
    `drills ui hash-password`. Operators sign in with their name (for the audit log) and
    the password.
@@ -65,8 +67,24 @@ def _claim(name: str) -> Any:
         return None
 
 
+def _expired() -> bool:
+    """Whether the ID token the sign-in came with has expired (no ``exp``: never)."""
+    exp = _claim("exp")
+    if isinstance(exp, bool) or not isinstance(exp, int | float):
+        return False
+    return exp <= time.time()
+
+
 def _oidc_access(settings: UISettings) -> Access:
     logged_in = bool(_claim("is_logged_in"))
+    if logged_in and _expired():
+        return Access(
+            "oidc",
+            None,
+            can_view=settings.public_read,
+            can_declare=False,
+            why_not="your sign-in has expired; sign in again",
+        )
     user = (
         (_claim("email") or _claim("preferred_username") or _claim("name")) if logged_in else None
     )
@@ -166,7 +184,11 @@ def sign_out_control(access: Access) -> None:
         return
     st.caption(f"Signed in as **{for_markdown(access.user or '')}**")
     if st.button("Sign out", key="auth.sign_out"):
-        if access.method == "oidc":
-            st.logout()
         st.session_state.pop(USER_KEY, None)
+        if access.method == "oidc":
+            # The browser goes to /auth/logout, which deletes the identity cookie, then to
+            # the provider's end-session page. A rerun here would drop that redirect: the
+            # cookie would stay, and the next page opened would be signed in again.
+            st.logout()
+            return
         st.rerun()

@@ -54,19 +54,37 @@ def rto_frame(points: list[RtoPoint]) -> pd.DataFrame:
             "rto_s": p.rto_seconds if p.rto_seconds is not None else 0.0,
             "measured": p.rto_seconds is not None,
             "target_s": p.rto_target,
+            "full_s": p.full_capacity_seconds,
             "outcome": _outcome(p),
             "failed": p.failed,
+            "forecast_s": p.forecast_seconds,
         }
         for p in points
     ]
-    return pd.DataFrame(
-        rows,
-        columns=["run", "plan", "started", "rto_s", "measured", "target_s", "outcome", "failed"],
+    columns = ["run", "plan", "started", "rto_s", "measured", "target_s", "full_s", "outcome",
+               "failed", "forecast_s"]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _forecast_marks(base: alt.Chart) -> alt.Chart:
+    """What the preflight forecast for each run, as hollow diamonds beside its measured RTO."""
+    return (
+        base.transform_filter(alt.datum.forecast_s != None)  # noqa: E711 - a Vega expression
+        .mark_point(shape="diamond", size=80, color="#1565c0", filled=False)
+        .encode(
+            y="forecast_s:Q",
+            tooltip=[
+                alt.Tooltip("run:N"),
+                alt.Tooltip("forecast_s:Q", title="forecast RTO (s)", format=".1f"),
+                alt.Tooltip("rto_s:Q", title="measured RTO (s)", format=".1f"),
+            ],
+        )
     )
 
 
 def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
-    """RTO per run over time; the target as a dashed line; failed runs as red crosses."""
+    """RTO per run over time; the target as a dashed line; failed runs as red crosses;
+    full capacity (the normal tier ready, after the RTO) as a dotted grey line."""
     frame = rto_frame(points)
     # The data goes on the layer chart, once: given to each layer, Altair would hash it
     # (through the frame's repr) to merge them, which costs more than drawing.
@@ -76,6 +94,7 @@ def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
         alt.Tooltip("plan:N"),
         alt.Tooltip("started:T", format="%Y-%m-%d %H:%M"),
         alt.Tooltip("rto_s:Q", title="RTO (s)", format=".1f"),
+        alt.Tooltip("full_s:Q", title="full capacity (s)", format=".1f"),
         alt.Tooltip("target_s:Q", title="target (s)"),
         alt.Tooltip("outcome:N"),
     ]
@@ -101,7 +120,13 @@ def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
         .mark_line(strokeDash=[6, 4], color="#c62828", interpolate="step-after")
         .encode(y="target_s:Q")
     )
-    return CheckedLayerChart(data=frame, layer=[line, target, dots]).properties(height=300)
+    full = (
+        base.transform_filter(alt.datum.full_s != None)  # noqa: E711 - a Vega expression
+        .mark_line(strokeDash=[2, 3], color="#607d8b")
+        .encode(y="full_s:Q")
+    )
+    layers = [line, target, full, dots, _forecast_marks(base)]
+    return CheckedLayerChart(data=frame, layer=layers).properties(height=300)
 
 
 def gantt_frame(phases: list[dict[str, Any]]) -> pd.DataFrame:

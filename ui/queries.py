@@ -33,6 +33,7 @@ class RunRow:
     finished_at: dt.datetime | None
     rto_seconds: float | None
     client_rto_seconds: float | None
+    full_capacity_seconds: float | None
     rto_target: float | None
     rpo_worst: float | None
     rpo_target: float | None
@@ -54,6 +55,8 @@ class RtoPoint:
     verdict: Verdict | None
     rto_seconds: float | None
     rto_target: float | None
+    full_capacity_seconds: float | None = None  # None: not measured (runs before it was)
+    forecast_seconds: float | None = None  # what the preflight forecast for it
 
     @property
     def failed(self) -> bool:
@@ -88,6 +91,7 @@ def run_row(run: DrillRun) -> RunRow:
         finished_at=run.finished_at,
         rto_seconds=run.rto_seconds,
         client_rto_seconds=run.client_rto_seconds,
+        full_capacity_seconds=run.details.full_capacity_seconds,
         rto_target=measured.rto_target_seconds if measured else None,
         rpo_worst=max(lags) if lags else None,
         rpo_target=measured.rpo_target_seconds if measured else None,
@@ -137,8 +141,10 @@ def rto_points(
         .order_by(DrillRun.started_at.desc())
         .limit(limit)
     ).scalar_subquery()
-    # The JSON target is read for the chosen runs only, not for every run sorted.
+    # The JSON values are read for the chosen runs only, not for every run sorted.
     target = details_value("measurement", "rto_target_seconds").as_float()
+    full_capacity = details_value("measurement", "full_capacity_seconds").as_float()
+    forecast = details_value("forecast", "rto_seconds").as_float()
     query = (
         select(
             DrillRun.id,
@@ -147,6 +153,8 @@ def rto_points(
             DrillRun.verdict,
             DrillRun.rto_seconds,
             target,
+            full_capacity,
+            forecast,
         )
         .where(DrillRun.id.in_(latest))
         .order_by(DrillRun.started_at)
@@ -168,19 +176,23 @@ def last_run(store: HistoryStore, plan: str, mode: str | None = None) -> RunRow 
 
 
 def run_for_flow_run(
-    store: HistoryStore, flow_run_id: str, plan: str, declared_at: dt.datetime | None
+    store: HistoryStore,
+    flow_run_id: str,
+    plan: str,
+    declared_at: dt.datetime | None,
+    mode: str = Mode.INCIDENT,
 ) -> RunRow | None:
     """The history record a flow run writes: by its flow run id, else by plan and time."""
     run = drill_run_of(store, flow_run_id)
     if run is None and declared_at is not None:
-        # The run record starts after the click; the first incident run of this
+        # The run record starts after the click; the first run of this mode on this
         # plan since then is the one.
         with store.session() as s:
             run = s.scalars(
                 select(DrillRun)
                 .where(
                     DrillRun.plan == plan,
-                    DrillRun.mode == Mode.INCIDENT,
+                    DrillRun.mode == mode,
                     DrillRun.started_at >= declared_at,
                 )
                 .order_by(DrillRun.started_at.asc())

@@ -9,7 +9,13 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 
-from drills.checks.base import CheckContext, CheckRegistry, CheckResult, CheckSpec
+from drills.checks.base import (
+    CheckContext,
+    CheckRegistry,
+    CheckResult,
+    CheckSpec,
+    Placement,
+)
 from drills.checks.catalog import load_checks
 from drills.checks.runner import CheckCall, ReadinessReport, call_in_place, run_checks
 from drills.notify import notify, readiness_changes, remind_after
@@ -37,6 +43,7 @@ def check_context(
     *,
     now: dt.datetime | None = None,
     fingerprint_key: bytes | None = None,
+    placement: Placement | None = None,
 ) -> CheckContext:
     return CheckContext(
         plan=plan,
@@ -45,6 +52,7 @@ def check_context(
         now=now or dt.datetime.now(dt.UTC),
         # A fresh key per run: fingerprints can be compared within a run, never across.
         fingerprint_key=fingerprint_key or os.urandom(32),
+        placement=placement,
     )
 
 
@@ -58,6 +66,7 @@ def run_readiness(
     on_result: Callable[[CheckResult], None] | None = None,
     registry: CheckRegistry | None = None,
     call: CheckCall = call_in_place,
+    placement: Placement | None = None,
 ) -> ReadinessReport:
     """Run the selected checks concurrently, each through ``call`` (see runner.CheckCall).
 
@@ -66,7 +75,7 @@ def run_readiness(
     """
     specs = select_checks(only, categories, registry)
     with Targets(plan) as targets:
-        context = check_context(plan, targets, history)
+        context = check_context(plan, targets, history, placement=placement)
         report = run_checks(specs, context, on_result=on_result, call=call)
     if history is not None and store and not specs_filtered(only, categories):
         report = _store_and_notify(plan, history, report)
@@ -77,6 +86,42 @@ def run_readiness(
         len(report.blocking),
     )
     return report
+
+
+def wayback_checks(registry: CheckRegistry | None = None) -> list[CheckSpec]:
+    """The checks of the failback direction: the plan's own, asked of the reversed plan
+    (from ``registry``, every check of drills by default), and the way back's own."""
+    from drills.checks.wayback import SWAPPED, WAYBACK
+
+    chosen = registry if registry is not None else load_checks()
+    swapped = [chosen.get(i) for i in SWAPPED if i in {s.id for s in chosen.all()}]
+    return swapped + WAYBACK.all()
+
+
+def run_wayback(
+    plan: DrillPlan,
+    *,
+    history: HistoryStore | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+    registry: CheckRegistry | None = None,
+    call: CheckCall = call_in_place,
+) -> ReadinessReport:
+    """Readiness for the way back (DR → primary), never stored as the plan's readiness.
+
+    The checks run on the reversed plan, with each site named for what it really is in
+    errors, and the results are titled for the failback direction.
+    """
+    from drills.checks.wayback import TITLES
+    from drills.plan.reverse import reversed_plan
+
+    specs = wayback_checks(registry)
+    reverse = reversed_plan(plan)
+    with Targets(reverse, reverse=True) as targets:
+        context = check_context(reverse, targets, history)
+        report = run_checks(specs, context, on_result=on_result, call=call)
+    results = tuple(dataclasses.replace(r, title=TITLES.get(r.id, r.title)) for r in report.results)
+    log.info("way-back readiness of %s: %d blocking", plan.name, sum(r.blocking for r in results))
+    return dataclasses.replace(report, plan=plan.name, results=results)
 
 
 def _store_and_notify(

@@ -32,9 +32,16 @@ COMMANDS: dict[str, Entry] = {
         "drills.cli.readiness_cmd",
         "Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan.",
     ),
+    "forecast": Entry(
+        "drills.cli.forecast_cmd",
+        "Forecast a takeover started now: RTO, client-visible RTO and full-capacity time, each "
+        "with an interval, the phase and workload that dominate, and what it is based on. Exit 1 "
+        "when it would not complete or the whole interval is above the RTO target.",
+    ),
     "run": Entry(
         "drills.cli.run_cmd",
-        "Run a minimum-takeover drill (or a real incident takeover) and print its report.",
+        "Run a minimum-takeover drill (or a real incident takeover, or the failback after one) "
+        "and print its report.",
     ),
     "history": Entry("drills.cli.run_cmd", "List past drills and incidents, newest first."),
     "report": Entry(
@@ -45,8 +52,15 @@ COMMANDS: dict[str, Entry] = {
     "recover": Entry(
         "drills.cli.recover_cmd",
         "Finish the job of a run that died: a drill is rolled back and verified against the "
-        "snapshot taken before it; an incident is reported, then completed (--complete) or held "
-        "(--hold) as the operator chooses. Safe to run again.",
+        "snapshot taken before it; an incident is reported, then completed (--complete), held "
+        "(--hold) or abandoned (--fail-back) as the operator chooses; a failback is undone before "
+        "its DNS switch and completed after it. Safe to run again.",
+    ),
+    "status": Entry(
+        "drills.cli.status_cmd",
+        "Where the plan serves from (primary, dr or in-transition), since when, the run that put "
+        "it there, the open incident and the run holding the plan. Exit 4 when the live DNS or "
+        "the endpoints disagree with the history.",
     ),
     "plan": Entry("drills.cli.plan_cmd", "Validate, inspect and describe drill plans."),
     "lab": Entry("drills.cli.lab_cmd", "The local lab: two stand-in sites on loopback."),
@@ -63,7 +77,10 @@ COMMANDS: dict[str, Entry] = {
         "drills.cli.evidence_cmd",
         "Signed evidence packs of drills for auditors, and drill coverage per plan.",
     ),
-    "db": Entry("drills.cli.db_cmd", "Maintain the history store."),
+    "db": Entry(
+        "drills.cli.db_cmd",
+        "The history store: its schema version (current), migrations (upgrade), pruning (prune).",
+    ),
     "ui": Entry(
         "drills.cli.ui_cmd",
         "The Streamlit dashboard: readiness, drill history, declare incident, plans.",

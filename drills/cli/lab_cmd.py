@@ -42,6 +42,15 @@ def up(
             "secret, a DR deployment that never becomes ready, a TTL that is too long.",
         ),
     ] = False,
+    drift_scheduling: Annotated[
+        bool,
+        typer.Option(
+            "--drift-scheduling",
+            help="Seed the faults that keep pods from running at DR: a ClusterQueue with too "
+            "little GPU quota for the critical tier, a missing PriorityClass, a device-plugin "
+            "pod not ready on one GPU node, a GPU node taint the LLM server does not tolerate.",
+        ),
+    ] = False,
     ready_delay: Annotated[
         float,
         typer.Option(
@@ -65,9 +74,25 @@ def up(
             "trainer runs (replicated to DR unless --drift).",
         ),
     ] = 60.0,
+    reverse_replication: Annotated[
+        bool,
+        typer.Option(
+            "--reverse-replication/--no-reverse-replication",
+            help="While DR serves, copy what DR writes back to the primary, as bidirectional "
+            "replication rules would. Without it a failback's data gate fails.",
+        ),
+    ] = True,
     timeout: Annotated[
         float, typer.Option("--timeout", min=1.0, help="Seconds to wait for the lab to start.")
     ] = 30.0,
+    audit: Annotated[
+        bool,
+        typer.Option(
+            "--audit",
+            help="Record every request to each site's Kubernetes API (verb, group, resource, "
+            "subresource, namespace, name; never bodies) in STATE_DIR/SITE.audit.jsonl.",
+        ),
+    ] = False,
 ) -> None:
     """Start the lab in the background and write its plan to STATE_DIR/plan.yaml."""
     missing = control.missing_modules()
@@ -79,10 +104,13 @@ def up(
         info, already = control.up(
             state_dir,
             drift=drift,
+            drift_scheduling=drift_scheduling,
             ready_delay=ready_delay,
             system_services=system_services,
             checkpoint_every=checkpoint_every,
+            reverse_replication=reverse_replication,
             timeout=timeout,
+            audit=audit,
         )
     except LabError as exc:
         err.print(Text("lab up failed: ", style="red").append(str(exc), style=""))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -12,29 +11,33 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
+from drills.cli.common import (
+    EXIT_FAILED,
+    DbUrl,
+    PlanPath,
+    StableJson,
+    load_plan_or_exit,
+    open_history,
+)
 from drills.cli.console import err_console, out_console
 
 if TYPE_CHECKING:
     from drills.checks.base import CheckResult
     from drills.checks.runner import ReadinessReport
+    from drills.plan import DrillPlan
 
 console = out_console()
 err = err_console()
 
 # Keyed by Status's values (a StrEnum): the checks and the SDKs under them load only when
 # the command runs.
+DIRECTIONS = ("takeover", "failback")
 COLOUR: dict[str, str] = {"pass": "green", "warn": "yellow", "fail": "red", "error": "magenta"}
 
 
 def readiness(
-    plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="The drill plan (YAML).")],
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="Print one JSON object (the stable interface described in the README)."
-        ),
-    ] = False,
+    plan_path: PlanPath,
+    as_json: StableJson = False,
     only: Annotated[
         list[str] | None,
         typer.Option("--only", help="Run only this check id; repeat for several."),
@@ -44,12 +47,21 @@ def readiness(
         typer.Option(
             "--category",
             help="Run only checks of this category (Images, Data, Secrets, Cluster, DNS, "
-            "Cadence); repeat for several.",
+            "Cadence, Forecast); repeat for several.",
         ),
     ] = None,
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Show each check's evidence and remediation.")
     ] = False,
+    direction: Annotated[
+        str | None,
+        typer.Option(
+            "--direction",
+            help="takeover: can DR take over (the plan's checks). failback: can production "
+            "return from DR to the primary (the way-back checks; never stored). Default: "
+            "failback while the history says the plan serves from DR, else takeover.",
+        ),
+    ] = None,
     store: Annotated[
         bool,
         typer.Option(
@@ -60,8 +72,12 @@ def readiness(
 ) -> None:
     """Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan."""
     from drills.checks.readiness import run_readiness, select_checks
+    from drills.orchestrator.placement import gather
 
     plan = load_plan_or_exit(plan_path)
+    if _direction(plan, direction, db if store else None, store) == "failback":
+        _way_back(plan, db, as_json=as_json, verbose=verbose)
+        return
     try:
         specs = select_checks(only or (), category or ())
     except KeyError as exc:
@@ -91,6 +107,7 @@ def readiness(
             only=only or (),
             categories=category or (),
             on_result=advance,
+            placement=gather("cli"),
         )
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
@@ -98,6 +115,33 @@ def readiness(
         print_report(report, verbose=verbose)
         if verbose:
             print_notifications(report)
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _direction(plan: DrillPlan, asked: str | None, db: str | None, store: bool) -> str:
+    if asked is not None:
+        if asked not in DIRECTIONS:
+            err.print(f"[red]--direction must be takeover or failback, not {escape(asked)!r}[/]")
+            raise typer.Exit(2)
+        return asked
+    if not store:  # --no-store opens no history, so it cannot tell where the plan serves
+        return "takeover"
+    from drills.store.serving import Site, recorded_serving
+
+    serving = recorded_serving(open_history(db), plan.name).site
+    return "failback" if serving == Site.DR else "takeover"
+
+
+def _way_back(plan: DrillPlan, db: str | None, *, as_json: bool, verbose: bool) -> None:
+    from drills.checks.readiness import run_wayback
+
+    report = run_wayback(plan, history=open_history(db))
+    if as_json:
+        typer.echo(json.dumps(report.to_json() | {"direction": "failback"}, indent=2))
+    else:
+        err.print("[bold]way back: can production return from DR to the primary?[/]")
+        print_report(report, verbose=verbose)
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
 

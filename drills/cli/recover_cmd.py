@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -74,6 +75,21 @@ def recover_cmd(
         bool,
         typer.Option("--hold", help="Incident: keep DR as it is, make sure the primary is fenced."),
     ] = False,
+    fail_back: Annotated[
+        bool,
+        typer.Option(
+            "--fail-back",
+            help="Incident declared by mistake and stopped part-way: undo its journal in the "
+            "safe order (DNS back, DR to standby, the primary reopened) and close it. Audited: "
+            "needs --operator and --reason.",
+        ),
+    ] = False,
+    operator: Annotated[
+        str | None, typer.Option("--operator", help="Who recovers (default: the login name).")
+    ] = None,
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why: recorded in the audit log (--fail-back).")
+    ] = "",
     force_unfenced: Annotated[
         bool,
         typer.Option("--force-unfenced", help="Incident: go on if the primary is unreachable."),
@@ -85,15 +101,18 @@ def recover_cmd(
     db: DbUrl = None,
 ) -> None:
     """Finish the job of a run that died: a drill is rolled back and verified against the
-    snapshot taken before it; an incident is reported, then completed (--complete) or held
-    (--hold) as the operator chooses. Safe to run again."""
+    snapshot taken before it; an incident is reported, then completed (--complete), held
+    (--hold) or abandoned (--fail-back) as the operator chooses; a failback is undone before
+    its DNS switch and completed after it. Safe to run again."""
     # The takeover, and the SDKs under it, load only when a run is recovered.
     from drills.takeover.recover import RecoverStatus, pick_run, plan_of, recover
 
-    if complete and hold:
-        err.print("[red]choose one of --complete and --hold[/]")
+    if complete + hold + fail_back > 1:
+        err.print("[red]choose one of --complete, --hold and --fail-back[/]")
         raise typer.Exit(EXIT_INVALID)
-    action: Action | None = "complete" if complete else "hold" if hold else None
+    action: Action | None = (
+        "complete" if complete else "hold" if hold else "fail-back" if fail_back else None
+    )
     plan, plan_file = _plan_option(plan, plan_file)
     history = open_history(db)
     try:
@@ -105,6 +124,8 @@ def recover_cmd(
             action=action,
             force_unfenced=force_unfenced,
             deadline_s=deadline,
+            operator=operator or getpass.getuser(),
+            reason=reason,
         )
     except DrillError as exc:
         err.print(Text(f"recover: {exc}", style="bold red"))

@@ -95,7 +95,12 @@ def _approve(request: DrillRequest) -> Approval:
     from drills.takeover.drill import Approval
 
     approver = typer.prompt("Approver", default=getpass.getuser(), err=True)
-    approved = typer.confirm(f"Approve fencing the primary of {request.plan.name}?", err=True)
+    what = (
+        f"failing {request.plan.name} back to the primary"
+        if request.mode == Mode.FAILBACK
+        else f"fencing the primary of {request.plan.name}"
+    )
+    approved = typer.confirm(f"Approve {what}?", err=True)
     comment = typer.prompt("Comment", default="", err=True)
     return Approval(approved, approver, comment)
 
@@ -105,7 +110,10 @@ def run(
     mode: Annotated[
         str,
         typer.Option(
-            "--mode", help="drill: fail back after measuring. incident: take over and stay at DR."
+            "--mode",
+            help="drill: fail back after measuring. incident: take over and stay at DR. "
+            "failback: bring production home from DR after an incident (only while the plan "
+            "serves from DR).",
         ),
     ] = "drill",
     dry_run: Annotated[
@@ -139,12 +147,22 @@ def run(
             "--tier-deadline", min=1.0, help="Seconds each tier may take to become ready."
         ),
     ] = 600.0,
+    sync_deadline: Annotated[
+        float,
+        typer.Option(
+            "--sync-deadline",
+            min=1.0,
+            help="Failback only: seconds the final sync may take, until every DR write is "
+            "readable at the primary.",
+        ),
+    ] = 300.0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the final report as JSON.")
     ] = False,
     db: DbUrl = None,
 ) -> None:
-    """Run a minimum-takeover drill (or a real incident takeover) and print its report."""
+    """Run a minimum-takeover drill (or a real incident takeover, or the failback after one)
+    and print its report."""
     _check_mode(mode, force_unfenced)
     plan = load_plan_or_exit(plan_path)
     history = open_history(db)
@@ -158,6 +176,7 @@ def run(
         reason=reason,
         force_unfenced=force_unfenced,
         tier_deadline=tier_deadline,
+        sync_deadline=sync_deadline,
     )
     hooks = _hooks(view, confirm=not (yes or dry_run))
     run_id, status = _execute(request, history, hooks, view, live=not as_json and err.is_terminal)
@@ -168,7 +187,7 @@ def run(
 
 def _check_mode(mode: str, force_unfenced: bool) -> None:
     if mode not in tuple(Mode):
-        err.print(Text(f"--mode must be drill or incident, not {mode!r}", style="red"))
+        err.print(Text(f"--mode must be drill, incident or failback, not {mode!r}", style="red"))
         raise typer.Exit(2)
     if force_unfenced and mode != Mode.INCIDENT:
         err.print("[red]--force-unfenced only makes sense with --mode incident[/]")
@@ -185,6 +204,7 @@ def _request(
     reason: str,
     force_unfenced: bool,
     tier_deadline: float,
+    sync_deadline: float,
 ) -> DrillRequest:
     from drills.takeover.drill import DrillRequest
 
@@ -197,6 +217,7 @@ def _request(
         declared_at=dt.datetime.now(dt.UTC) if mode == Mode.INCIDENT else None,
         force_unfenced=force_unfenced,
         tier_deadline_s=tier_deadline,
+        sync_deadline_s=sync_deadline,
         plan_path=str(plan_path.resolve()),
     )
 
@@ -218,11 +239,13 @@ def _execute(
     request: DrillRequest, history: HistoryStore, hooks: DrillHooks, view: LiveView, *, live: bool
 ) -> tuple[str, RunStatus]:
     """Run the drill with the live view; returns the run's id and final status."""
+    from drills.errors import RunRefused
     from drills.takeover.cancellation import cancel_on_signals
     from drills.takeover.drill import Drill
+    from drills.takeover.failback import Failback
     from drills.takeover.lease import LeaseHeldError, UnfinishedRunError
 
-    drill = Drill(request, history, hooks)
+    drill = (Failback if request.mode == Mode.FAILBACK else Drill)(request, history, hooks)
     try:
         # Ctrl-C or SIGTERM: the drill rolls back (incident: stops and reports), then exits.
         with (
@@ -230,7 +253,8 @@ def _execute(
             Live(view, console=err, refresh_per_second=8) if live else contextlib.nullcontext(),
         ):
             result = drill.run()
-    except (LeaseHeldError, UnfinishedRunError) as exc:
+    # RunRefused: a failback while the plan is not at DR, a takeover while it is.
+    except (LeaseHeldError, UnfinishedRunError, RunRefused) as exc:
         err.print(Text(f"refused: {exc}", style="bold red"))
         raise typer.Exit(EXIT_REFUSED) from None
     return result.run_id, result.status
@@ -259,6 +283,8 @@ def _echo_report(history: HistoryStore, run: DrillRun, *, as_json: bool) -> None
 
 
 def _row(run: DrillRun) -> dict[str, Any]:
+    link = run.details.incident
+    failback = run.details.failback
     return {
         "id": run.id,
         "plan": run.plan,
@@ -270,13 +296,25 @@ def _row(run: DrillRun) -> dict[str, Any]:
         "verdict": run.verdict,
         "rto_seconds": run.rto_seconds,
         "client_rto_seconds": run.client_rto_seconds,
+        "full_capacity_seconds": run.details.full_capacity_seconds,
         "rpo_seconds": run.rpo_seconds,
+        # The incident record: an incident names its failback, a failback its incident.
+        "incident_run": link.incident_run if link else None,
+        "failback_run": link.failback_run if link else None,
+        "closed_at": link.closed_at.isoformat() if link and link.closed_at else None,
+        "downtime_seconds": failback.downtime_seconds if failback else None,
     }
+
+
+def _seconds(value: float | None) -> str:
+    return f"{value:.1f}s" if value is not None else ""
 
 
 def history_cmd(
     plan: Annotated[str | None, typer.Option("--plan", help="Only runs of this plan.")] = None,
-    mode: Annotated[str | None, typer.Option("--mode", help="Only drill or incident runs.")] = None,
+    mode: Annotated[
+        str | None, typer.Option("--mode", help="Only drill, incident or failback runs.")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="How many runs, newest first.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of runs.")] = False,
     db: DbUrl = None,
@@ -287,14 +325,16 @@ def history_cmd(
         typer.echo(json.dumps([_row(r) for r in runs], indent=2))
         return
     table = Table(title="Drill history")
-    for column in ("id", "plan", "mode", "started", "status", "verdict", "RTO", "client RTO"):
+    columns = ("id", "plan", "mode", "started", "status", "verdict", "RTO", "client RTO",
+               "full capacity")  # fmt: skip
+    for column in columns:
         table.add_column(column)
     for r in runs:
         table.add_row(
             r.id, r.plan, r.mode + (" (dry)" if r.dry_run else ""),
             f"{r.started_at:%Y-%m-%d %H:%M}", r.status, r.verdict or "",
-            f"{r.rto_seconds:.1f}s" if r.rto_seconds is not None else "",
-            f"{r.client_rto_seconds:.1f}s" if r.client_rto_seconds is not None else "",
+            _seconds(r.rto_seconds), _seconds(r.client_rto_seconds),
+            _seconds(r.details.full_capacity_seconds),
         )  # fmt: skip
     console.print(table)
 

@@ -30,17 +30,20 @@ from drills.lab import topology
 from drills.lab.endpoint import SiteEndpoint
 from drills.lab.images import build_image, push_ecr, push_oci
 from drills.lab.kubeapi import KubeApiServer, write_kubeconfig
+from drills.lab.kubeapi.audit import AuditLog
 from drills.lab.moto_server import MotoServer
 from drills.lab.named import LabDnsRecord, NamedServer
 from drills.lab.planfile import LabEndpoints, write_plan
 from drills.lab.procs import find_binary
 from drills.lab.registry import RegistryServer
+from drills.lab.replicator import ReverseReplicator
 from drills.lab.seed_aws import (
     ACCOUNT,
     seed_aws_secrets,
     seed_datasets,
 )
 from drills.lab.seed_cluster import cluster_info, seed_site
+from drills.lab.sentinel import SentinelHeartbeat
 from drills.lab.state import STATE_FILE, LabInfo
 from drills.lab.trainer import CheckpointWriter
 
@@ -59,6 +62,11 @@ AWS_KEY_ID = "AKLABDRILLSLOCAL0000"
 REGISTRY_DIRS = {site: f"registry-{site}" for site in SITE_ADDR}
 NAMED_DIR = "named"
 TSIG_FILE = "tsig.secret"  # written only when named runs: a stale one would outlive it
+
+
+def audit_file(site: str) -> str:
+    """The name of a site's audit log in the state directory (``drills lab up --audit``)."""
+    return f"{site}.audit.jsonl"
 
 
 def clear_service_storage(state_dir: Path) -> list[Path]:
@@ -104,15 +112,21 @@ class Lab:
         state_dir: Path,
         *,
         drift: bool = False,
+        drift_scheduling: bool = False,
         ready_delay: float = 1.0,
         use_system_services: bool = True,
         checkpoint_every_s: float = 60.0,
+        reverse_replication: bool = True,
+        audit: bool = False,
     ) -> None:
         self.state_dir = state_dir.resolve()
+        self.audit = audit
         self.drift = drift
+        self.drift_scheduling = drift_scheduling
         self.ready_delay = ready_delay
         self.use_system_services = use_system_services
         self.checkpoint_every_s = checkpoint_every_s
+        self.reverse_replication = reverse_replication
         self._secret_base = secrets.token_bytes(16)
         self._stoppables: list[Any] = []
         self.kube: dict[str, KubeApiServer] = {}
@@ -146,6 +160,13 @@ class Lab:
                 replicate=not self.drift,
             )
             self._own(trainer).start()
+            heartbeat = SentinelHeartbeat(
+                self.kube["dr"].store, interval_s=topology.SENTINEL_EVERY_S
+            )
+            self._own(heartbeat).start()
+            if self.reverse_replication:
+                replicator = ReverseReplicator(self.kube["dr"].store, self._aws("s3", "primary"))
+                self._own(replicator).start()
             self.info = self._write_state(time.monotonic() - begun)
         except BaseException:
             self.stop()
@@ -179,6 +200,7 @@ class Lab:
                 ready_delay=self.ready_delay,
                 name=site,
                 tls=True,  # kubectl sends a kubeconfig's token only over https
+                audit=AuditLog(self.state_dir / audit_file(site)) if self.audit else None,
             )
             self.kube[site] = self._own(server)
             server.start()
@@ -238,6 +260,7 @@ class Lab:
                 self.registry_host(site),
                 self.secret_value,
                 drift=self.drift,
+                drift_scheduling=self.drift_scheduling,
             )
         self._seed_images()
         seed_datasets(self._aws("s3", "primary"), self._aws("s3", "dr"), drift=self.drift)
@@ -309,6 +332,8 @@ class Lab:
             state_dir=str(self.state_dir),
             pid=os.getpid(),
             drift=self.drift,
+            drift_scheduling=self.drift_scheduling,
+            reverse_replication=self.reverse_replication,
             started_at=time.time(),
             dns_provider="rfc2136" if self.named else "route53",
             registry_kind="oci" if self.registries else "ecr",

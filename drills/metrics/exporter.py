@@ -85,6 +85,11 @@ SPECS = (
     ),
     _spec("drills_run_last_rto_seconds", "RTO of that run.", P, "mode"),
     _spec("drills_run_last_client_rto_seconds", "Client-visible RTO of that run.", P, "mode"),
+    _spec(
+        "drills_run_last_full_capacity_seconds",
+        "When that run's normal tier was ready too, seconds after T0.",
+        P, "mode",
+    ),
     _spec("drills_run_last_rpo_seconds", "RPO of each dataset in that run.", P, "mode", "dataset"),
     _spec(
         "drills_runs_in_progress",
@@ -158,6 +163,8 @@ def _run_families(out: Families, p: PlanMetrics, now: float) -> None:
         out.add("drills_run_last_rto_seconds", run.rto_s, plan, run.mode)
         if run.client_rto_s is not None:
             out.add("drills_run_last_client_rto_seconds", run.client_rto_s, plan, run.mode)
+        if run.full_capacity_s is not None:
+            out.add("drills_run_last_full_capacity_seconds", run.full_capacity_s, plan, run.mode)
         for dataset, rpo in sorted(run.rpo_s.items()):
             out.add("drills_run_last_rpo_seconds", rpo, plan, run.mode, dataset)
     for mode in MODES:

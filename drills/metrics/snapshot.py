@@ -23,15 +23,12 @@ from drills.checks.cadence import MAX_DRILL_AGE_DAYS
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
-from drills.store.models import DrillRun, Lease, ReadinessSnapshot
+from drills.store.models import DrillRun, Lease, ReadinessSnapshot, details_value
+from drills.store.serving import Site, recorded_serving
 
 DEFAULT_READINESS_INTERVAL_S = 900.0  # the readiness-check deployment of prefect.yaml
 CADENCE_S = MAX_DRILL_AGE_DAYS * 86400.0
 SITES = ("primary", "dr", "in-transition")
-# An incident that ended with DR serving: completed, or finished (or held) by `drills
-# recover`, which never fails an incident back. A failed one stopped part-way.
-_INCIDENT_DR = (RunStatus.SUCCEEDED, RunStatus.RECOVERED)
-_INCIDENT_HALFWAY = (RunStatus.FAILED, RunStatus.RECOVER_FAILED)
 
 
 @dataclass(frozen=True)
@@ -57,6 +54,7 @@ class RunFigures:
     finished_at: float
     rto_s: float
     client_rto_s: float | None
+    full_capacity_s: float | None  # None: a run from before takeovers measured it
     rpo_s: Mapping[str, float]
 
 
@@ -144,7 +142,7 @@ class Snapshotter:
             last_drill_success=_last_drill_success(conn, plan.name),
             cadence_s=CADENCE_S,
             last_runs=last_runs,
-            serving_site=_serving_site(conn, plan.name, unfinished),
+            serving_site=_serving_site(conn, self.store, plan.name, unfinished),
             in_progress=unfinished.in_progress,
             stuck=unfinished.stuck,
             oldest_unfinished_start=unfinished.oldest,
@@ -209,12 +207,15 @@ def _newest(mode: Mode, *columns: Any, where: Sequence[Any]) -> Select[Any]:
     return query.order_by(DrillRun.started_at.desc()).limit(1)
 
 
+# Read in SQL from the one run found, not by loading its details.
+_FULL_CAPACITY = details_value("measurement", "full_capacity_seconds").as_float()
 _MEASURED = {
     mode: _newest(
         mode,
         DrillRun.finished_at,
         DrillRun.rto_seconds,
         DrillRun.client_rto_seconds,
+        _FULL_CAPACITY,
         DrillRun.rpo_seconds,
         where=(DrillRun.rto_seconds.is_not(None), DrillRun.finished_at.is_not(None)),
     )
@@ -225,12 +226,6 @@ _DRILL_SUCCESS = _newest(
     DrillRun.finished_at,
     DrillRun.started_at,
     where=(DrillRun.status.in_([s for s in RunStatus if s.counts_for_cadence]),),
-)
-_LAST_INCIDENT = _newest(
-    Mode.INCIDENT,
-    DrillRun.started_at,
-    DrillRun.status,
-    where=(DrillRun.status.in_(_INCIDENT_DR + _INCIDENT_HALFWAY),),
 )
 _DRILL_AFTER = _newest(
     Mode.DRILL,
@@ -243,12 +238,13 @@ def _last_measured(conn: Connection, plan: str, mode: Mode) -> RunFigures | None
     row = conn.execute(_MEASURED[mode], {"plan": plan}).first()
     if row is None:
         return None
-    finished_at, rto, client_rto, rpo = row
+    finished_at, rto, client_rto, full_capacity, rpo = row
     return RunFigures(
         mode=str(mode),
         finished_at=_ts(_aware(finished_at)),
         rto_s=float(rto),
         client_rto_s=None if client_rto is None else float(client_rto),
+        full_capacity_s=None if full_capacity is None else float(full_capacity),
         rpo_s={k: float(v) for k, v in (rpo or {}).items() if isinstance(v, int | float)},
     )
 
@@ -262,19 +258,18 @@ def _last_drill_success(conn: Connection, plan: str) -> float:
     return _ts(_aware(finished_at or started_at))
 
 
-def _serving_site(conn: Connection, plan: str, unfinished: _Unfinished) -> str:
-    """Derived from the history until drills asks the sites: see the README (Metrics)."""
+def _serving_site(conn: Connection, store: HistoryStore, plan: str, unfinished: _Unfinished) -> str:
+    """Where the plan serves from, as `drills status` reads the history (drills.store.serving);
+    the live confirmation is `drills status`'s, not a scrape's."""
     if unfinished.in_progress or unfinished.stuck:
         return "in-transition"
-    incident = conn.execute(_LAST_INCIDENT, {"plan": plan}).first()
-    if incident is None:
-        return "primary"
-    # A drill starts from the primary: one that succeeded after the incident means the
-    # plan was failed back by hand since.
-    drill = conn.execute(_DRILL_AFTER, {"plan": plan, "after": incident.started_at}).first()
-    if drill is not None:
-        return "primary"
-    return "dr" if incident.status in _INCIDENT_DR else "in-transition"
+    recorded = recorded_serving(store, plan)
+    if recorded.site != Site.DR or recorded.since is None:
+        return recorded.site.value
+    # A drill starts from the primary: one that succeeded since the takeover means the
+    # plan was failed back by hand.
+    drill = conn.execute(_DRILL_AFTER, {"plan": plan, "after": recorded.since}).first()
+    return "primary" if drill is not None else "dr"
 
 
 def _unfinished(conn: Connection, now: dt.datetime) -> dict[str, _Unfinished]:

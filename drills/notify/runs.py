@@ -9,6 +9,9 @@ from drills.notify.deliver import notify
 from drills.notify.events import EventKind, Notice, Severity
 from drills.plan import DrillPlan
 from drills.plan.durations import format_duration
+from drills.store.details import FailbackRecord
+
+WHAT = {"incident": "incident takeover", "failback": "failback"}
 
 
 def _seconds(value: float | None) -> str:
@@ -16,7 +19,7 @@ def _seconds(value: float | None) -> str:
 
 
 def run_started(plan: str, run_id: str, mode: str, operator: str, reason: str) -> Notice:
-    what = "incident takeover" if mode == "incident" else "drill"
+    what = WHAT.get(mode, "drill")
     changed = [f"{what} run {run_id} started by {operator}"]
     if reason:
         changed.append(f"reason: {reason}")
@@ -25,7 +28,7 @@ def run_started(plan: str, run_id: str, mode: str, operator: str, reason: str) -
         plan,
         f"{plan}: {what} started (run {run_id})",
         tuple(changed),
-        Severity.WARNING if mode == "incident" else Severity.INFO,
+        Severity.INFO if mode == "drill" else Severity.WARNING,
         (),
         "history",
         {"run_id": run_id, "mode": mode, "operator": operator},
@@ -45,7 +48,7 @@ def run_finished(
     rpo_target_s: float,
     error: str | None,
 ) -> Notice:
-    what = "incident takeover" if mode == "incident" else "drill"
+    what = WHAT.get(mode, "drill")
     known = [v for v in rpo_s.values() if v is not None]
     worst_rpo = max(known) if known else None
     changed = [
@@ -144,3 +147,92 @@ def announce_incident(
     """Tell people an incident was declared; the plan's targets are read in the background."""
     notice = incident_declared(plan_name, operator, reason, declared_at, flow_run_id)
     notify([notice], plan_path)
+
+
+def incident_failed_back(
+    plan: str, incident_id: str, run_id: str, record: FailbackRecord, *, drift: bool
+) -> Notice:
+    copied = sum(d.written_at_dr for d in record.datasets)
+    changed = [
+        f"failback run {run_id} brought incident {incident_id} home to the primary",
+        f"downtime {_seconds(record.downtime_seconds)} from the DR writers' stop",
+        f"{copied} object(s) written at DR, every one readable at the primary",
+    ]
+    if drift:
+        changed.append("the state differs from the one before the incident: see the report")
+    return Notice(
+        EventKind.INCIDENT_FAILED_BACK,
+        plan,
+        f"{plan}: incident {incident_id} failed back (run {run_id})",
+        tuple(changed),
+        Severity.WARNING if drift else Severity.SUCCESS,
+        (f"See the run's report: `drills report {run_id}`.",) if drift else (),
+        "history",
+        {
+            "incident_run": incident_id,
+            "failback_run": run_id,
+            "downtime_seconds": record.downtime_seconds,
+            "objects_copied_back": copied,
+            "drift": drift,
+        },
+    )
+
+
+def incident_closed(plan: str, incident_id: str, *, by: str, run_id: str | None) -> Notice:
+    return Notice(
+        EventKind.INCIDENT_CLOSED,
+        plan,
+        f"{plan}: incident {incident_id} closed ({by})",
+        (f"incident {incident_id} closed by {by}" + (f" (run {run_id})" if run_id else ""),),
+        Severity.INFO,
+        (),
+        "history",
+        {"incident_run": incident_id, "closed_by": by, "run_id": run_id},
+    )
+
+
+def announce_incident_closed(
+    plan: DrillPlan,
+    incident_id: str,
+    *,
+    by: str,
+    run_id: str | None,
+    record: FailbackRecord | None = None,
+    drift: bool = False,
+) -> None:
+    """Tell people an incident ended: failed back (with its downtime and data), and closed."""
+    notices = [incident_closed(plan.name, incident_id, by=by, run_id=run_id)]
+    if record is not None and run_id is not None:
+        notices.insert(0, incident_failed_back(plan.name, incident_id, run_id, record, drift=drift))
+    notify(notices, plan)
+
+
+def run_orphaned(plan: str, run_id: str, mode: str, outcome: str, error: str | None) -> Notice:
+    """A run whose orchestrator died, and what recover-orphans made of it."""
+    incident = mode == "incident"
+    changed = [f"{'incident takeover' if incident else 'drill'} run {run_id} lost its "
+               f"orchestrator (its lease expired): {outcome}"]  # fmt: skip
+    if error:
+        changed.append(f"error: {error}")
+    remediation = (
+        (f"Decide: `drills recover {run_id} --complete` to finish the takeover, or keep it "
+         "held; it is never failed back automatically.",)
+        if incident
+        else (f"See the run's report: `drills report {run_id}`.",)
+    )  # fmt: skip
+    return Notice(
+        EventKind.RUN_ORPHANED,
+        plan,
+        f"{plan}: run {run_id} lost its orchestrator: {outcome}",
+        tuple(changed),
+        Severity.FAILURE if incident or error else Severity.WARNING,
+        remediation,
+        "history",
+        {"run_id": run_id, "mode": mode, "outcome": outcome},
+    )
+
+
+def announce_orphan(
+    plan: DrillPlan, run_id: str, mode: str, outcome: str, error: str | None
+) -> None:
+    notify([run_orphaned(plan.name, run_id, mode, outcome, error)], plan)

@@ -508,3 +508,22 @@ class Schedule(PlanModel):
 class Approval(PlanModel):
     required: StrictBool = False
     timeout: PositiveDuration = 3600.0
+
+
+class Sentinel(PlanModel):
+    """A small real workload kept running at DR, so the DR chain is exercised every day."""
+
+    namespace: K8sNamespace
+    name: K8sName
+    kind: WorkloadKind = WorkloadKind.DEPLOYMENT
+    max_age: PositiveDuration = Field(
+        3600.0, description="How old the sentinel's last success may be."
+    )
+    success_annotation: ShortText = Field(
+        "drills.dev/last-success",
+        description="The annotation where the sentinel writes the time of its last success.",
+    )
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

@@ -48,7 +48,7 @@ from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import JSON, Connection, Select, Table, select, type_coerce
+from sqlalchemy import JSON, Connection, Select, Table, select, text, type_coerce
 from sqlalchemy.orm import Session
 
 from drills.store.models import (
@@ -170,6 +170,7 @@ class Sealer:
 
     def _head(self, plan: str) -> tuple[int, str]:
         if plan not in self._heads:
+            self._take_turn(plan)
             last = self.session.execute(
                 select(EvidenceEntry.seq, EvidenceEntry.entry_sha256)
                 .where(EvidenceEntry.plan == plan)
@@ -178,6 +179,15 @@ class Sealer:
             ).first()
             self._heads[plan] = (last[0], last[1]) if last else (0, GENESIS)
         return self._heads[plan]
+
+    def _take_turn(self, plan: str) -> None:
+        """On PostgreSQL, appenders to one plan's chain take turns until their transaction
+        ends, as SQLite's write lock makes them: under many writers the unique (plan, seq)
+        alone would send most of them round the retry loop again and again."""
+        if self.session.get_bind().dialect.name == "postgresql":
+            self.session.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"chain:{plan}"}
+            )
 
     def append(
         self, plan: str, kind: str, key: str, content_sha256: str, *, run_id: str | None = None,

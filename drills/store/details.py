@@ -33,18 +33,36 @@ class Approval:
 
 
 class MeasurementRecord(_Stored):
-    """RTO, client-visible RTO and RPO of a takeover against the plan's objectives."""
+    """RTO, client-visible RTO, full capacity and RPO of a takeover against the objectives."""
 
     t0: IsoDatetime | None = None
     restored: IsoDatetime | None = None
     dns_switched: IsoDatetime | None = None
+    # The normal tier ready too, after the service was restored (None: a run before
+    # takeovers restored the service first, when the RTO already waited for it).
+    full_capacity: IsoDatetime | None = None
     old_ttl_seconds: float | None = None
     rto_seconds: float | None = None
     client_rto_seconds: float | None = None
+    full_capacity_seconds: float | None = None
     rpo_seconds: dict[str, float | None] = Field(default_factory=dict)
     rto_target_seconds: float | None = None
     rpo_target_seconds: float | None = None
     verdict: Verdict | None = None
+
+
+class ForecastRecord(_Stored):
+    """What the preflight forecast for this run, beside what it measured."""
+
+    rto_seconds: float | None = None
+    interval: list[float] = Field(default_factory=list)  # [low, high]
+    client_rto_seconds: float | None = None
+    full_capacity_seconds: float | None = None
+    basis: str = ""
+    drills: int = 0
+    measured_rto_seconds: float | None = None
+    error_seconds: float | None = None  # measured minus forecast
+    inside_interval: bool | None = None
 
 
 class RecoverAttempt(_Stored):
@@ -58,19 +76,75 @@ class RecoverAttempt(_Stored):
     error: str | None = None
 
 
+class DatasetCopiedBack(_Stored):
+    """One dataset at a failback's final sync: what DR wrote while it served, checked at
+    the primary."""
+
+    name: str
+    dr_objects: int = 0  # objects under the prefix at DR
+    written_at_dr: int = 0  # of them, written at DR since the incident's T0
+    bytes_written_at_dr: int = 0
+    missing_at_primary: int = 0  # DR objects not (yet) readable at the primary; 0 when synced
+    lag_seconds: float = 0.0  # age of the oldest DR object not readable at the primary
+
+
+class FailbackRecord(_Stored):
+    """How a failback went: its downtime from T0 (DR writers stopped) and the data checked."""
+
+    t0: IsoDatetime | None = None  # the DR writers stopped: nothing writes at either site
+    synced: IsoDatetime | None = None  # every DR write readable at the primary
+    dns_switched: IsoDatetime | None = None
+    restored: IsoDatetime | None = None  # the smoke through the name passed at the primary
+    downtime_seconds: float | None = None  # restored - t0
+    datasets: list[DatasetCopiedBack] = Field(default_factory=list)
+
+
+class IncidentLink(_Stored):
+    """The thread of one incident through its runs, kept on each of them.
+
+    On the incident run: the failback that closed it. On the failback run: the incident
+    it closes. ``closed_at`` is set on the incident when its failback succeeded, or when
+    a mistaken incident was abandoned with `drills recover RUN --fail-back`.
+    """
+
+    incident_run: str | None = None
+    failback_run: str | None = None
+    closed_at: IsoDatetime | None = None
+    closed_by: str | None = None  # "failback" or "recover --fail-back"
+
+
 class RunDetails(_Stored):
     plan_path: str | None = None  # the plan file, so `drills recover` can reload it
     approval: Approval | None = None
     unfenced: bool = False  # an incident went on with the primary unreachable, on request
-    # Stored before the first change of a drill: what failback and recover verify against.
+    # Stored before the first change of a drill or an incident (and of a failback): what
+    # failback and recover verify against.
     snapshot_before: dict[str, Any] | None = None
     planned: list[str] = Field(default_factory=list)  # a dry run's changes, current → intended
     drift: dict[str, Any] | None = Field(default_factory=dict)  # after failback; None: unverified
     measurement: MeasurementRecord | None = None
+    forecast: ForecastRecord | None = None
     recover: list[RecoverAttempt] = Field(default_factory=list)
+    incident: IncidentLink | None = None  # an incident or a failback: the incident record
+    failback: FailbackRecord | None = None  # a failback run: downtime and the data copied back
+
+    @property
+    def full_capacity_seconds(self) -> float | None:
+        """When the normal tier was ready too, seconds after T0 (None: not measured)."""
+        return self.measurement.full_capacity_seconds if self.measurement else None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
 
-__all__ = ["Approval", "IsoDatetime", "MeasurementRecord", "RecoverAttempt", "RunDetails"]
+__all__ = [
+    "Approval",
+    "DatasetCopiedBack",
+    "FailbackRecord",
+    "ForecastRecord",
+    "IncidentLink",
+    "IsoDatetime",
+    "MeasurementRecord",
+    "RecoverAttempt",
+    "RunDetails",
+]

@@ -13,6 +13,7 @@ from enum import StrEnum
 class Mode(StrEnum):
     DRILL = "drill"  # a rehearsal: it fails back and is verified against the state before
     INCIDENT = "incident"  # a real failover: never failed back on its own
+    FAILBACK = "failback"  # the way home after an incident: a planned move back to the primary
 
 
 class RunStatus(StrEnum):

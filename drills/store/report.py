@@ -12,6 +12,7 @@ from typing import Any
 
 from drills.plan.durations import format_duration
 from drills.store.history import HistoryStore
+from drills.store.incident_record import incident_markdown, incident_record
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun
 from drills.text import for_markdown, for_terminal
@@ -47,7 +48,9 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         if measurement
         else None,
         "rto_seconds": run.rto_seconds,
+        "forecast": details.forecast.model_dump(mode="json") if details.forecast else None,
         "client_rto_seconds": run.client_rto_seconds,
+        "full_capacity_seconds": details.full_capacity_seconds,
         "rpo_seconds": run.rpo_seconds,
         "approval": asdict(details.approval) if details.approval else None,
         "unfenced": details.unfenced,
@@ -56,6 +59,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "planned_changes": details.planned,
         "state_differences": details.drift,
         "readiness": run.readiness,
+        "incident": incident_record(run, store),
     }
 
 
@@ -83,6 +87,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines = [
         *_summary(data),
         *_objectives(data),
+        *incident_markdown(data.get("incident")),
         *_phases(data["phases"] or []),
         *_journal(data["journal"]),
         *_intended_changes(data["planned_changes"]),
@@ -125,9 +130,25 @@ def _objectives(data: dict[str, Any]) -> list[str]:
     lines.append(
         f"| client-visible RTO (incl. old TTL) | {_secs(data['client_rto_seconds'])} | — |"
     )
+    # The normal tier comes up after the service is restored: not an objective, a fact.
+    lines.append(
+        f"| full capacity (normal tier ready) | {_secs(data.get('full_capacity_seconds'))} | — |"
+    )
     for name, lag in (data.get("rpo_seconds") or {}).items():
         lines.append(f"| RPO {_code(name)} | {_secs(lag)} | {_secs(m.get('rpo_target_seconds'))} |")
-    return lines
+    return lines + _forecast_line(data.get("forecast"))
+
+
+def _forecast_line(f: dict[str, Any] | None) -> list[str]:
+    if not f or f.get("rto_seconds") is None:
+        return []
+    low, high = (f.get("interval") or [None, None])[:2]
+    return [
+        "",
+        f"Forecast before the drill: RTO {_secs(f['rto_seconds'])} ({_secs(low)}–{_secs(high)}; "
+        f"{_text(f.get('basis', ''))}); error {_secs(f.get('error_seconds'))}, "
+        f"{'inside' if f.get('inside_interval') else 'outside'} the interval.",
+    ]
 
 
 def _phases(phases: list[dict[str, Any]]) -> list[str]:

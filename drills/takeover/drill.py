@@ -14,6 +14,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -31,13 +32,15 @@ from drills.store.details import Approval, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
+from drills.store.serving import serving_from_dr_refusal
+from drills.takeover.forecasted import forecast_record
 from drills.takeover.journal import Journal
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
 from drills.takeover.live import LiveTimeline
 from drills.takeover.measure import Measurement, measure
 from drills.takeover.snapshot import Snapshot, differences, take
 from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
-from drills.takeover.steps.phases import PhaseContext, preflight_guard, smoke
+from drills.takeover.steps.phases import PhaseContext, preflight_guard
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline, utc_now
@@ -52,6 +55,8 @@ PhaseRunner = Callable[[str, Callable[[], Any]], Any]
 # (a cancel, which a scheduler follows with a kill) waits less.
 READINESS_WAIT_S = 60.0
 READINESS_WAIT_INTERRUPTED_S = 5.0
+# How long an incident waits, after its preflight, for the state before to be read.
+INCIDENT_SNAPSHOT_WAIT_S = 5.0
 
 
 class DrillAborted(DrillError):  # noqa: N818 - it is not an error of ours: the drill stopped on purpose
@@ -70,6 +75,7 @@ class DrillRequest:
     tier_deadline_s: float = 600.0
     fence_deadline_s: float = 60.0
     dns_deadline_s: float = 120.0
+    sync_deadline_s: float = 300.0  # a failback's final sync: every DR write at the primary
     run_id: str | None = None
     flow_run_id: str | None = None
     plan_path: str | None = None  # kept in the run record, so `drills recover` can reload it
@@ -132,12 +138,14 @@ class Drill:
     # -- the run ---------------------------------------------------------------
     def run(self) -> DrillResult:
         """Run it, holding the plan's lease; raises LeaseHeldError or UnfinishedRunError
-        (before anything is recorded or changed) when another run has the plan."""
+        (before anything is recorded or changed) when another run has the plan, and
+        RunRefused when the plan already serves from DR."""
         with self._exclusive():
             return self._run()
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
+        self._refuse_at_dr()
         if self.request.dry_run:  # changes nothing: needs no lease, blocks nobody
             yield
             return
@@ -146,6 +154,14 @@ class Drill:
             if unfinished:
                 raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
             yield
+
+    def _refuse_at_dr(self) -> None:
+        """A takeover starts from the primary; a plan serving from DR goes home first."""
+        if self.request.mode == Mode.FAILBACK:
+            return
+        refusal = serving_from_dr_refusal(self.history, self.plan.name)
+        if refusal:
+            raise RunRefused(refusal)
 
     def _run(self) -> DrillResult:
         req = self.request
@@ -170,7 +186,7 @@ class Drill:
         with Targets(self.plan) as targets:
             executor = ChangeExecutor(
                 targets, self.journal, dry_run=req.dry_run, crash_point=self.hooks.crash_point,
-                undo_expected=req.mode == Mode.DRILL,
+                undo_expected=req.mode != Mode.INCIDENT,
             )  # fmt: skip
             ctx = PhaseContext(
                 self.plan,
@@ -214,25 +230,50 @@ class Drill:
             self._await_readiness(wait_s)
 
     def _prepare(self, ctx: PhaseContext) -> Snapshot:
-        """The preflight, then (drill mode) the state to return to, stored before any change."""
-        self._preflight(ctx)
-        if self.request.mode != Mode.DRILL:
+        """The preflight, then the state before the run, stored before any change: a
+        drill returns to it; an incident's failback ends in it.
+
+        An incident reads it beside its preflight, so the fence is not held up by it.
+        """
+        if self.request.mode == Mode.DRILL:
+            self._preflight(ctx)
+            before = take(self.plan, ctx.targets)
+        elif self.request.dry_run:
+            self._preflight(ctx)
             return {}
-        before = take(self.plan, ctx.targets)
-        # Durable before the first change: `drills recover` verifies against it.
+        else:
+            before = self._incident_snapshot(ctx)
+            if not before:
+                return {}
+        # Durable before the first change: `drills recover` and a failback verify against it.
         self.details.snapshot_before = before
         self.history.update_run(self.run_id, details=self.details)
-        return before
+        return before if self.request.mode == Mode.DRILL else {}
+
+    def _incident_snapshot(self, ctx: PhaseContext) -> Snapshot:
+        """An incident's state before, read beside its preflight. The primary may be down:
+        a snapshot that cannot be read in time is done without (the failback then goes
+        back to the originals of the journal), never waited for."""
+        pool = ThreadPoolExecutor(1, "snapshot-before")
+        try:
+            reading = pool.submit(contextvars.copy_context().run, take, self.plan, ctx.targets)
+            self._preflight(ctx)
+            try:
+                return reading.result(timeout=INCIDENT_SNAPSHOT_WAIT_S)
+            except (DrillError, TimeoutError) as exc:
+                log.warning("run %s: no snapshot of the state before (%s)", self.run_id, exc)
+                return {}
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _take_over(self, ctx: PhaseContext, before: Snapshot) -> DrillResult:
         for phase in TAKEOVER:
             self._phase(phase.name, partial(phase.run, ctx))
-        restored = self._phase("smoke", partial(smoke, ctx))
         # The RPO at T0 comes from the readiness checks, which an incident runs beside
-        # the takeover: the RTO is already fixed by `restored`, so waiting costs it nothing.
+        # the takeover: the RTO is already fixed by the smoke, so waiting costs it nothing.
         self._await_readiness(READINESS_WAIT_S)
         with self.timeline.phase("measure"), self.timeline.step("RTO and RPO") as step:
-            measurement = self._measure(ctx, restored)
+            measurement = self._measure(ctx)
             step.evidence = measurement.to_json()
             step.result = measurement.summary()
         if self.request.mode != Mode.DRILL:
@@ -373,14 +414,16 @@ class Drill:
         if not self.hooks.confirm(list_changes(dry, "preview")):
             raise DrillAborted("the operator did not confirm the changes")
 
-    def _measure(self, ctx: PhaseContext, restored: dt.datetime) -> Measurement:
+    def _measure(self, ctx: PhaseContext) -> Measurement:
         assert self.t0 is not None
+        restored: dt.datetime = ctx.facts["restored_at"]
         self.history.update_run(self.run_id, restored_at=restored)
         return measure(
             self.plan,
             t0=self.t0,
             restored=restored,
             dns_switched=ctx.facts.get("dns_switched_at", restored),
+            full_capacity=ctx.facts["full_capacity_at"],
             old_ttl=float(ctx.facts.get("old_ttl", 0)),
             readiness=self.readiness,
         )
@@ -446,6 +489,7 @@ class Drill:
         self.details.drift = result.drift
         if m is not None:
             self.details.measurement = m.record()
+            self.details.forecast = forecast_record(self.readiness, m.rto_seconds)
         self.history.update_run(
             self.run_id,
             status=result.status,

@@ -1,4 +1,8 @@
-"""RTO, client-visible RTO and RPO of a takeover, and the verdict against the plan."""
+"""RTO, client-visible RTO, time to full capacity and RPO of a takeover, and the verdict.
+
+The RTO is the service restored (the critical tier up, DNS switched, smoke through the
+name); full capacity comes later, when the normal tier is ready. The verdict is on the RTO.
+"""
 
 from __future__ import annotations
 
@@ -18,9 +22,11 @@ class Measurement:
     t0: dt.datetime
     restored: dt.datetime
     dns_switched: dt.datetime
+    full_capacity: dt.datetime
     old_ttl: float
     rto_seconds: float
     client_rto_seconds: float
+    full_capacity_seconds: float
     rpo_seconds: dict[str, float | None]
     rto_target: float
     rpo_target: float
@@ -31,6 +37,7 @@ class Measurement:
         return (
             f"RTO {format_duration(self.rto_seconds)} (target {format_duration(self.rto_target)}), "
             f"client-visible {format_duration(self.client_rto_seconds)}, "
+            f"full capacity {format_duration(self.full_capacity_seconds)}, "
             f"worst RPO {format_duration(rpo)} (target {format_duration(self.rpo_target)}): "
             f"{self.verdict}"
         )
@@ -41,9 +48,11 @@ class Measurement:
             t0=self.t0,
             restored=self.restored,
             dns_switched=self.dns_switched,
+            full_capacity=self.full_capacity,
             old_ttl_seconds=self.old_ttl,
             rto_seconds=round(self.rto_seconds, 3),
             client_rto_seconds=round(self.client_rto_seconds, 3),
+            full_capacity_seconds=round(self.full_capacity_seconds, 3),
             rpo_seconds=self.rpo_seconds,
             rto_target_seconds=self.rto_target,
             rpo_target_seconds=self.rpo_target,
@@ -79,6 +88,7 @@ def measure(
     t0: dt.datetime,
     restored: dt.datetime,
     dns_switched: dt.datetime,
+    full_capacity: dt.datetime,
     old_ttl: float,
     readiness: ReadinessReport | None,
 ) -> Measurement:
@@ -95,9 +105,11 @@ def measure(
         t0=t0,
         restored=restored,
         dns_switched=dns_switched,
+        full_capacity=full_capacity,
         old_ttl=old_ttl,
         rto_seconds=rto,
         client_rto_seconds=client_rto,
+        full_capacity_seconds=(full_capacity - t0).total_seconds(),
         rpo_seconds=rpo,
         rto_target=plan.objectives.rto,
         rpo_target=plan.objectives.rpo,

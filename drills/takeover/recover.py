@@ -12,6 +12,15 @@ current state, then does what the operator chose:
   verified from outside, so both sites can never serve), and settle the
   entries a crash left pending. DR stays as it is, for a person to look at.
 
+Failback mode: before its DNS switch it is undone (DR serves exactly as before it,
+verified against the snapshot it took); after it, it is completed forward and
+verified against the state before the incident, which it then closes.
+
+``fail-back`` (`drills recover RUN --fail-back`) abandons an incident declared by
+mistake and stopped part-way: explicit, audited, it undoes the incident's journal in
+the safe order (DNS back, DR to standby verified, the primary reopened) and compares
+with the snapshot taken before the incident.
+
 The run is marked ``recovered`` (finished) or ``recover-failed`` (left
 unfinished, so no new drill starts on top of it). Running it again is safe:
 every step reads the current state first and writes only what differs.
@@ -26,13 +35,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from drills.errors import DrillError
+from drills.notify.runs import announce_incident_closed
 from drills.plan import DrillPlan, load_plan
 from drills.store.details import RecoverAttempt
 from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
+from drills.takeover.failback import close_incident
 from drills.takeover.journal import Journal
 from drills.takeover.lease import PlanLease
+from drills.takeover.recover_failback import failback_action, recover_failback
 from drills.takeover.snapshot import differences, take
 from drills.takeover.steps.changes import KINDS
 from drills.takeover.steps.executor import ChangeExecutor
@@ -44,7 +56,8 @@ from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.recover")
 
-Action = Literal["rollback", "complete", "hold"]
+Action = Literal["rollback", "complete", "hold", "fail-back"]
+AUDIT_FAIL_BACK = "recover-fail-back"
 
 
 class RecoverStatus(StrEnum):
@@ -138,15 +151,14 @@ def recover(
     action: Action | None = None,
     force_unfenced: bool = False,
     deadline_s: float = 120.0,
+    operator: str = "",
+    reason: str = "",
 ) -> RecoverReport:
     """Recover ``run``; in incident mode ``action`` None only reports."""
-    if run.mode == Mode.DRILL:
-        if action not in (None, "rollback"):
-            raise RecoverError("a drill is always rolled back; --complete/--hold are for incidents")
-        action = "rollback"
-    elif action == "rollback":
-        raise RecoverError("an incident is never failed back by recover: use --complete or --hold")
     journal = Journal(history, run.id)
+    action = _choose(run, action, journal)
+    if action == "fail-back" and not (operator.strip() and reason.strip()):
+        raise RecoverError("--fail-back abandons an incident: name the --operator and a --reason")
     # The lease keeps a new drill (or a second recover) off the plan meanwhile; a crashed
     # holder on this host is taken over at once, one elsewhere once its lease expires.
     with PlanLease(history, plan.name, run.id), Targets(plan) as targets:
@@ -156,10 +168,12 @@ def recover(
         )  # fmt: skip
         if action is None:
             return report
-        executor = ChangeExecutor(targets, journal, undo_expected=run.mode == Mode.DRILL)
+        executor = ChangeExecutor(targets, journal, undo_expected=run.mode != Mode.INCIDENT)
         try:
             with report.timeline.phase(f"recover: {action}"):
-                if action == "rollback":
+                if run.mode == Mode.FAILBACK:
+                    recover_failback(history, report, executor, run, deadline_s)
+                elif action in ("rollback", "fail-back"):
                     _roll_back(report, executor, plan, run, deadline_s)
                 else:
                     _take_over(report, executor, plan, action, force_unfenced, deadline_s)
@@ -171,7 +185,46 @@ def recover(
             log.error("recover of run %s failed: %s", run.id, exc)
         report.state = take(plan, targets)
     _record(history, run, report)
+    if action == "fail-back":
+        _abandoned(history, plan, run, report, operator, reason)
     return report
+
+
+def _choose(run: DrillRun, action: Action | None, journal: Journal) -> Action | None:
+    """The action a run's mode allows: a drill rolls back; an incident completes, holds
+    or (explicitly) fails back; a failback follows its DNS switch."""
+    if run.mode == Mode.DRILL:
+        if action not in (None, "rollback"):
+            raise RecoverError("a drill is always rolled back; --complete/--hold are for incidents")
+        return "rollback"
+    if run.mode == Mode.FAILBACK:
+        return failback_action(action, journal)
+    if action == "rollback":
+        raise RecoverError(
+            "an incident is never rolled back by recover: use --complete or --hold, or "
+            "--fail-back to abandon one declared by mistake"
+        )
+    return action
+
+
+def _abandoned(
+    history: HistoryStore,
+    plan: DrillPlan,
+    run: DrillRun,
+    report: RecoverReport,
+    operator: str,
+    reason: str,
+) -> None:
+    """Audit the abandon, and close the incident when production is home again."""
+    done = report.status == RecoverStatus.RECOVERED
+    history.audit(
+        who=operator, action=AUDIT_FAIL_BACK, plan=plan.name, accepted=done, reason=reason,
+        detail={"run_id": run.id, "status": str(report.status), "undone": report.undone,
+                "error": report.error},
+    )  # fmt: skip
+    if done:
+        close_incident(history, run.id, by="recover --fail-back", run_id=None)
+        announce_incident_closed(plan, run.id, by="recover --fail-back", run_id=None)
 
 
 def _roll_back(

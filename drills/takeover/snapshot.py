@@ -11,25 +11,26 @@ from drills.takeover.steps.changes import (
     record_address,
     workload_address,
 )
-from drills.targets.sites import ROLES, Targets
+from drills.targets.sites import ROLES, Role, Targets
 
 Snapshot = dict[str, Any]
+
+
+def fence_of(plan: DrillPlan, role: Role) -> list[tuple[str, str]]:
+    """The (change kind, address) of what closes a site's ingress: the controller, or
+    each Ingress object's class."""
+    fence = getattr(plan.sites, role).ingress
+    if isinstance(fence, ControllerFence):
+        d = fence.deployment
+        return [("workload.scale", workload_address(role, "Deployment", d.namespace, d.name))]
+    return [("ingress.class", ingress_address(role, o.namespace, o.name)) for o in fence.objects]
 
 
 def touched(plan: DrillPlan) -> list[tuple[str, str]]:
     """Every (change kind, address) a drill of this plan can change, on both sites."""
     found: list[tuple[str, str]] = []
     for role in ROLES:
-        fence = getattr(plan.sites, role).ingress
-        if isinstance(fence, ControllerFence):
-            d = fence.deployment
-            found.append(
-                ("workload.scale", workload_address(role, "Deployment", d.namespace, d.name))
-            )
-        else:
-            found += [
-                ("ingress.class", ingress_address(role, o.namespace, o.name)) for o in fence.objects
-            ]
+        found += fence_of(plan, role)
         for w in plan.workloads:
             found.append(
                 ("workload.scale", workload_address(role, str(w.kind), w.namespace, w.name))

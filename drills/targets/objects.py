@@ -150,7 +150,7 @@ def endpoint_for(role: str, site: Site, plan: DrillPlan) -> AwsEndpoint:
 
 
 class ObjectStore:
-    """One site's object storage, read-only."""
+    """One site's object storage: reads, and the one canary write of ``data.dr_writable``."""
 
     def __init__(
         self,
@@ -342,6 +342,20 @@ class ObjectStore:
 
         md5: str = self._call(bucket, fetch, Bucket=bucket, Key=key)
         return md5
+    # -- the one write: a canary that proves DR accepts writes ----------------------------
+
+    def put_canary(self, bucket: str, key: str, body: bytes) -> str | None:
+        """Write ``body`` at ``key``; the version id when the bucket keeps versions."""
+        reply = self._call(bucket, self._client.put_object, Bucket=bucket, Key=key, Body=body)
+        return reply.get("VersionId")
+
+    def remove_canary(self, bucket: str, key: str, version_id: str | None) -> None:
+        """Delete the canary for good: its version when there is one, so no delete marker
+        or non-current copy is left behind in a versioned bucket."""
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key}
+        if version_id and version_id != "null":
+            kwargs["VersionId"] = version_id
+        self._call(bucket, self._client.delete_object, **kwargs)
 
     # -- one request each ---------------------------------------------------------------
 

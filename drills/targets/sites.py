@@ -53,8 +53,11 @@ class _Lazy:
 
 
 class SiteTargets:
-    def __init__(self, role: Role, plan: DrillPlan) -> None:
+    def __init__(self, role: Role, plan: DrillPlan, label: str | None = None) -> None:
         self.role = role
+        # What errors and evidence call the site: its role, unless the plan is seen the
+        # other way round (the failback direction), where the primary plays DR.
+        self.label = label or role
         self.plan = plan
         self.site: Site = getattr(plan.sites, role)
         self._cache = _Lazy()
@@ -63,20 +66,22 @@ class SiteTargets:
     def kube(self) -> KubeTarget:
         from drills.targets.kube import KubeTarget
 
-        return self._cache.get("kube", lambda: KubeTarget.for_site(self.role, self.site, self.plan))
+        return self._cache.get(
+            "kube", lambda: KubeTarget.for_site(self.label, self.site, self.plan)
+        )
 
     @property
     def registry(self) -> Registry:
         from drills.targets.registry import registry_for
 
-        return self._cache.get("registry", lambda: registry_for(self.role, self.site, self.plan))
+        return self._cache.get("registry", lambda: registry_for(self.label, self.site, self.plan))
 
     @property
     def objects(self) -> ObjectStore:
         from drills.targets.objects import ObjectStore
 
         return self._cache.get(
-            "objects", lambda: ObjectStore.for_site(self.role, self.site, self.plan)
+            "objects", lambda: ObjectStore.for_site(self.label, self.site, self.plan)
         )
 
     @property
@@ -84,7 +89,7 @@ class SiteTargets:
         from drills.targets.secrets import AwsSecrets
 
         return self._cache.get(
-            "aws_secrets", lambda: AwsSecrets.for_site(self.role, self.site, self.plan)
+            "aws_secrets", lambda: AwsSecrets.for_site(self.label, self.site, self.plan)
         )
 
     def close(self) -> None:
@@ -97,10 +102,13 @@ class SiteTargets:
 class Targets:
     """All adapters of one plan: ``targets.primary``, ``targets.dr``, ``targets.dns``."""
 
-    def __init__(self, plan: DrillPlan) -> None:
+    def __init__(self, plan: DrillPlan, *, reverse: bool = False) -> None:
+        """``reverse``: ``plan`` is a reversed plan (drills.plan.reverse), whose "primary"
+        is the real DR site: the adapters name each site by what it really is."""
         self.plan = plan
-        self.primary = SiteTargets("primary", plan)
-        self.dr = SiteTargets("dr", plan)
+        labels: tuple[Role, Role] = ("dr", "primary") if reverse else ("primary", "dr")
+        self.primary = SiteTargets("primary", plan, labels[0])
+        self.dr = SiteTargets("dr", plan, labels[1])
         self._cache = _Lazy()
 
     def site(self, role: Role) -> SiteTargets:

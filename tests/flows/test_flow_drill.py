@@ -120,6 +120,7 @@ def test_flow_waits_for_approval_then_drills_and_publishes_its_report(flow_lab: 
         assert resumed.result(timeout=5) == summary["flow_run_id"]
     assert summary["status"] == "succeeded" and summary["verdict"] == "met", summary
     assert 0 < summary["rto_seconds"] < summary["client_rto_seconds"]
+    assert summary["rto_seconds"] < summary["full_capacity_seconds"]
     assert set(summary["rpo_seconds"]) == {d.name for d in topology.DATASETS}
     assert snapshot(load_plan(path)) == before
 
@@ -132,6 +133,7 @@ def test_flow_waits_for_approval_then_drills_and_publishes_its_report(flow_lab: 
         "bring-up",
         "dns",
         "smoke",
+        "full-capacity",
         "failback",
     ]
 
@@ -140,6 +142,7 @@ def test_flow_waits_for_approval_then_drills_and_publishes_its_report(flow_lab: 
     assert f"Drill report `{summary['run_id']}`" in report
     assert "Approval:** approved by lead-sre" in report
     assert "Identical to the snapshot taken before the drill." in report
+    assert "| full capacity (normal tier ready) |" in report
     table = artifacts[artifact_key("drill-phases", "lab")].data
     rows = json.loads(table) if isinstance(table, str) else table
     assert [r["phase"] for r in rows] == [p["name"] for p in stored.timeline]

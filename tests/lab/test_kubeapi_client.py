@@ -32,7 +32,13 @@ def test_version_and_discovery_come_from_one_catalogue(kube_api: client.ApiClien
         g.name: g.preferred_version.group_version
         for g in client.ApisApi(kube_api).get_api_versions().groups
     }
-    assert groups == {"apps": "apps/v1", "networking.k8s.io": "networking.k8s.io/v1"}
+    assert groups == {
+        "apps": "apps/v1",
+        "batch": "batch/v1",
+        "networking.k8s.io": "networking.k8s.io/v1",
+        "scheduling.k8s.io": "scheduling.k8s.io/v1",
+        "kueue.x-k8s.io": "kueue.x-k8s.io/v1beta1",
+    }
     assert client.CoreApi(kube_api).get_api_versions().versions == ["v1"]
 
     core = {r.name: r for r in client.CoreV1Api(kube_api).get_api_resources().resources}

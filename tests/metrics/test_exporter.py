@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from typer.testing import CliRunner
 
+from drills.cli.app import app
 from drills.metrics.exporter import SPECS, DrillsCollector
 from drills.metrics.plans import PlanCache
 from drills.metrics.snapshot import CADENCE_S, Snapshotter
 from drills.plan import load_plan
+from drills.store.details import MeasurementRecord, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun, Lease
 from tests.support.ui import EXAMPLE_PLAN
@@ -71,7 +74,8 @@ def value(samples: dict[tuple[str, frozenset[Any]], float], name: str, **labels:
 def test_each_figure_from_the_store_and_the_plan(history: HistoryStore) -> None:
     _readiness(history)
     measured = {"rto_seconds": 120.0, "client_rto_seconds": 150.0}
-    history.create_run(_run("d1", "drill", "succeeded", 10, **measured,
+    full = RunDetails(measurement=MeasurementRecord(rto_seconds=120.0, full_capacity_seconds=300.0))
+    history.create_run(_run("d1", "drill", "succeeded", 10, **measured, details=full,
                             rpo_seconds={"checkpoints": 30.0}))  # fmt: skip
     history.create_run(_run("d0", "drill", "succeeded", 1, dry_run=True, rto_seconds=1.0))
     history.create_run(_run("i1", "incident", "succeeded", 5, rto_seconds=2000.0))
@@ -99,7 +103,10 @@ def test_each_figure_from_the_store_and_the_plan(history: HistoryStore) -> None:
     assert value(samples, "drills_run_last_rto_seconds", mode="drill") == 120  # not the dry run
     assert value(samples, "drills_run_last_client_rto_seconds", mode="drill") == 150
     assert value(samples, "drills_run_last_rpo_seconds", mode="drill", dataset="checkpoints") == 30
+    assert value(samples, "drills_run_last_full_capacity_seconds", mode="drill") == 300
     assert value(samples, "drills_run_last_rto_seconds", mode="incident") == 2000
+    # An incident recorded before full capacity was measured has no such series.
+    assert key("drills_run_last_full_capacity_seconds", mode="incident") not in samples
     assert value(samples, "drills_plan_rto_target_seconds") == 1800
 
     # No process holds the running drill's lease: stuck, and the plan is in transition.
@@ -154,9 +161,10 @@ def test_a_plan_file_is_parsed_again_only_when_it_changes(tmp_path: Path) -> Non
 def test_an_existing_store_gets_the_new_indexes(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
     HistoryStore(url).close()
-    with sqlite3.connect(tmp_path / "old.db") as conn:
+    with sqlite3.connect(tmp_path / "old.db") as conn:  # as an early 0.1.0 store was
         conn.execute("DROP INDEX ix_run_finished")
-    HistoryStore(url).close()
+        conn.execute("DROP TABLE alembic_version")
+    assert CliRunner().invoke(app, ["db", "upgrade", "--db", url]).exit_code == 0
     with sqlite3.connect(tmp_path / "old.db") as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert {"ix_run_finished", "ix_run_plan_mode_started"} <= names

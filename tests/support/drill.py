@@ -59,14 +59,19 @@ def offline_lab_plan_text() -> str:
 
 def lab_plan(info: LabInfo, change: Callable[[dict[str, Any]], None] | None = None) -> DrillPlan:
     """The lab's plan, optionally changed, written beside it so relative references resolve."""
+    return load_plan(lab_plan_file(info, change))
+
+
+def lab_plan_file(info: LabInfo, change: Callable[[dict[str, Any]], None] | None = None) -> Path:
+    """The lab's plan file, or a changed copy of it written beside it."""
     source = Path(info.state_dir) / "plan.yaml"
     if change is None:
-        return load_plan(source)
+        return source
     data = yaml.safe_load(source.read_text())
     change(data)
     variant = Path(info.state_dir) / f"variant-{time.monotonic_ns()}.yaml"
     variant.write_text(yaml.safe_dump(data, sort_keys=False))
-    return load_plan(variant)
+    return variant
 
 
 def snapshot(plan: DrillPlan) -> Snapshot:

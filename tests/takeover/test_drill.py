@@ -3,7 +3,11 @@ each phase that must leave the systems exactly as they were."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,11 +23,12 @@ from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult
 from tests.support.drill import SplitBrainMonitor, drills_cli, lab_plan, snapshot
+from tests.support.postgres import PostgresServer
 from tests.support.services import own_lab
 
 SUCCEEDED_PHASES = [
-    "preflight", "declare", "fence", "bring-up", "dns", "smoke", "measure", "failback",
-    "verify failback",
+    "preflight", "declare", "fence", "bring-up", "dns", "smoke", "full-capacity", "measure",
+    "failback", "verify failback",
 ]  # fmt: skip
 
 
@@ -32,6 +37,13 @@ def drill_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     """A lab of its own: drills change it (and must put it back)."""
     with own_lab(tmp_path_factory, "drill-lab", ready_delay=0.3) as info:
         yield info
+
+
+@pytest.fixture()
+def db_url(tmp_path: Path) -> str:
+    """SQLite only here: a drill's behaviour does not depend on the store, whose own tests
+    (store, journal, lease, recover, queries) run on both; each full drill runs once."""
+    return f"sqlite:///{tmp_path / 'history.db'}"
 
 
 def drill(plan: DrillPlan, history: HistoryStore, **kwargs: Any) -> DrillResult:
@@ -59,6 +71,7 @@ def test_full_drill_fails_back_exactly_and_never_splits_brain(
     assert result.drift == {}
     m = result.measurement
     assert m is not None and 0 < m.rto_seconds < m.client_rto_seconds
+    assert m.rto_seconds < m.full_capacity_seconds
     assert m.client_rto_seconds >= topology.GOOD_TTL  # clients may hold the old answer a TTL
     assert set(m.rpo_seconds) == {d.name for d in topology.DATASETS}
     # The monitor watched the switch happen, and never saw both sites serve.
@@ -72,6 +85,31 @@ def test_full_drill_fails_back_exactly_and_never_splits_brain(
         s for p in stored.timeline for s in p["steps"] if s["name"] == "batch tier stays paused"
     ]
     assert batch and len(batch[0]["evidence"]["paused"]) == 4
+    _assert_minimum_takeover_order(stored.timeline, m.rto_seconds, m.full_capacity_seconds)
+
+
+def _when(phase: dict[str, Any], prefix: str, end: str = "ended_at") -> list[dt.datetime]:
+    steps = [s for s in phase["steps"] if s["name"].startswith(prefix)]
+    assert steps, f"no step {prefix!r} in {phase['name']}"
+    return [dt.datetime.fromisoformat(s[end]) for s in steps]
+
+
+def _assert_minimum_takeover_order(
+    timeline: list[dict[str, Any]], rto: float, full_capacity: float
+) -> None:
+    """From the stored timeline: DNS switched and the service smoke-tested before the
+    normal tier was even scaled, and full capacity measurably after the RTO (the lab's
+    rollout delay at least)."""
+    phases = {p["name"]: p for p in timeline}
+    critical_ready = max(_when(phases["bring-up"], "critical: "))
+    dns_confirmed = max(_when(phases["dns"], "confirm on every authoritative server"))
+    smoked = max(_when(phases["smoke"], "smoke "))
+    normal_started = min(_when(phases["full-capacity"], "normal: ", end="started_at"))
+    normal_ready = max(_when(phases["full-capacity"], "normal: "))
+    assert critical_ready <= dns_confirmed <= smoked <= normal_started < normal_ready
+    assert full_capacity - rto >= 0.25, (rto, full_capacity)
+    paused = _when(phases["full-capacity"], "batch tier stays paused")
+    assert paused and min(paused) >= normal_ready
 
 
 def test_dry_run_changes_nothing(drill_lab: LabInfo, history: HistoryStore) -> None:
@@ -91,6 +129,14 @@ def test_dry_run_changes_nothing(drill_lab: LabInfo, history: HistoryStore) -> N
     ]
     assert len(scaled_down) == len(writers)
     assert all(p.current != p.intended for p in result.planned)
+    # Listed in the order they would be made: the normal tier after the DNS switch.
+    targets = [p.target for p in result.planned]
+    dns = targets.index("api.drills.test./A")
+    normal = [w for w in topology.WORKLOADS if w.tier == "normal" and w.dr_replicas]
+    first_normal = min(targets.index(f"dr/{w.kind}/{w.namespace}/{w.name}") for w in normal)
+    critical = [w for w in topology.WORKLOADS if w.tier == "critical"]
+    last_critical = max(targets.index(f"dr/{w.kind}/{w.namespace}/{w.name}") for w in critical)
+    assert last_critical < dns < first_normal
 
 
 def _set_never_ready(info: LabInfo, value: str | None) -> None:
@@ -307,8 +353,10 @@ def test_cli_run_history_and_report(drill_lab: LabInfo, tmp_path: Path) -> None:
     runs = json.loads(drills_cli("history", "--json", db=db).stdout)
     assert len(runs) == 1
     wanted = {"id", "plan", "mode", "started_at", "verdict", "rto_seconds",
-              "client_rto_seconds", "rpo_seconds", "status"}  # fmt: skip
+              "client_rto_seconds", "full_capacity_seconds", "rpo_seconds", "status"}  # fmt: skip
     assert wanted <= set(runs[0])
+    # Minimum takeover: the service was restored before the normal tier was ready.
+    assert 0 < runs[0]["rto_seconds"] < runs[0]["full_capacity_seconds"]
     assert runs[0]["status"] == "succeeded" and set(runs[0]["rpo_seconds"]) == {
         d.name for d in topology.DATASETS
     }
@@ -316,6 +364,11 @@ def test_cli_run_history_and_report(drill_lab: LabInfo, tmp_path: Path) -> None:
     assert report["run"]["reason"] == "quarterly drill"
     assert [c["state"] for c in report["journal"]] == ["undone"] * len(report["journal"])
     assert report["state_differences"] == {}
+    assert report["full_capacity_seconds"] == runs[0]["full_capacity_seconds"]
+    markdown = drills_cli("report", runs[0]["id"], db=db).stdout
+    assert "| full capacity (normal tier ready) |" in markdown
+    table = drills_cli("history", db=db).stdout
+    assert f"{runs[0]['full_capacity_seconds']:.1f}s" in table
     missing = drills_cli("report", "nope", db=db)
     assert missing.returncode == 1 and "drills history" in missing.stderr
 
@@ -336,3 +389,30 @@ def test_full_drill_with_dns_on_route53_and_images_on_ecr(
         assert failed <= {"drill.cadence"}, failed
         assert snapshot(plan) == before
         assert monitor.both == [] and monitor.seen["dr"] > 0
+
+
+def test_on_postgresql_db_upgrade_twice_a_drill_and_its_history(
+    drill_lab: LabInfo, postgres: PostgresServer
+) -> None:
+    """As an operator does it: DRILLS_DB_URL names an empty PostgreSQL database."""
+    db = postgres.create_database()
+    env = os.environ | {"DRILLS_DB_URL": db, "COLUMNS": "200"}
+
+    def drills(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "drills", *args], capture_output=True,
+                              text=True, env=env, timeout=300)  # fmt: skip
+
+    plan = lab_plan(drill_lab)
+    before = snapshot(plan)
+    first, second = drills("db", "upgrade"), drills("db", "upgrade")
+    assert first.returncode == 0 and "created at schema" in first.stdout, first.stderr
+    assert second.returncode == 0 and "already at schema" in second.stdout, second.stderr
+    ran = drills("run", str(Path(drill_lab.state_dir) / "plan.yaml"), "--yes", "--json")
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert json.loads(ran.stdout)["run"]["status"] == "succeeded"
+    listed = drills("history", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [run] = json.loads(listed.stdout)
+    assert (run["mode"], run["status"], run["verdict"]) == ("drill", "succeeded", "met")
+    assert snapshot(plan) == before
+    postgres.drop_database(db)

@@ -57,6 +57,10 @@ def test_readiness_shows_the_snapshot_of_the_drill_by_category(
     assert "never been drilled" in failed[0]
     assert "BLOCKING" not in shown(at)
     assert any("What to do" in i.value for i in at.info)  # the failure's remediation
+    # The forecast of a takeover now, from the snapshot's forecast.rto, above the checklist.
+    assert at.metric[0].label == "A takeover now" and at.metric[0].value.startswith("about ")
+    assert any("a takeover now: about" in c.value and "(target 300 s)" in c.value
+               for c in at.caption)  # fmt: skip
 
 
 def test_rerun_checks_inline_stores_a_new_snapshot(populated: Drilled, ui_env: UiEnv) -> None:
@@ -97,7 +101,7 @@ def test_history_table_chart_and_run_detail(populated: Drilled, ui_env: UiEnv) -
     table = at.dataframe[0].value
     assert list(table.columns) == [
         "date", "plan", "mode", "operator", "verdict", "RTO / target", "client RTO",
-        "RPO / target", "duration", "run",
+        "full capacity", "RPO / target", "duration", "run",
     ]  # fmt: skip
     real = table[table["run"] == populated.run_id].iloc[0]
     assert real["verdict"] == "met" and real["operator"] == "alice"
@@ -112,11 +116,17 @@ def test_history_table_chart_and_run_detail(populated: Drilled, ui_env: UiEnv) -
     marked = points.set_index("run")
     assert marked.loc[failed, "failed"] and marked.loc[failed, "outcome"] == "failed"
     assert marked.loc[missed, "rto_s"] == 400.0 and not marked.loc[populated.run_id, "failed"]
+    # The real drill's full capacity came after its RTO; the runs added by hand have none.
+    assert marked.loc[populated.run_id, "full_s"] > marked.loc[populated.run_id, "rto_s"]
+    assert points.set_index("run")["full_s"].isna().sum() == 2
+    assert real["full capacity"].endswith(" s")
     # The detail of the real drill, opened by its link (?run=...).
     at.query_params["run"] = populated.run_id
     at.run()
     text = shown(at)
     assert f"Run `{populated.run_id}` — lab, drill" in text
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Full capacity"].endswith(" s") and "RTO" in metrics
     assert [t.label for t in at.tabs] == [
         "Phase timeline", "Steps and evidence", "Journal of changes", "Readiness at T0"
     ]  # fmt: skip

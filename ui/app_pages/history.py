@@ -15,7 +15,7 @@ from ui.settings import UISettings, load_settings
 
 KEY = "history"
 ALL = "All"
-MODES = (ALL, Mode.DRILL, Mode.INCIDENT)
+MODES = (ALL, Mode.DRILL, Mode.INCIDENT, Mode.FAILBACK)
 VERDICTS = (ALL, Verdict.MET, Verdict.MISSED, Verdict.FAILED, Verdict.ABORTED)
 
 
@@ -29,6 +29,7 @@ def _table(rows: list[RunRow]) -> list[dict[str, Any]]:
             "verdict": components.verdict_label(r.verdict) if r.verdict else r.status,
             "RTO / target": components.versus(r.rto_seconds, r.rto_target),
             "client RTO": components.seconds(r.client_rto_seconds),
+            "full capacity": components.seconds(r.full_capacity_seconds),
             "RPO / target": components.versus(r.rpo_worst, r.rpo_target),
             "duration": components.seconds(r.duration_seconds),
             "run": r.id,
@@ -87,6 +88,7 @@ def _detail(settings: UISettings, run_id: str) -> None:
     st.subheader(f"Run `{run['id']}` — {run['plan']}, {run['mode']}")
     _verdict_and_objectives(report)
     _who_and_when(run)
+    _incident_record(report.get("incident"), run["id"])
     if run["status"] == RunStatus.RUNNING and not run["finished_at"]:
         _still_running(settings, run)
     _what_went_wrong(report)
@@ -108,15 +110,19 @@ def _detail(settings: UISettings, run_id: str) -> None:
 def _verdict_and_objectives(report: dict[str, Any]) -> None:
     run = report["run"]
     m = report.get("measurement") or {}
-    cols = st.columns(4)
+    cols = st.columns(5)
     cols[0].metric("Verdict", components.verdict_label(run["verdict"]), run["status"], "off")
     cols[1].metric(
         "RTO", components.seconds(report["rto_seconds"]),
         f"target {components.seconds(m.get('rto_target_seconds'))}", "off",
     )  # fmt: skip
     cols[2].metric("Client-visible RTO", components.seconds(report["client_rto_seconds"]))
-    rpo = [v for v in (report["rpo_seconds"] or {}).values() if v is not None]
     cols[3].metric(
+        "Full capacity", components.seconds(report.get("full_capacity_seconds")),
+        "normal tier ready", "off",
+    )  # fmt: skip
+    rpo = [v for v in (report["rpo_seconds"] or {}).values() if v is not None]
+    cols[4].metric(
         "Worst RPO", components.seconds(max(rpo) if rpo else None),
         f"target {components.seconds(m.get('rpo_target_seconds'))}", "off",
     )  # fmt: skip
@@ -128,6 +134,43 @@ def _who_and_when(run: dict[str, Any]) -> None:
         f"{components.when(run['started_at'])} — T0 {components.when(run['t0'])} — finished "
         f"{components.when(run['finished_at'])}"
     )
+
+
+def _run_link(run_id: str | None, label: str) -> None:
+    if run_id:
+        st.page_link(
+            "app_pages/history.py", label=f"{label} `{run_id}`", icon=":material/link:",
+            query_params={"run": run_id},
+        )  # fmt: skip
+
+
+def _incident_record(record: dict[str, Any] | None, run_id: str) -> None:
+    """One incident from declaration to close: the takeover and its failback, linked both
+    ways (drills.store.incident_record, as `drills report` shows it)."""
+    if record is None:
+        return
+    state = "open: still served from DR" if record["open"] else "closed"
+    with st.container(border=True):
+        st.markdown(f"**Incident record** — {state}")
+        if record["incident_run"] != run_id:
+            _run_link(record["incident_run"], "Its incident: run")
+        if record["failback_run"] and record["failback_run"] != run_id:
+            _run_link(record["failback_run"], "Failed back by run")
+        moments = (
+            ("declared (T0)", record["declared"]), ("taken over", record["taken_over"]),
+            ("held at DR from", record["held_from"]),
+            ("way back checked", record["way_back_checked"]),
+            ("failed back", record["failed_back"]), ("closed", record["closed"]),
+        )  # fmt: skip
+        rows = [{"moment": what, "when": components.when(at)} for what, at in moments]
+        st.markdown(components.markdown_table(rows))
+        served = components.seconds(record["served_from_dr_seconds"])
+        st.markdown(
+            f"- **Served from DR:** {served}{' (still)' if record['open'] else ''}\n"
+            f"- **Written at DR:** {record['written_at_dr']} object(s); **copied back and "
+            f"readable at the primary:** {record['copied_back']}\n"
+            f"- **Failback downtime:** {components.seconds(record['failback_downtime_seconds'])}"
+        )
 
 
 def _what_went_wrong(report: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drills.lab.kubeapi import discovery
+from drills.lab.kubeapi.audit import AuditEvent, AuditLog, resource_verb
 from drills.lab.kubeapi.patch import apply_patch, decode
 from drills.lab.kubeapi.resources import ResourceType, lookup
 from drills.lab.kubeapi.scale import scale_of, scale_patch, scale_update
@@ -47,6 +48,7 @@ class Request:
     accept: str = "application/json"
     content_type: str = ""
     body: bytes = b""
+    user_agent: str = ""
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,36 @@ def _true(value: str | None) -> bool:
     return value is not None and value.lower() in ("1", "true")
 
 
+def _split(path: str) -> tuple[str, str, list[str]] | None:
+    """(group, version, the parts after it) of an API path; None for any other path."""
+    parts = path.strip("/").split("/")
+    if parts[0] == "api" and len(parts) >= 2:
+        return "", parts[1], parts[2:]
+    if parts[0] == "apis" and len(parts) >= 3:
+        return parts[1], parts[2], parts[3:]
+    return None
+
+
+def _selected_name(query: dict[str, str]) -> str:
+    """The name a list or watch is narrowed to by ``fieldSelector=metadata.name=NAME``:
+    the real server authorizes it as a request for that name (resourceNames apply)."""
+    terms = [term.strip() for term in query.get("fieldSelector", "").split(",") if term.strip()]
+    for term in terms:
+        for operator in ("==", "="):
+            field, sep, value = term.partition(operator)
+            if sep and field.strip() == "metadata.name":
+                return value.strip()
+    return ""
+
+
+def _audit_namespace(t: _Target) -> str:
+    # As the real RequestInfo: /api/v1/namespaces/NAME is in namespace NAME, so a Role
+    # in that namespace may grant reading it.
+    if t.rt.plural == "namespaces" and t.name is not None:
+        return t.name
+    return t.namespace or ""
+
+
 class KubeApi:
     def __init__(
         self, store: ResourceStore, version: tuple[int, int], max_watch: float = 1800.0
@@ -96,12 +128,42 @@ class KubeApi:
         self.version = version
         self.max_watch = max_watch
         self.server_address = ""
+        self.audit: AuditLog | None = None
 
     def handle(self, req: Request) -> Reply | WatchRequest:
         try:
-            return self._route(req)
+            result = self._route(req)
         except ApiError as exc:
-            return Reply(exc.code, exc.to_status())
+            result = Reply(exc.code, exc.to_status())
+        if self.audit is not None:
+            code = result.code if isinstance(result, Reply) else 200
+            self.audit.record(self._audit_event(req, code))
+        return result
+
+    def _audit_event(self, req: Request, code: int) -> AuditEvent:
+        """The request as the authorizer sees it; an unknown resource counts as a URL."""
+        path = req.path.rstrip("/") or "/"
+        split = _split(path)
+        if split is not None and split[2]:
+            group, version, rest = split
+            try:
+                t = self._target(group, version, rest)
+            except ApiError:
+                pass
+            else:
+                watch = _true(req.query.get("watch"))
+                return AuditEvent(
+                    verb=resource_verb(req.method, named=t.name is not None, watch=watch),
+                    group=group,
+                    resource=t.rt.plural,
+                    subresource=t.subresource or "",
+                    namespace=_audit_namespace(t),
+                    name=t.name or _selected_name(req.query),
+                    path=path,
+                    code=code,
+                    user_agent=req.user_agent,
+                )
+        return AuditEvent(verb=req.method.lower(), path=path, code=code, user_agent=req.user_agent)
 
     # -- routing ---------------------------------------------------------
 
@@ -114,13 +176,10 @@ class KubeApi:
             if req.method != "GET":
                 raise method_not_allowed(req.method)
             return fixed
-        parts = path.strip("/").split("/")
-        if parts[0] == "api" and len(parts) >= 2:
-            group, version, rest = "", parts[1], parts[2:]
-        elif parts[0] == "apis" and len(parts) >= 3:
-            group, version, rest = parts[1], parts[2], parts[3:]
-        else:
+        split = _split(path)
+        if split is None:
             raise path_not_found()
+        group, version, rest = split
         if not rest:
             listing = discovery.api_resource_list(group, version)
             if listing is None:

@@ -72,6 +72,30 @@ def _statefulset(obj: dict[str, Any]) -> None:
     obj.setdefault("status", {"replicas": 0, "availableReplicas": 0})
 
 
+def _job(obj: dict[str, Any]) -> None:
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    for key, value in (("backoffLimit", 6), ("completions", 1), ("parallelism", 1),
+                       ("completionMode", "NonIndexed"), ("suspend", False),
+                       ("podReplacementPolicy", "TerminatingOrFailed")):  # fmt: skip
+        spec.setdefault(key, value)
+    # The job controller's selector: the Job's own UID and name on every pod it makes.
+    meta = obj.get("metadata") or {}
+    uid, name = str(meta.get("uid", "")), str(meta.get("name", ""))
+    template = spec.get("template")
+    if isinstance(template, dict) and not spec.get("manualSelector"):
+        labels = template.setdefault("metadata", {}).setdefault("labels", {})
+        if isinstance(labels, dict):
+            labels.update({
+                "batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
+                "controller-uid": uid, "job-name": name,
+            })  # fmt: skip
+        spec.setdefault("selector", {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+    _template(spec)
+    obj.setdefault("status", {})
+
+
 def _pod(obj: dict[str, Any]) -> None:
     _pod_spec(obj.setdefault("spec", {}))
     status = obj.setdefault("status", {})
@@ -149,6 +173,7 @@ def _node(obj: dict[str, Any]) -> None:
 DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "deployments": _deployment,
     "statefulsets": _statefulset,
+    "jobs": _job,
     "pods": _pod,
     "services": _service,
     "secrets": _secret,

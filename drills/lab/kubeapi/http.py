@@ -118,6 +118,7 @@ class ApiHandler(BaseHTTPRequestHandler):
             accept=self.headers.get("Accept") or "application/json",
             content_type=self.headers.get("Content-Type") or "",
             body=body,
+            user_agent=self.headers.get("User-Agent") or "",
         )
         try:
             result = self.server.api.handle(request)

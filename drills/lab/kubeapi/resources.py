@@ -83,8 +83,34 @@ CATALOGUE: tuple[ResourceType, ...] = (
         "apps", "v1", "StatefulSet", "statefulsets", "statefulset", True, ("sts",),
         ("scale", "status"), ("all",),
     ),
+    # Flow runs of a Prefect Kubernetes work pool run as Jobs (deploy/prefect/).
+    ResourceType("batch", "v1", "Job", "jobs", "job", True, (), ("status",), ("all",)),
     ResourceType(
         "networking.k8s.io", "v1", "Ingress", "ingresses", "ingress", True, ("ing",), ("status",),
+    ),
+    ResourceType(
+        "", "v1", "ResourceQuota", "resourcequotas", "resourcequota", True, ("quota",),
+        ("status",),
+    ),
+    ResourceType(
+        "apps", "v1", "DaemonSet", "daemonsets", "daemonset", True, ("ds",), ("status",), ("all",),
+    ),
+    ResourceType(
+        "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False,
+        ("pc",),
+    ),
+    # Kueue's CRDs, served as the kueue.x-k8s.io/v1beta1 API a Kueue install serves.
+    ResourceType(
+        "kueue.x-k8s.io", "v1beta1", "ClusterQueue", "clusterqueues", "clusterqueue", False,
+        ("cq",), ("status",), ("kueue",),
+    ),
+    ResourceType(
+        "kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues", "localqueue", True,
+        ("queue", "queues", "lq"), ("status",), ("kueue",),
+    ),
+    ResourceType(
+        "kueue.x-k8s.io", "v1beta1", "Workload", "workloads", "workload", True,
+        ("wl",), ("status",), ("kueue",),
     ),
 )  # fmt: skip
 

@@ -8,6 +8,7 @@ from types import TracebackType
 
 from drills.errors import LabError
 from drills.lab.kubeapi.api import KubeApi
+from drills.lab.kubeapi.audit import AuditLog
 from drills.lab.kubeapi.controller import RolloutController
 from drills.lab.kubeapi.http import ApiHTTPServer
 from drills.lab.kubeapi.store import ResourceStore
@@ -32,6 +33,9 @@ class KubeApiServer:
     ``tls=True`` serves HTTPS with a fresh self-signed certificate
     (``ca_pem``). kubectl needs it to authenticate: client-go never sends a
     kubeconfig's token to an http:// server. The Python client sends it either way.
+
+    ``audit``, when given, records every request the server answers (see
+    :mod:`drills.lab.kubeapi.audit`); the lab's own in-process reads are not requests.
     """
 
     def __init__(
@@ -44,6 +48,7 @@ class KubeApiServer:
         ready_delay: float = 0.5,
         name: str = "lab",
         tls: bool = False,
+        audit: AuditLog | None = None,
     ) -> None:
         self.host = host
         self.name = name
@@ -55,6 +60,8 @@ class KubeApiServer:
         for namespace in SYSTEM_NAMESPACES:
             self.store.create("namespaces", {"metadata": {"name": namespace}})
         self._api = KubeApi(self.store, version)
+        self._api.audit = audit
+        self.audit = audit
         self._controller = RolloutController(self.store, ready_delay, name)
         self._httpd: ApiHTTPServer | None = None
         self._lock = threading.Lock()

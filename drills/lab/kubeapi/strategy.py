@@ -20,7 +20,7 @@ from drills.lab.kubeapi.validation import validate, validate_update
 # Resources whose status a create request cannot set (the real strategies
 # reset it); nodes keep theirs because a kubelet registers with its status.
 _STATUS_RESET_ON_CREATE = frozenset(
-    {"deployments", "statefulsets", "pods", "services", "ingresses"}
+    {"deployments", "statefulsets", "pods", "services", "ingresses", "jobs"}
 )
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 

@@ -136,6 +136,11 @@ def _pod(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
     ]
 
 
+def _job(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
+    wanted = _int((obj.get("spec") or {}).get("completions"))
+    return [f"{_int((obj.get('status') or {}).get('succeeded'))}/{wanted}", _age(obj, now)]
+
+
 def _node(obj: dict[str, Any], now: dt.datetime) -> list[Any]:
     ready = condition(obj, "Ready")
     state = "Unknown"
@@ -237,6 +242,7 @@ PRINTERS: dict[str, tuple[tuple[Column, ...], Cells]] = {
         (("Class", _S, 0), ("Hosts", _S, 0), ("Address", _S, 0), ("Ports", _S, 0), ("Age", _S, 0)),
         _ingress,
     ),
+    "jobs": ((("Completions", _S, 0), ("Age", _S, 0)), _job),
     "namespaces": ((("Status", _S, 0), ("Age", _S, 0)), _namespace),
     "secrets": ((("Type", _S, 0), ("Data", _I, 0), ("Age", _S, 0)), _secret),
     "configmaps": ((("Data", _I, 0), ("Age", _S, 0)), _configmap),

@@ -97,6 +97,7 @@ def _containers(spec: Any, field: str) -> Causes:
             causes.append((f"{where}.name", "Required value"))
         if not container.get("image"):
             causes.append((f"{where}.image", "Required value"))
+        causes += _env(container, where)
     return causes
 
 
@@ -121,6 +122,56 @@ def _workload(obj: dict[str, Any]) -> Causes:
                 )
             )
     causes += _containers(template.get("spec"), "spec.template.spec")
+    return causes
+
+
+_JOB_RESTART_POLICIES = ("OnFailure", "Never")
+_JOB_COUNTS = ("backoffLimit", "completions", "parallelism", "ttlSecondsAfterFinished")
+
+
+def _job(obj: dict[str, Any]) -> Causes:
+    causes: Causes = []
+    for key in _JOB_COUNTS:
+        value = dig(obj, "spec", key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            causes.append((f"spec.{key}", f"Invalid value: {value!r}: must be an integer"))
+        elif value is not None and value < 0:
+            causes.append(
+                (f"spec.{key}", f"Invalid value: {value}: must be greater than or equal to 0")
+            )
+    template = dig(obj, "spec", "template")
+    if not isinstance(template, dict):
+        return [*causes, ("spec.template", "Required value")]
+    spec = template.get("spec")
+    policy = spec.get("restartPolicy") if isinstance(spec, dict) else None
+    if policy not in _JOB_RESTART_POLICIES:
+        causes.append((
+            "spec.template.spec.restartPolicy",
+            f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"',
+        ))  # fmt: skip
+    return causes + _containers(spec, "spec.template.spec")
+
+
+def _env(container: dict[str, Any], where: str) -> Causes:
+    """A container's env: each entry named, with a value or a reference, not both."""
+    causes: Causes = []
+    env = container.get("env") or []
+    if not isinstance(env, list):
+        return [(f"{where}.env", "Invalid value: must be a list")]
+    for i, var in enumerate(env):
+        at = f"{where}.env[{i}]"
+        if not isinstance(var, dict) or not var.get("name"):
+            causes.append((f"{at}.name", "Required value"))
+            continue
+        source = var.get("valueFrom")
+        if source is not None and var.get("value"):
+            causes.append((
+                f"{at}.valueFrom",
+                "Invalid value: may not be specified when `value` is not empty",
+            ))  # fmt: skip
+        ref = source.get("secretKeyRef") if isinstance(source, dict) else None
+        if isinstance(ref, dict) and not (ref.get("name") and ref.get("key")):
+            causes.append((f"{at}.valueFrom.secretKeyRef", "Required value: name and key"))
     return causes
 
 
@@ -157,6 +208,7 @@ def _secret(obj: dict[str, Any]) -> Causes:
 _VALIDATORS: dict[str, Callable[[dict[str, Any]], Causes]] = {
     "deployments": _workload,
     "statefulsets": _workload,
+    "jobs": _job,
     "pods": _pod,
     "services": _service,
     "secrets": _secret,

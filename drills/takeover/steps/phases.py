@@ -1,4 +1,5 @@
-"""The mutating phases of a takeover: fence the primary, bring DR up, switch DNS, smoke.
+"""The phases of a takeover: fence the primary, bring DR's critical tier up, switch DNS,
+smoke, then the normal tier.
 
 Each phase applies its changes through the executor (so they are journalled
 and undoable) and then verifies from outside that they took. In a dry run the
@@ -19,6 +20,7 @@ from typing import Any
 from drills.checks.base import Status
 from drills.checks.identity import distinct_result
 from drills.checks.runner import ReadinessReport
+from drills.checks.wayback import running_writers
 from drills.errors import RunRefused, StepFailed, TargetError
 from drills.plan import ControllerFence, DrillPlan, Workload
 from drills.takeover.steps.changes import (
@@ -32,7 +34,7 @@ from drills.takeover.timeline import Timeline, utc_now
 from drills.targets.dns import dns_for
 from drills.targets.http import new_client
 from drills.targets.probe import ProbeResult, serving, smoke_until
-from drills.targets.sites import Targets
+from drills.targets.sites import Role, Targets
 
 FENCED_CLASS = "drills-fenced"  # an IngressClass no controller serves
 POLL_S = 0.05
@@ -328,27 +330,31 @@ def _unfenced(ctx: PhaseContext, cause: str) -> None:
 
 
 def _writer_pods(ctx: PhaseContext) -> tuple[bool, str]:
-    kube = ctx.targets.primary.kube
-    remaining = {}
-    for w in ctx.plan.writers:
-        obj = kube.workload(w.namespace, str(w.kind), w.name) or {}
-        labels = obj.get("spec", {}).get("selector", {}).get("matchLabels", {})
-        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-        count = len(kube.pods(w.namespace, selector)) if selector else 0
-        if count:
-            remaining[w.key] = count
-    return not remaining, f"writer pods remaining: {remaining}" if remaining else "none"
+    remaining = running_writers(ctx.targets.primary.kube, ctx.plan.writers)
+    return not remaining, f"writers still running: {remaining}" if remaining else "none"
 
 
-# -- 4. bring up DR ---------------------------------------------------------------
-def bring_up(ctx: PhaseContext) -> None:
-    for tier in ("critical", "normal"):
-        workloads = [w for w in ctx.plan.workloads_in(tier) if w.dr_replicas > 0]
-        if workloads:
-            _bring_up_tier(ctx, tier, workloads)
+# -- 4. bring up DR: the critical tier first, the normal tier once DR serves ------------
+def bring_up_critical(ctx: PhaseContext) -> None:
+    """The least DR needs to serve: the critical tier, ready, before DNS moves to it."""
+    _bring_up(ctx, "critical")
+
+
+def bring_up_normal(ctx: PhaseContext) -> None:
+    """After the service is restored: the normal tier (it waits, so that the critical tier
+    had DR's GPUs first), then the batch tier left paused. Full capacity once ready."""
+    _bring_up(ctx, "normal")
+    if not ctx.dry_run:
+        ctx.facts["full_capacity_at"] = utc_now()
     with ctx.timeline.step("batch tier stays paused") as step:
         step.evidence = {"paused": [w.key for w in ctx.plan.workloads_in("batch")]}
         step.status = "skipped"
+
+
+def _bring_up(ctx: PhaseContext, tier: str) -> None:
+    workloads = [w for w in ctx.plan.workloads_in(tier) if w.dr_replicas > 0]
+    if workloads:
+        _bring_up_tier(ctx, tier, workloads)
 
 
 def _bring_up_tier(ctx: PhaseContext, tier: str, workloads: list[Workload]) -> None:
@@ -374,18 +380,21 @@ def _bring_up_tier(ctx: PhaseContext, tier: str, workloads: list[Workload]) -> N
 
 
 # -- 5. switch DNS ----------------------------------------------------------------
-def switch_dns(ctx: PhaseContext) -> None:
+def switch_dns(ctx: PhaseContext, value: str | None = None) -> None:
+    """Switch the record to ``value`` (DR's by default; a failback gives the primary's)
+    and confirm it on every authoritative server."""
     dns = ctx.plan.dns
+    value = value or dns.dr_value
     name, rtype = dns.record.name, str(dns.record.type)
-    with ctx.timeline.step(f"switch {name} {rtype} → {dns.dr_value}") as step:
+    with ctx.timeline.step(f"switch {name} {rtype} → {value}") as step:
         answers = ctx.targets.dns.read(name, rtype)
         ttl = max(a.ttl or 0 for a in answers)
         # Already at DR (a resumed takeover): no change, so no serial will move.
-        already = all(list(a.values) == [dns.dr_value] for a in answers)
+        already = all(list(a.values) == [value] for a in answers)
         serials = [a.serial for a in answers if a.serial is not None and not already]
         ctx.facts["old_ttl"] = ttl
         ctx.executor.apply(
-            "dns.record", record_address(name, rtype), {"values": [dns.dr_value], "ttl": ttl}
+            "dns.record", record_address(name, rtype), {"values": [value], "ttl": ttl}
         )
         step.evidence = {"ttl": ttl, "before": sorted({v for a in answers for v in a.values})}
         if ctx.dry_run:
@@ -395,7 +404,7 @@ def switch_dns(ctx: PhaseContext) -> None:
         confirmed = ctx.targets.dns.confirm(
             name,
             rtype,
-            dns.dr_value,
+            value,
             previous_serial=max(serials) if serials else None,
             deadline_s=ctx.dns_deadline_s,
         )
@@ -404,13 +413,15 @@ def switch_dns(ctx: PhaseContext) -> None:
 
 
 # -- 6. smoke ---------------------------------------------------------------------
-def smoke(ctx: PhaseContext) -> dt.datetime:
-    """Probe the service by its DNS name until it answers; returns when it did."""
+def smoke(ctx: PhaseContext, site: Role = "dr") -> dt.datetime:
+    """Probe the service by its DNS name until it answers; returns when it did. Without
+    smoke probes, the endpoint of ``site`` (the one the name now points at) must serve."""
     probes = ctx.plan.smoke
     if not probes:
-        with ctx.timeline.step("DR endpoint serves") as step:
+        with ctx.timeline.step(f"{'DR' if site == 'dr' else 'primary'} endpoint serves") as step:
+            endpoint = str(getattr(ctx.plan.sites, site).endpoint)
             step.result = wait_endpoint(
-                str(ctx.plan.sites.dr.endpoint), serving_wanted=True, deadline_s=ctx.tier_deadline_s
+                endpoint, serving_wanted=True, deadline_s=ctx.tier_deadline_s
             )
         return utc_now()
     with waiting_pool(len(probes)) as (pool, stop):

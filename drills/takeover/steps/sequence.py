@@ -1,9 +1,12 @@
-"""The takeover, assembled once: fence the primary, then bring DR up, then switch DNS.
+"""The takeover, assembled once: a minimum takeover, service first, full capacity after.
 
-A drill walks it phase by phase. A dry run, and the preview an operator confirms, walk
-it with an executor that only lists each change as current → intended. `drills recover`
-walks it again over what a crashed incident left. None of them can leave a phase out
-or take the phases in another order: DR is never promoted before the primary is fenced.
+Fence the primary; bring DR's critical tier up; switch DNS as soon as it is ready; smoke
+through the name (the service is restored: the RTO); only then the normal tier (full
+capacity); the batch tier stays paused. A drill walks it phase by phase. A dry run, and
+the preview an operator confirms, walk it with an executor that only lists each change as
+current → intended. `drills recover` walks it again over what a crashed incident left.
+None of them can leave a phase out or take the phases in another order: DR is never
+promoted before the primary is fenced, nor the normal tier before the service is restored.
 """
 
 from __future__ import annotations
@@ -13,7 +16,14 @@ from dataclasses import dataclass
 
 from drills.errors import DrillError
 from drills.takeover.steps.executor import PlannedChange
-from drills.takeover.steps.phases import PhaseContext, bring_up, fence_primary, smoke, switch_dns
+from drills.takeover.steps.phases import (
+    PhaseContext,
+    bring_up_critical,
+    bring_up_normal,
+    fence_primary,
+    smoke,
+    switch_dns,
+)
 from drills.targets.dns import normalize_value
 
 
@@ -24,6 +34,9 @@ class TakeoverPhase:
     # How a takeover resumed after a crash runs it, where that differs: an effect the
     # crashed run already had must not be waited for again.
     resumed: Callable[[PhaseContext], None] | None = None
+    # Smoke changes nothing and has nothing to wait for in a dry run: the list of changes
+    # leaves it out.
+    changes: bool = True
 
     def resume(self, ctx: PhaseContext) -> None:
         (self.resumed or self.run)(ctx)
@@ -45,11 +58,17 @@ def _switch_dns_unless_switched(ctx: PhaseContext) -> None:
         step.status = "skipped"
 
 
+def _smoke(ctx: PhaseContext) -> None:
+    ctx.facts["restored_at"] = smoke(ctx)
+
+
 FENCE = TakeoverPhase("fence", fence_primary)
 TAKEOVER: tuple[TakeoverPhase, ...] = (
     FENCE,
-    TakeoverPhase("bring-up", bring_up),
+    TakeoverPhase("bring-up", bring_up_critical),
     TakeoverPhase("dns", switch_dns, resumed=_switch_dns_unless_switched),
+    TakeoverPhase("smoke", _smoke, changes=False),
+    TakeoverPhase("full-capacity", bring_up_normal),
 )
 
 
@@ -59,20 +78,20 @@ def list_changes(ctx: PhaseContext, phase_name: str) -> list[PlannedChange]:
         raise DrillError("listing the takeover's changes needs a dry-run executor")
     with ctx.timeline.phase(phase_name):
         for phase in TAKEOVER:
-            phase.run(ctx)
+            if phase.changes:
+                phase.run(ctx)
     return list(ctx.executor.planned)
 
 
 def resume(ctx: PhaseContext, *, complete: bool) -> None:
     """Take over again after a crash; the executor skips what is already so.
 
-    ``complete`` finishes the takeover and smoke-tests it. Otherwise only the fence is
-    made sure of, so that DR, as it is, can never serve alongside the primary.
+    ``complete`` finishes the takeover in its one order: smoke-tested before the normal
+    tier comes up. Otherwise only the fence is made sure of, so that DR, as it is, can
+    never serve alongside the primary.
     """
     for phase in TAKEOVER if complete else (FENCE,):
         phase.resume(ctx)
-    if complete:
-        smoke(ctx)
 
 
 __all__ = ["FENCE", "TAKEOVER", "TakeoverPhase", "list_changes", "resume"]

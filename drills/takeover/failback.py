@@ -1,0 +1,287 @@
+"""A failback: the run that brings production home from DR after an incident.
+
+It is a run like a drill or an incident: journalled, approvable, cancellable,
+recoverable by `drills recover`, timed, and holding the plan's lease. It runs only
+while the plan serves from DR. Its preflight is the way-back readiness; a blocking
+failure stops it before any change. Then the phases of ``steps.failback``.
+
+A failure or a cancel before the DNS switch undoes the failback: DR serves exactly
+as before it (verified against the snapshot it took before its first change).
+After the switch it completes forward. A failback that ends verifies the state
+against the one before the incident, and closes the incident.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from functools import partial
+from typing import Any
+
+from drills.checks.base import Status
+from drills.checks.identity import distinct_result
+from drills.checks.readiness import run_wayback
+from drills.errors import DrillError, RunRefused
+from drills.notify.runs import announce_incident_closed
+from drills.store.details import FailbackRecord, IncidentLink
+from drills.store.kinds import Mode, RunStatus, Verdict
+from drills.store.models import DrillRun
+from drills.store.serving import open_incident, recorded_serving
+from drills.takeover.drill import Drill, DrillAborted, DrillResult
+from drills.takeover.journal import Journal
+from drills.takeover.snapshot import Snapshot, take
+from drills.takeover.steps.executor import ChangeExecutor
+from drills.takeover.steps.failback import (
+    AFTER_DNS,
+    BEFORE_DNS,
+    DNS_BACK,
+    FailbackContext,
+    complete_forward,
+    dns_switched_back,
+    goal_from_journal,
+    list_failback,
+    undo_before_dns,
+)
+from drills.takeover.steps.phases import PhaseContext
+from drills.takeover.timeline import Timeline, utc_now
+from drills.targets.dns import normalize_value
+
+log = logging.getLogger("drills.takeover.failback")
+
+
+class NotServingFromDrError(RunRefused):
+    """A failback asked for while the plan does not serve from DR."""
+
+
+def not_serving_from_dr(plan_name: str, where: str) -> str:
+    """Why a failback is refused: the plan does not serve from DR."""
+    return (
+        f"plan {plan_name} does not serve from DR (it serves from {where}): a "
+        "failback only brings production home after an incident; see `drills status`"
+    )
+
+
+def incident_goal(history: Any, incident: DrillRun, ctx: PhaseContext) -> Snapshot:
+    """The state before the incident: its snapshot, or (an incident recorded before
+    incidents kept one) the originals of its journal over the state now."""
+    if incident.details.snapshot_before:
+        return dict(incident.details.snapshot_before)
+    now = take(ctx.plan, ctx.targets)
+    return goal_from_journal(now, Journal(history, incident.id).changes())
+
+
+def close_incident(history: Any, incident_id: str, *, by: str, run_id: str | None) -> None:
+    """Mark the incident closed, on its own run: the incident record ends here."""
+    incident = history.get_run(incident_id)
+    if incident is None:
+        return
+    link = (incident.details.incident or IncidentLink()).model_copy(
+        update={"failback_run": run_id, "closed_at": utc_now(), "closed_by": by}
+    )
+    history.update_run(incident_id, details=incident.details.model_copy(update={"incident": link}))
+
+
+class Failback(Drill):
+    """The failback run; ``request.mode`` must be ``failback``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.request.mode != Mode.FAILBACK:
+            raise DrillError(f"a failback run needs mode failback, not {self.request.mode}")
+        self.incident: DrillRun | None = None
+
+    # -- the run ---------------------------------------------------------------
+    def _run(self) -> DrillResult:
+        self.incident = open_incident(self.history, self.plan.name)
+        if self.incident is None:
+            where = recorded_serving(self.history, self.plan.name).site
+            raise NotServingFromDrError(not_serving_from_dr(self.plan.name, where))
+        self.details.incident = IncidentLink(incident_run=self.incident.id)
+        return super()._run()
+
+    def _run_phases(self, ctx: PhaseContext) -> DrillResult:
+        assert self.incident is not None
+        fctx = FailbackContext.of(
+            ctx, incident_t0=self.incident.t0, sync_deadline_s=self.request.sync_deadline_s
+        )
+        before: Snapshot = {}
+        try:
+            before = self._prepare_failback(fctx)
+            self._approve()
+            if self.request.dry_run:
+                return self._result(RunStatus.DRY_RUN, None, planned=list_failback(fctx, "dry-run"))
+            self._confirm_failback(fctx)
+            return self._fail_back(fctx)
+        except (DrillAborted, RunRefused) as exc:
+            return self._result(RunStatus.ABORTED, None, error=str(exc))
+        except KeyboardInterrupt as exc:
+            return self._stopped(fctx, before, RunStatus.CANCELLED, str(exc) or "cancelled")
+        except (DrillError, Exception) as exc:
+            error = str(exc) if isinstance(exc, DrillError) else f"{type(exc).__name__}: {exc}"
+            log.error("failback %s failed: %s", self.run_id, error, exc_info=True)
+            return self._stopped(fctx, before, RunStatus.ROLLED_BACK, error)
+
+    def _prepare_failback(self, ctx: FailbackContext) -> Snapshot:
+        """The preflight (nothing changes), then the state to return to on a failure,
+        stored before the first change, and the state to end in: the incident's."""
+        with self.timeline.phase("preflight"):
+            self._dns_answers_dr(ctx)
+            self._sites_distinct(ctx)
+            self._way_back(ctx)
+        assert self.incident is not None
+        ctx.goal = incident_goal(self.history, self.incident, ctx)
+        before = take(self.plan, ctx.targets)
+        self.details.snapshot_before = before
+        self.history.update_run(self.run_id, details=self.details)
+        return before
+
+    def _dns_answers_dr(self, ctx: FailbackContext) -> None:
+        dns = self.plan.dns
+        with self.timeline.step("DNS answers DR") as step:
+            answers = ctx.targets.dns.read(dns.record.name, str(dns.record.type))
+            values = sorted({v for a in answers for v in a.values})
+            step.evidence = {"values": values}
+            wanted = normalize_value(str(dns.record.type), dns.dr_value)
+            if values != [wanted]:
+                step.result = "refused"
+                raise RunRefused(
+                    f"preflight: {dns.record.name} answers {', '.join(values) or 'nothing'}, "
+                    f"not DR's {wanted}: the record was changed outside drills; see `drills "
+                    "status` and set it right before failing back"
+                )
+            step.result = f"{dns.record.name} → {wanted}"
+
+    def _sites_distinct(self, ctx: FailbackContext) -> None:
+        with self.timeline.step("primary and DR are distinct") as step:
+            checked = distinct_result(self._distinct(ctx))
+            step.result = f"{checked.status}: {checked.summary}" if checked else "not checked"
+            if checked is not None and checked.status is Status.FAIL:
+                raise RunRefused(f"preflight: {checked.summary}. {checked.remediation}")
+
+    def _way_back(self, ctx: FailbackContext) -> None:
+        with self.timeline.step("way-back readiness") as step:
+            self.readiness = run_wayback(self.plan, history=self.history)
+            blocking = self.readiness.blocking
+            step.evidence = {
+                "blocking": [r.id for r in blocking],
+                "checks": len(self.readiness.results),
+            }
+            self.history.update_run(self.run_id, readiness=self.readiness.to_json())
+            if blocking:
+                step.result = f"blocked by {', '.join(r.id for r in blocking)}"
+                raise DrillAborted(
+                    "preflight: the way back is not ready: "
+                    + "; ".join(f"{r.id}: {r.summary}" for r in blocking)
+                )
+            step.result = f"{len(self.readiness.results)} checks, none blocking"
+
+    def _confirm_failback(self, ctx: FailbackContext) -> None:
+        if self.hooks.confirm is None:
+            return
+        preview = FailbackContext.of(
+            PhaseContext(
+                self.plan, ctx.targets, ChangeExecutor(ctx.targets, self.journal, dry_run=True),
+                Timeline(),
+            ),
+            goal=ctx.goal, incident_t0=ctx.incident_t0,
+        )  # fmt: skip
+        if not self.hooks.confirm(list_failback(preview, "preview")):
+            raise DrillAborted("the operator did not confirm the changes")
+
+    def _fail_back(self, ctx: FailbackContext) -> DrillResult:
+        for phase in BEFORE_DNS:
+            self._phase(phase.name, partial(phase.run, ctx))
+            if self.t0 is None and "writers_stopped_at" in ctx.facts:
+                self.t0 = ctx.facts["writers_stopped_at"]
+                self.history.update_run(self.run_id, t0=self.t0)
+        self._phase(DNS_BACK.name, partial(DNS_BACK.run, ctx))
+        restored = self._phase(AFTER_DNS[0].name, partial(AFTER_DNS[0].run, ctx))
+        for phase in AFTER_DNS[1:]:
+            self._phase(phase.name, partial(phase.run, ctx))
+        assert isinstance(restored, dt.datetime)
+        return self._ended(ctx, restored)
+
+    def _ended(
+        self, ctx: FailbackContext, restored: dt.datetime, error: str | None = None
+    ) -> DrillResult:
+        drift = self._verify(ctx, ctx.goal, "verify: the state before the incident")
+        record = self._measure_failback(ctx, restored)
+        status = RunStatus.SUCCEEDED if not drift else RunStatus.FAILBACK_DRIFT
+        result = self._result(status, None, drift=drift, error=error)
+        if record.downtime_seconds is not None and status == RunStatus.SUCCEEDED:
+            met = record.downtime_seconds <= self.plan.objectives.rto
+            result.verdict = Verdict.MET if met else Verdict.MISSED
+        assert self.incident is not None
+        close_incident(self.history, self.incident.id, by="failback", run_id=self.run_id)
+        self.details.incident = IncidentLink(
+            incident_run=self.incident.id, closed_at=utc_now(), closed_by="failback"
+        )
+        announce_incident_closed(
+            self.plan, self.incident.id, by="failback", run_id=self.run_id, record=record,
+            drift=bool(drift),
+        )  # fmt: skip
+        return result
+
+    def _measure_failback(self, ctx: FailbackContext, restored: dt.datetime) -> FailbackRecord:
+        t0 = ctx.facts.get("writers_stopped_at")
+        with self.timeline.phase("measure"), self.timeline.step("downtime and data") as step:
+            record = FailbackRecord(
+                t0=t0,
+                dns_switched=ctx.facts.get("dns_switched_at"),
+                restored=restored,
+                downtime_seconds=round((restored - t0).total_seconds(), 3) if t0 else None,
+                datasets=ctx.facts.get("datasets", []),
+            )
+            step.evidence = record.model_dump(mode="json")
+            step.result = (
+                f"downtime {record.downtime_seconds}s from the DR writers' stop; "
+                f"{sum(d.written_at_dr for d in record.datasets)} object(s) written at DR, "
+                "all readable at the primary"
+            )
+        self.details.failback = record
+        self.history.update_run(self.run_id, restored_at=restored)
+        return record
+
+    # -- a failure or a cancel ---------------------------------------------------
+    def _stopped(
+        self, ctx: FailbackContext, before: Snapshot, status: RunStatus, error: str
+    ) -> DrillResult:
+        if dns_switched_back(self.journal.changes()):
+            return self._forward(ctx, error)
+        if not self.journal.to_undo():  # stopped before its first change
+            failed = RunStatus.FAILED if status == RunStatus.ROLLED_BACK else status
+            return self._result(failed, None, error=error)
+        try:
+            with self.timeline.phase("rollback"):
+                undo_before_dns(ctx.executor, ctx, self.timeline)
+            drift = self._verify(ctx, before, "verify: serving from DR as before")
+        except DrillError as exc:
+            return self._result(
+                RunStatus.ROLLBACK_FAILED, None, drift=None, error=f"{error}; undo: {exc}"
+            )
+        return self._result(
+            status if not drift else RunStatus.ROLLBACK_FAILED, None, drift=drift, error=error
+        )
+
+    def _forward(self, ctx: FailbackContext, error: str) -> DrillResult:
+        """After the DNS switch there is no way back but forward: finish the failback."""
+        try:
+            with self.timeline.phase("complete forward"):
+                restored = complete_forward(ctx)
+            return self._ended(ctx, restored, error=f"{error}; after the DNS switch: completed")
+        except (DrillError, Exception) as exc:  # noqa: BLE001 - reported, left to recover
+            return self._result(
+                RunStatus.FAILED, None,
+                error=f"{error}; completing after the DNS switch: {exc}. `drills recover "
+                f"{self.run_id}` completes the failback.",
+            )  # fmt: skip
+
+    def _left_part_way(self, result: DrillResult) -> bool:
+        """A failback that ended (even with drift) or was undone is finished; one whose
+        undo failed, or that stopped after its DNS switch, waits for `drills recover`."""
+        if result.status in (RunStatus.SUCCEEDED, RunStatus.FAILBACK_DRIFT, RunStatus.DRY_RUN):
+            return False
+        return result.status == RunStatus.ROLLBACK_FAILED or bool(self.journal.to_undo())
+
+
+__all__ = ["Failback", "NotServingFromDrError", "close_incident", "incident_goal"]
