@@ -342,6 +342,7 @@ class ObjectStore:
 
         md5: str = self._call(bucket, fetch, Bucket=bucket, Key=key)
         return md5
+
     # -- the one write: a canary that proves DR accepts writes ----------------------------
 
     def put_canary(self, bucket: str, key: str, body: bytes) -> str | None:
