@@ -18,7 +18,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, inspect
+from sqlalchemy import Connection, Engine, Table, inspect
 
 from drills.errors import DrillError
 from drills.store.models import Base
@@ -126,14 +126,31 @@ def _create_at_head(engine: Engine) -> None:
         )
 
 
+# What drills 0.1.0 made (versions/0001_baseline.py), and no more: the models may hold
+# tables and indexes that later migrations add, and a store adopted at the baseline must
+# get those from their migrations, not before them.
+BASELINE_TABLES = frozenset({
+    "audit_log", "drill_runs", "evidence_chain", "evidence_meta", "journal", "leases",
+    "readiness_snapshots",
+})  # fmt: skip
+BASELINE_INDEXES = frozenset({
+    "ix_chain_run", "ix_journal_run_seq", "ix_run_finished", "ix_run_plan_mode_started",
+    "ix_run_plan_started", "ix_run_started", "ix_snapshot_plan_time",
+})  # fmt: skip
+
+
+def _baseline_tables() -> list[Table]:
+    return [t for t in Base.metadata.sorted_tables if t.name in BASELINE_TABLES]
+
+
 def create_missing_indexes(engine: Engine) -> None:
-    """Indexes a 0.1.0 store may lack: that release's create_all made them only with a new
-    table, and added the rest on open."""
+    """The baseline's indexes a 0.1.0 store may lack: that release's create_all made them
+    only with a new table, and added the rest on open."""
     inspector = inspect(engine)
-    for table in Base.metadata.sorted_tables:
+    for table in _baseline_tables():
         have = {index["name"] for index in inspector.get_indexes(table.name)}
         for index in table.indexes:
-            if index.name not in have:
+            if index.name in BASELINE_INDEXES and index.name not in have:
                 index.create(engine, checkfirst=True)
 
 
@@ -147,7 +164,7 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
     if before.at_head:
         return before.current, before.head
     if before.current is None and not before.empty:
-        Base.metadata.create_all(engine)
+        Base.metadata.create_all(engine, tables=_baseline_tables())
         create_missing_indexes(engine)
         with engine.begin() as conn:
             command.stamp(alembic_config(conn), BASELINE)
