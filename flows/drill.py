@@ -37,6 +37,7 @@ from drills.takeover.drill import (
     DrillResult,
 )
 from drills.takeover.failback import Failback
+from drills.takeover.lease import LEASE_S
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
@@ -158,12 +159,15 @@ def minimum_takeover_drill(
     force_unfenced: bool = False,
     tier_deadline_s: float = 600,
     sync_deadline_s: float = 300,
+    lease_s: float = LEASE_S,
 ) -> dict[str, Any] | State[Any]:
     """Fence the primary, bring DR's critical tier up, switch DNS, smoke-test, then the
     normal tier; time RTO, full capacity and RPO, and (drill mode) fail back and verify.
     In incident mode, `declared_at` (ISO 8601) is T0. In failback mode, bring production
     home from DR after an incident (refused unless the plan serves from DR;
-    `sync_deadline_s` bounds the final sync)."""
+    `sync_deadline_s` bounds the final sync). `lease_s`: how long the plan's lease
+    outlives this run's last renewal if its worker dies (the recover-orphans deployment
+    acts after it)."""
     logger = get_run_logger()
     drill_plan = load_plan(plan)
     flow_run_id = current_flow_run.id
@@ -177,6 +181,7 @@ def minimum_takeover_drill(
         force_unfenced=force_unfenced,
         tier_deadline_s=tier_deadline_s,
         sync_deadline_s=sync_deadline_s,
+        lease_s=lease_s,
         flow_run_id=flow_run_id,
         plan_path=str(Path(plan).resolve()),
     )

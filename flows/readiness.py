@@ -7,6 +7,7 @@ publishes the artifacts.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable
 from typing import Any
@@ -21,13 +22,16 @@ from drills.checks.readiness import run_readiness
 from drills.checks.runner import ReadinessReport
 from drills.checks.view import markdown, rows, verdict
 from drills.lab.control import DEFAULT_STATE_DIR
+from drills.orchestrator.placement import gather
 from drills.plan import load_plan
 from drills.plan.discovery import default_plan_patterns, plan_paths
+from drills.plan.durations import parse_duration
 from drills.store.history import HistoryStore
+from drills.store.prune import prune_if_due
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
 
-__all__ = ["artifact_key", "publish", "readiness_check", "readiness_flow"]
+__all__ = ["artifact_key", "prune_history", "publish", "readiness_check", "readiness_flow"]
 
 
 @task(name="check", task_run_name="{check_id}", cache_policy=NO_CACHE, retries=0)
@@ -50,29 +54,53 @@ def publish(report: ReadinessReport) -> None:
     create_markdown_artifact(markdown(report), key=artifact_key("readiness-summary", report.plan))
 
 
+@task(name="prune-history", cache_policy=NO_CACHE)
+def prune_history(store: HistoryStore, older_than: str) -> dict[str, Any] | None:
+    """Thin out readiness results older than ``older_than``, once a day at most."""
+    done = prune_if_due(store, dt.timedelta(seconds=parse_duration(older_than)))
+    return done.to_json() if done is not None else None
+
+
 def readiness_flow(registry: CheckRegistry | None = None) -> Flow[..., dict[str, Any]]:
     """The flow over ``registry``'s checks (every check of drills by default)."""
 
     @flow(name="readiness-check", log_prints=False)
     def readiness_check(
-        plan: str = "", store: bool = True, all_plans: bool = False, concurrency: int = 8
+        plan: str = "",
+        store: bool = True,
+        all_plans: bool = False,
+        concurrency: int = 8,
+        prune_older_than: str | None = None,
     ) -> dict[str, Any]:
         """Run every readiness check of PLAN concurrently, publish the table, keep the
         snapshot. With all_plans, every plan of DRILLS_PLANS instead (PLAN is not read),
-        CONCURRENCY plans at once, shared targets asked once."""
-        logger = get_run_logger()
+        CONCURRENCY plans at once, shared targets asked once. With prune_older_than
+        (e.g. 180d), prune older results once a day."""
         if all_plans:
-            return _all_plans(registry, store=store, concurrency=concurrency)
-        drill_plan = load_plan(plan)
-        with notices_as_events():
-            report = run_readiness(
-                drill_plan, history=HistoryStore(), store=store, registry=registry, call=as_task
-            )
-        publish(report)
-        logger.info("%s: %s, %d blocking", drill_plan.name, verdict(report), len(report.blocking))
-        return report.to_json()
+            result = _all_plans(registry, store=store, concurrency=concurrency)
+        else:
+            result = _one_plan(registry, plan, store=store)
+        if store and prune_older_than:
+            pruned = prune_history(HistoryStore(), prune_older_than)
+            if pruned is not None:
+                get_run_logger().info("pruned %d old readiness results", pruned["removed"])
+        return result
 
     return readiness_check
+
+
+def _one_plan(registry: CheckRegistry | None, plan: str, *, store: bool) -> dict[str, Any]:
+    drill_plan = load_plan(plan)
+    with notices_as_events():
+        report = run_readiness(
+            drill_plan, history=HistoryStore(), store=store, registry=registry,
+            call=as_task, placement=gather("worker"),
+        )  # fmt: skip
+    publish(report)
+    get_run_logger().info(
+        "%s: %s, %d blocking", drill_plan.name, verdict(report), len(report.blocking)
+    )
+    return report.to_json()
 
 
 def _all_plans(registry: CheckRegistry | None, *, store: bool, concurrency: int) -> dict[str, Any]:

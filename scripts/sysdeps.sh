@@ -26,6 +26,11 @@ for bin in "${!wanted[@]}"; do
   fi
 done
 
+# PostgreSQL's server binaries (initdb, pg_ctl) live off PATH, one directory a version.
+if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+  missing+=(postgresql)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
@@ -42,7 +47,7 @@ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The Debian registry and Prometheus packages start system services we do not want listening
 # (the tests start their own, on free ports).
 if command -v systemctl >/dev/null 2>&1; then
-  for service in docker-registry prometheus prometheus-alertmanager; do
+  for service in docker-registry prometheus prometheus-alertmanager postgresql; do
     systemctl disable --now "$service" >/dev/null 2>&1 || true
   done
 fi

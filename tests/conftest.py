@@ -24,6 +24,7 @@ from drills.lab.named import NamedServer
 from drills.lab.registry import RegistryPair, RegistryServer
 from drills.lab.runtime import LabInfo
 from drills.store.history import HistoryStore
+from tests.support.postgres import PostgresServer
 from tests.support.services import (
     API_RECORD,
     FAKE_AWS_ENV,
@@ -125,6 +126,15 @@ def drift_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
 
 
 @pytest.fixture(scope="session")
+def scheduling_drift_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+    """A lab seeded with `--drift-scheduling`: capacity is there, but the pods would not run."""
+    with own_lab(
+        tmp_path_factory, "scheduling-drift-lab", drift_scheduling=True, ready_delay=0.2
+    ) as info:
+        yield info
+
+
+@pytest.fixture(scope="session")
 def blackhole() -> Iterator[str]:
     """``host:port`` of a listener that accepts connections and never answers: a hung target."""
     import socket
@@ -175,10 +185,34 @@ def _history_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the session, on loopback; each test takes a database of it."""
+    server = PostgresServer()
+    started = time.monotonic()
+    server.start()
+    log.info("postgres fixture up in %.0f ms", (time.monotonic() - started) * 1000)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty history store of the test's own: SQLite in its tmp_path, or a new
+    database on the session's PostgreSQL. Every test that takes it runs on both."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'history.db'}"
+        return
+    server: PostgresServer = request.getfixturevalue("postgres")
+    url = server.create_database()
+    yield url
+    server.drop_database(url)
+
+
 @pytest.fixture()
-def history(tmp_path: Path) -> Iterator[HistoryStore]:
-    """An empty history store of the test's own (SQLite in its tmp_path)."""
-    store = HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
+def history(db_url: str) -> Iterator[HistoryStore]:
+    """An empty history store of the test's own, on SQLite and on PostgreSQL."""
+    store = HistoryStore(db_url)
     yield store
     store.close()
 

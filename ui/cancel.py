@@ -22,6 +22,10 @@ CONSEQUENCE: dict[str, str] = {
         "the takeover **stops where it is**: the primary stays fenced and DR stays as far "
         "up as it got. Decide afterwards with `drills recover RUN --complete` or `--hold`."
     ),
+    Mode.FAILBACK: (
+        "before its DNS switch the failback is **undone**: DR serves exactly as before; after "
+        "it, the failback completes forward."
+    ),
 }
 
 

@@ -57,12 +57,29 @@ def rto_frame(points: list[RtoPoint]) -> pd.DataFrame:
             "full_s": p.full_capacity_seconds,
             "outcome": _outcome(p),
             "failed": p.failed,
+            "forecast_s": p.forecast_seconds,
         }
         for p in points
     ]
     columns = ["run", "plan", "started", "rto_s", "measured", "target_s", "full_s", "outcome",
-               "failed"]  # fmt: skip
+               "failed", "forecast_s"]  # fmt: skip
     return pd.DataFrame(rows, columns=columns)
+
+
+def _forecast_marks(base: alt.Chart) -> alt.Chart:
+    """What the preflight forecast for each run, as hollow diamonds beside its measured RTO."""
+    return (
+        base.transform_filter(alt.datum.forecast_s != None)  # noqa: E711 - a Vega expression
+        .mark_point(shape="diamond", size=80, color="#1565c0", filled=False)
+        .encode(
+            y="forecast_s:Q",
+            tooltip=[
+                alt.Tooltip("run:N"),
+                alt.Tooltip("forecast_s:Q", title="forecast RTO (s)", format=".1f"),
+                alt.Tooltip("rto_s:Q", title="measured RTO (s)", format=".1f"),
+            ],
+        )
+    )
 
 
 def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
@@ -108,7 +125,8 @@ def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
         .mark_line(strokeDash=[2, 3], color="#607d8b")
         .encode(y="full_s:Q")
     )
-    return CheckedLayerChart(data=frame, layer=[line, target, full, dots]).properties(height=300)
+    layers = [line, target, full, dots, _forecast_marks(base)]
+    return CheckedLayerChart(data=frame, layer=layers).properties(height=300)
 
 
 def gantt_frame(phases: list[dict[str, Any]]) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""Pieces more than one page draws: badges, durations, a readiness checklist."""
+"""Pieces more than one page draws: badges, durations, a readiness checklist, and the
+banner every page shows while a plan serves from DR."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from drills.checks.runner import ReadinessReport
 from drills.checks.view import by_category, verdict
 from drills.plan.durations import format_duration
 from drills.text import for_markdown
+from ui import data
+from ui.settings import UISettings
 
 # Material icons come with Streamlit's own font, so they render even where the system
 # has no emoji font (servers, CI's Chromium). Table cells and metrics cannot show
@@ -158,3 +161,27 @@ def plan_picker(key: str, names: list[str]) -> str:
     if chosen != wanted:
         st.query_params["plan"] = chosen
     return str(chosen)
+
+
+INCIDENT_PAGE = "app_pages/declare.py"
+
+
+def serving_banner(settings: UISettings) -> None:
+    """While a plan serves from DR: since when, and which incident, on every page.
+
+    From the history alone (data.serving_from_dr, cached briefly): no DNS read or probe
+    on every rerun; `drills status` confirms it live.
+    """
+    for plan, recorded in data.serving_from_dr(settings.db_url):
+        since = f"since {when(recorded.since)} ({ago(recorded.since)})" if recorded.since else ""
+        st.error(
+            f"**{for_markdown(plan)} serves from DR** {since} — incident "
+            f"`{recorded.incident_id}`, declared {when(recorded.incident_t0)}. "
+            "Production stays at DR until someone fails it back.",
+            icon=":material/emergency_home:",
+        )
+    if data.serving_from_dr(settings.db_url):
+        st.page_link(
+            INCIDENT_PAGE, label="The incident: the way back and Fail back",
+            icon=":material/home_health:",
+        )  # fmt: skip

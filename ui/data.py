@@ -18,7 +18,7 @@ from typing import Any
 import streamlit as st
 
 from drills.checks.base import CheckResult
-from drills.checks.readiness import run_readiness, select_checks
+from drills.checks.readiness import run_readiness, run_wayback, select_checks
 from drills.checks.runner import ReadinessReport
 from drills.errors import PlanError, TargetError
 from drills.evidence.coverage import Coverage, Period, chain_not_checked, coverage
@@ -37,11 +37,16 @@ from drills.orchestrator.flow_runs import (
     flow_run_progress,
     start_deployment,
 )
+from drills.orchestrator.placement import gather
 from drills.orchestrator.rest import PrefectRest
 from drills.plan import DrillPlan, load_plan
 from drills.store.fleet import fleet_facts
 from drills.store.history import HistoryStore
+from drills.store.kinds import Mode
 from drills.store.report import render_markdown, report_data
+from drills.store.serving import RecordedServing, Site, recorded_serving
+from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
+from drills.takeover.failback_request import FailbackRequest, request_failback
 from drills.takeover.incident import ACTION as DECLARE_ACTION
 from drills.takeover.incident import Declaration, IncidentRequest, declare_incident
 from ui import queries
@@ -158,7 +163,9 @@ def run_readiness_inline(
     """Run every check here and now, keeping the snapshot (no Prefect needed)."""
     assert entry.plan is not None
     try:
-        return run_readiness(entry.plan, history=store(settings), on_result=on_result)
+        return run_readiness(
+            entry.plan, history=store(settings), on_result=on_result, placement=gather("dashboard")
+        )
     finally:
         clear_caches()
 
@@ -262,10 +269,14 @@ def last_run(db_url: str, plan_name: str, mode: str | None = None) -> RunRow | N
 
 
 def live_run(
-    settings: UISettings, flow_run_id: str, plan_name: str, declared_at: dt.datetime | None
+    settings: UISettings,
+    flow_run_id: str,
+    plan_name: str,
+    declared_at: dt.datetime | None,
+    mode: str = Mode.INCIDENT,
 ) -> RunRow | None:
     """Not cached: the live view polls it."""
-    return queries.run_for_flow_run(store(settings), flow_run_id, plan_name, declared_at)
+    return queries.run_for_flow_run(store(settings), flow_run_id, plan_name, declared_at, mode)
 
 
 def live_report(settings: UISettings, run_id: str) -> dict[str, Any] | None:
@@ -275,8 +286,42 @@ def live_report(settings: UISettings, run_id: str) -> dict[str, Any] | None:
 
 @st.cache_data(ttl=SHORT, show_spinner=False)
 def declarations(db_url: str) -> list[AuditRow]:
-    """Incidents declared (or refused) and runs cancelled from the dashboard, newest first."""
-    return queries.recent_audit(_store(db_url), (DECLARE_ACTION, CANCEL_ACTION))
+    """Incidents declared, failbacks asked for (or refused) and runs cancelled from the
+    dashboard, newest first."""
+    return queries.recent_audit(_store(db_url), (DECLARE_ACTION, FAILBACK_ACTION, CANCEL_ACTION))
+
+
+# --- where plans serve from ------------------------------------------------------------
+
+
+@st.cache_data(ttl=SHORT, show_spinner=False)
+def serving_from_dr(db_url: str) -> list[tuple[str, RecordedServing]]:
+    """Every plan of the history that serves from DR now, by the history alone: cheap
+    enough for every page's banner (no DNS read, no probe)."""
+    found = []
+    for plan in queries.run_plans(_store(db_url)):
+        recorded = recorded_serving(_store(db_url), plan)
+        if recorded.site == Site.DR:
+            found.append((plan, recorded))
+    return found
+
+
+WAYBACK_TTL = dt.timedelta(seconds=60)
+
+
+@st.cache_data(ttl=WAYBACK_TTL, show_spinner="Checking the way back…")
+def _wayback(db_url: str, plan_path: str, _mtime_ns: int) -> ReadinessReport:
+    # Live checks of both sites: kept a minute, not run again on every rerun.
+    return run_wayback(load_plan(plan_path), history=_store(db_url))
+
+
+def wayback(settings: UISettings, entry: PlanEntry) -> ReadinessReport:
+    """The way-back readiness of a plan (DR → primary), run live, kept a minute."""
+    return _wayback(settings.db_url, entry.path, _mtime(entry.path))
+
+
+def recheck_wayback() -> None:
+    _wayback.clear()
 
 
 # --- Prefect --------------------------------------------------------------------------
@@ -360,6 +405,33 @@ def declare(
         with _prefect(settings.prefect_api_url) as api:
             launcher = PrefectLauncher(api, settings.incident_deployment)
             return declare_incident(request, store(settings), launcher)
+    finally:
+        clear_caches()
+
+
+def fail_back(
+    settings: UISettings,
+    entry: PlanEntry,
+    *,
+    operator: str,
+    reason: str,
+    confirmation: str,
+    requested_at: dt.datetime,
+) -> Declaration:
+    """Hand the request to drills.takeover.failback_request, which checks, audits and starts
+    the `failback` deployment."""
+    request = FailbackRequest(
+        plan_path=entry.path,
+        plan_name=entry.name,
+        operator=operator,
+        reason=reason,
+        confirmation=confirmation,
+        requested_at=requested_at,
+    )
+    try:
+        with _prefect(settings.prefect_api_url) as api:
+            launcher = PrefectLauncher(api, settings.failback_deployment, tags=("failback",))
+            return request_failback(request, store(settings), launcher)
     finally:
         clear_caches()
 

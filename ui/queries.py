@@ -56,6 +56,7 @@ class RtoPoint:
     rto_seconds: float | None
     rto_target: float | None
     full_capacity_seconds: float | None = None  # None: not measured (runs before it was)
+    forecast_seconds: float | None = None  # what the preflight forecast for it
 
     @property
     def failed(self) -> bool:
@@ -143,6 +144,7 @@ def rto_points(
     # The JSON values are read for the chosen runs only, not for every run sorted.
     target = details_value("measurement", "rto_target_seconds").as_float()
     full_capacity = details_value("measurement", "full_capacity_seconds").as_float()
+    forecast = details_value("forecast", "rto_seconds").as_float()
     query = (
         select(
             DrillRun.id,
@@ -152,6 +154,7 @@ def rto_points(
             DrillRun.rto_seconds,
             target,
             full_capacity,
+            forecast,
         )
         .where(DrillRun.id.in_(latest))
         .order_by(DrillRun.started_at)
@@ -173,19 +176,23 @@ def last_run(store: HistoryStore, plan: str, mode: str | None = None) -> RunRow 
 
 
 def run_for_flow_run(
-    store: HistoryStore, flow_run_id: str, plan: str, declared_at: dt.datetime | None
+    store: HistoryStore,
+    flow_run_id: str,
+    plan: str,
+    declared_at: dt.datetime | None,
+    mode: str = Mode.INCIDENT,
 ) -> RunRow | None:
     """The history record a flow run writes: by its flow run id, else by plan and time."""
     run = drill_run_of(store, flow_run_id)
     if run is None and declared_at is not None:
-        # The run record starts after the click; the first incident run of this
+        # The run record starts after the click; the first run of this mode on this
         # plan since then is the one.
         with store.session() as s:
             run = s.scalars(
                 select(DrillRun)
                 .where(
                     DrillRun.plan == plan,
-                    DrillRun.mode == Mode.INCIDENT,
+                    DrillRun.mode == mode,
                     DrillRun.started_at >= declared_at,
                 )
                 .order_by(DrillRun.started_at.asc())

@@ -17,7 +17,7 @@ it without restarting the server. OIDC is configured in Streamlit's secrets inst
   (`drills ui hash-password`).
 - ``DRILLS_UI_OPERATORS``, ``DRILLS_UI_OPERATOR_GROUPS``: the OIDC allow-list, e-mails or
   user names, and groups.
-- ``DRILLS_INCIDENT_DEPLOYMENT``, ``DRILLS_DRILL_DEPLOYMENT``,
+- ``DRILLS_INCIDENT_DEPLOYMENT``, ``DRILLS_FAILBACK_DEPLOYMENT``, ``DRILLS_DRILL_DEPLOYMENT``,
   ``DRILLS_READINESS_DEPLOYMENT``: Prefect deployment names, if not prefect.yaml's.
 """
 
@@ -35,6 +35,7 @@ from drills.store.history import database_url
 
 DRILL_DEPLOYMENT = "minimum-takeover-drill/quarterly-drill"
 READINESS_DEPLOYMENT = "readiness-check/readiness-check"
+FAILBACK_DEPLOYMENT = "minimum-takeover-drill/failback"
 TRUE = frozenset({"1", "true", "yes", "on"})
 
 
@@ -50,6 +51,7 @@ class UISettings:
     operators: frozenset[str]
     operator_groups: frozenset[str]
     incident_deployment: str
+    failback_deployment: str
     drill_deployment: str
     readiness_deployment: str
 
@@ -138,6 +140,7 @@ def load_settings() -> UISettings:
         operators=_names("DRILLS_UI_OPERATORS"),
         operator_groups=_names("DRILLS_UI_OPERATOR_GROUPS"),
         incident_deployment=os.environ.get("DRILLS_INCIDENT_DEPLOYMENT", INCIDENT_DEPLOYMENT),
+        failback_deployment=os.environ.get("DRILLS_FAILBACK_DEPLOYMENT", FAILBACK_DEPLOYMENT),
         drill_deployment=os.environ.get("DRILLS_DRILL_DEPLOYMENT", DRILL_DEPLOYMENT),
         readiness_deployment=os.environ.get("DRILLS_READINESS_DEPLOYMENT", READINESS_DEPLOYMENT),
     )

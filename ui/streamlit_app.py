@@ -16,14 +16,14 @@ if _ROOT not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from ui import auth  # noqa: E402
+from ui import auth, components  # noqa: E402
 from ui.settings import load_settings  # noqa: E402
 
 PAGES = [
     st.Page("app_pages/fleet.py", title="Fleet", icon=":material/dashboard:", default=True),
     st.Page("app_pages/readiness.py", title="Readiness", icon=":material/fact_check:"),
     st.Page("app_pages/history.py", title="Drill history", icon=":material/monitoring:"),
-    st.Page("app_pages/declare.py", title="Declare incident", icon=":material/emergency_home:"),
+    st.Page("app_pages/declare.py", title="Incident", icon=":material/emergency_home:"),
     st.Page("app_pages/plans.py", title="Plans", icon=":material/description:"),
 ]
 
@@ -47,7 +47,9 @@ def main() -> None:
         st.info("This dashboard is for signed-in users only.")
         auth.sign_in(settings, access, "app.sign_in")
         st.stop()
-    st.navigation(PAGES).run()
+    page = st.navigation(PAGES)
+    components.serving_banner(settings)  # once, above whichever page runs
+    page.run()
 
 
 main()

@@ -87,6 +87,35 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class WorkerFact:
+    """One worker of the drills work pool, as the orchestrator reports it."""
+
+    name: str
+    online: bool
+
+    @property
+    def cluster(self) -> str | None:
+        """The cluster a worker is named after (``NAME@CLUSTER``); None: outside any."""
+        _, at, cluster = self.name.rpartition("@")
+        return cluster if at and cluster else None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the orchestrator runs, gathered above the checks (they never import Prefect).
+
+    ``cluster`` names the cluster this process runs in (None: none, or not told);
+    ``workers`` are the work pool's, None when there is no orchestrator API to ask (this
+    process is then the orchestrator) or, with ``workers_error``, when it did not answer."""
+
+    role: str  # worker | dashboard | cli
+    in_cluster: bool
+    cluster: str | None
+    workers: tuple[WorkerFact, ...] | None = None
+    workers_error: str | None = None
+
+
+@dataclass(frozen=True)
 class CheckContext:
     """Everything a check may use, the same for every check of one run."""
 
@@ -97,6 +126,7 @@ class CheckContext:
     # HMAC key of the secret fingerprints: random per run, so fingerprints compare within
     # a run and never across. Secret like the values it protects: never shown.
     fingerprint_key: bytes = field(repr=False)
+    placement: Placement | None = None  # None: not known (orchestrator.placement warns)
 
 
 CheckFunc = Callable[[CheckContext], Outcome]

@@ -19,4 +19,4 @@ def load_checks() -> CheckRegistry:
     return REGISTRY
 
 
-CATEGORIES = ("Plan", "Images", "Data", "Secrets", "Cluster", "DNS", "Cadence")
+CATEGORIES = ("Plan", "Images", "Data", "Secrets", "Cluster", "DNS", "Cadence", "Forecast")

@@ -50,14 +50,19 @@ class NodeFacts:
         return self.ready and self.schedulable
 
 
+def ready_condition(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A node's or pod's Ready condition when it is True; None when it is not Ready."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next(
+        (c for c in conditions if c.get("type") == "Ready" and c.get("status") == "True"), None
+    )
+
+
 def node_facts(node: Mapping[str, Any]) -> NodeFacts:
     meta = node.get("metadata") or {}
     status = node.get("status") or {}
     spec = node.get("spec") or {}
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
+    ready = ready_condition(node) is not None
     tainted = any(
         t.get("key") in _UNSCHEDULABLE_TAINTS and t.get("effect") in ("NoSchedule", "NoExecute")
         for t in spec.get("taints") or []
@@ -146,15 +151,23 @@ def fetch_workloads(
         return {w.key: obj for w, obj in zip(items, found, strict=True)}
 
 
-def plan_demands(
-    plan: DrillPlan, primary: KubeTarget, dr: KubeTarget
-) -> tuple[list[Demand], str | None]:
-    """Demands of every plan workload, read at the primary, else from the DR standby.
+@dataclass(frozen=True)
+class Templates:
+    """Every plan workload's object, read at the primary, else from its DR standby."""
 
-    Returns the demands and, when the primary could not be read, why: in an
-    incident the primary may be down, and the standby's template is the next
-    best source (standby_parity says whether the two agree).
-    """
+    objects: dict[str, dict[str, Any] | None]
+    sources: dict[str, str]  # "primary", "dr" or "unknown"
+    note: str | None  # why the primary could not be read, when it could not
+
+    def template(self, workload: Workload) -> dict[str, Any]:
+        """The workload's pod template; {} when neither site has it."""
+        obj = self.objects.get(workload.key) or {}
+        return dict((obj.get("spec") or {}).get("template") or {})
+
+
+def plan_templates(plan: DrillPlan, primary: KubeTarget, dr: KubeTarget) -> Templates:
+    """In an incident the primary may be down, and the standby's template is the next
+    best source (standby_parity says whether the two agree)."""
     note: str | None = None
     try:
         primary_objs = fetch_workloads(primary, plan.workloads)
@@ -162,13 +175,29 @@ def plan_demands(
         primary_objs, note = {}, str(exc)
     missing = [w for w in plan.workloads if primary_objs.get(w.key) is None]
     dr_objs = fetch_workloads(dr, missing) if missing else {}
-    demands = []
+    objects: dict[str, dict[str, Any] | None] = {}
+    sources: dict[str, str] = {}
     for w in plan.workloads:
-        if primary_objs.get(w.key) is not None:
-            demands.append(demand_of(w, primary_objs[w.key], "primary"))
-        else:
-            demands.append(demand_of(w, dr_objs.get(w.key), "dr"))
-    return demands, note
+        found = primary_objs.get(w.key)
+        objects[w.key] = found if found is not None else dr_objs.get(w.key)
+        sources[w.key] = "primary" if found is not None else "dr"
+        if objects[w.key] is None:
+            sources[w.key] = "unknown"
+    return Templates(objects, sources, note)
+
+
+def plan_demands(
+    plan: DrillPlan, primary: KubeTarget, dr: KubeTarget
+) -> tuple[list[Demand], str | None]:
+    """Demands of every plan workload, and why the primary could not be read, if it could not."""
+    found = plan_templates(plan, primary, dr)
+    demands = [demand_of(w, found.objects[w.key], found.sources[w.key]) for w in plan.workloads]
+    return demands, found.note
+
+
+def taken_over(plan: DrillPlan) -> list[Workload]:
+    """The workloads a takeover brings up (critical, then normal; batch stays paused)."""
+    return [w for w in plan.workloads if w.tier.value in ("critical", "normal")]
 
 
 def add(demands: Iterable[Demand]) -> Resources:

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
+from drills.checks.data_inventory import inventory_diff
 from drills.plan import Dataset, DatasetKind
 from drills.plan.durations import format_duration
 from drills.targets.objects import LifecycleRule, ObjectInfo
@@ -56,10 +57,17 @@ def _both_copies(targets: Targets, ds: Dataset) -> tuple[Any, ...]:
 def dataset_diff(targets: Targets, ds: Dataset) -> DatasetDiff:
     """The comparison of both copies of ``ds``, made once per run and shared by checks
     (and by plans whose readiness runs together over the same buckets)."""
-    key = ("dataset_diff", *_both_copies(targets, ds), ds.rpo_target)
+    # Two plans over the same buckets compare them alike only with the same inventory.
+    inventory = ds.inventory.model_dump_json() if ds.inventory is not None else None
+    key = ("dataset_diff", *_both_copies(targets, ds), ds.rpo_target, inventory)
 
     def compare() -> DatasetDiff:
-        pending_after = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=ds.rpo_target)
+        now = dt.datetime.now(dt.UTC)
+        pending_after = now - dt.timedelta(seconds=ds.rpo_target)
+        if ds.inventory is not None:
+            return inventory_diff(
+                targets, ds, examples=EXAMPLES, now=now, pending_after=pending_after
+            )
         return compare_objects(
             *_locations(targets, ds), examples=EXAMPLES, pending_after=pending_after
         )
@@ -133,6 +141,12 @@ def data_replicated(ctx: CheckContext) -> Outcome:
     time, and `data.rpo` judges the lag. Objects only at DR (extra) are reported and
     allowed: DR is add-only. Pairs whose multipart ETags differ and that carry no
     common checksum cannot be proven equal: they warn.
+
+    A dataset with `inventory:` is compared from the newest S3 Inventory report of each
+    bucket (CSV.gz or Parquet, joined by key in DuckDB) instead of a listing; the
+    evidence gives each report's age, and a report older than its schedule (Daily,
+    Weekly) warns. With `recent_layout`, the date partitions since the older report
+    are listed too, so objects written after it are checked as well.
     """
     plan, targets = ctx.plan, ctx.targets
     if not plan.datasets:
@@ -141,6 +155,9 @@ def data_replicated(ctx: CheckContext) -> Outcome:
     rows = [{"name": ds.name, "primary": d.primary, "dr": d.dr, **d.counts()} for ds, d in diffs]
     for row, (_, diff) in zip(rows, diffs, strict=True):
         row["examples"] = diff.problem_examples()
+        if diff.inventory is not None:
+            row["inventory"] = diff.inventory
+    stale = [(ds, d.inventory) for ds, d in diffs if d.inventory and d.inventory["stale"]]
     broken = [(ds, d) for ds, d in diffs if d.incomplete]
     unproven = [(ds, d) for ds, d in diffs if d.unverified.count and not d.incomplete]
     evidence = {
@@ -174,12 +191,30 @@ def data_replicated(ctx: CheckContext) -> Outcome:
             remediation="Upload with a full-object checksum (e.g. --checksum-algorithm "
             "CRC64NVME) so copies made with other part sizes can be compared.",
         )
+    if stale:
+        return _stale_inventory(stale, evidence)
     matched = sum(d.matched for _, d in diffs)
     notes = "".join(f"; {evidence[k]} {k}" for k in ("pending", "extra") if evidence[k])
+    notes += "".join(
+        f"; {ds.name} from inventory {_span(d.inventory['age_s'])} old"
+        for ds, d in diffs
+        if d.inventory
+    )
     return Outcome(
         Status.PASS,
         f"{_n(len(diffs), 'dataset')} at DR: {matched} primary objects match{notes}",
         evidence,
+    )
+
+
+def _stale_inventory(stale: list[tuple[Dataset, Any]], evidence: dict[str, Any]) -> Outcome:
+    parts = [f"{ds.name} {_span(facts['age_s'])} old ({facts['schedule']})" for ds, facts in stale]
+    return Outcome(
+        Status.WARN,
+        f"Inventory reports older than their schedule: {_names(parts)}",
+        evidence,
+        remediation="S3 has not published a newer inventory report: check that the inventory "
+        "configuration is enabled and its destination bucket policy lets S3 write the report.",
     )
 
 

@@ -9,7 +9,13 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 
-from drills.checks.base import CheckContext, CheckRegistry, CheckResult, CheckSpec
+from drills.checks.base import (
+    CheckContext,
+    CheckRegistry,
+    CheckResult,
+    CheckSpec,
+    Placement,
+)
 from drills.checks.catalog import load_checks
 from drills.checks.runner import CheckCall, ReadinessReport, call_in_place, run_checks
 from drills.notify import notify, readiness_changes, remind_after
@@ -38,6 +44,7 @@ def check_context(
     *,
     now: dt.datetime | None = None,
     fingerprint_key: bytes | None = None,
+    placement: Placement | None = None,
 ) -> CheckContext:
     return CheckContext(
         plan=plan,
@@ -46,6 +53,7 @@ def check_context(
         now=now or dt.datetime.now(dt.UTC),
         # A fresh key per run: fingerprints can be compared within a run, never across.
         fingerprint_key=fingerprint_key or os.urandom(32),
+        placement=placement,
     )
 
 
@@ -60,6 +68,7 @@ def run_readiness(
     registry: CheckRegistry | None = None,
     call: CheckCall = call_in_place,
     shared: SharedTargets | None = None,
+    placement: Placement | None = None,
 ) -> ReadinessReport:
     """Run the selected checks concurrently, each through ``call`` (see runner.CheckCall).
 
@@ -69,7 +78,7 @@ def run_readiness(
     """
     specs = select_checks(only, categories, registry)
     with Targets(plan, shared) as targets:
-        context = check_context(plan, targets, history)
+        context = check_context(plan, targets, history, placement=placement)
         report = run_checks(specs, context, on_result=on_result, call=call)
     if history is not None and store and not specs_filtered(only, categories):
         report = _store_and_notify(plan, history, report)

@@ -32,6 +32,12 @@ COMMANDS: dict[str, Entry] = {
         "drills.cli.readiness_cmd",
         "Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan.",
     ),
+    "forecast": Entry(
+        "drills.cli.forecast_cmd",
+        "Forecast a takeover started now: RTO, client-visible RTO and full-capacity time, each "
+        "with an interval, the phase and workload that dominate, and what it is based on. Exit 1 "
+        "when it would not complete or the whole interval is above the RTO target.",
+    ),
     "run": Entry(
         "drills.cli.run_cmd",
         "Run a minimum-takeover drill (or a real incident takeover, or the failback after one) "
@@ -70,6 +76,10 @@ COMMANDS: dict[str, Entry] = {
     "evidence": Entry(
         "drills.cli.evidence_cmd",
         "Signed evidence packs of drills for auditors, and drill coverage per plan.",
+    ),
+    "db": Entry(
+        "drills.cli.db_cmd",
+        "The history store: its schema version (current), migrations (upgrade), pruning (prune).",
     ),
     "ui": Entry(
         "drills.cli.ui_cmd",

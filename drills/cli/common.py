@@ -80,8 +80,13 @@ def load_plan_or_exit(path: Path) -> DrillPlan:
 
 def open_history(url: str | None) -> HistoryStore:
     from drills.store.history import HistoryStore  # SQLAlchemy: only for commands that keep runs
+    from drills.store.schema import SchemaError
 
-    return HistoryStore(url)
+    try:
+        return HistoryStore(url)
+    except SchemaError as exc:  # one line naming `drills db upgrade`, not a traceback
+        err_console(highlight=False, soft_wrap=True).print(Text(f"✗ {exc}", style="bold red"))
+        raise typer.Exit(EXIT_INVALID) from None
 
 
 def exit_not_running(as_json: bool, message: str) -> NoReturn:

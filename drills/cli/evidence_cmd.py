@@ -142,6 +142,7 @@ def _verify_db(db: str, as_json: bool) -> None:
         typer.echo(json.dumps(report.to_json(), indent=2, default=str))
     elif report.ok:
         pre = f"; {report.pre_chain} sealed at upgrade (pre-chain)" if report.pre_chain else ""
+        pre += f"; {report.pruned} pruned, as sealed" if report.pruned else ""
         out_console(highlight=False, soft_wrap=True).print(
             Text(f"✓ the history verifies: {report.links} links over {len(report.plans)} "
                  f"plan(s){pre}")

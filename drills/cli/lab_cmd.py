@@ -42,6 +42,15 @@ def up(
             "secret, a DR deployment that never becomes ready, a TTL that is too long.",
         ),
     ] = False,
+    drift_scheduling: Annotated[
+        bool,
+        typer.Option(
+            "--drift-scheduling",
+            help="Seed the faults that keep pods from running at DR: a ClusterQueue with too "
+            "little GPU quota for the critical tier, a missing PriorityClass, a device-plugin "
+            "pod not ready on one GPU node, a GPU node taint the LLM server does not tolerate.",
+        ),
+    ] = False,
     ready_delay: Annotated[
         float,
         typer.Option(
@@ -95,6 +104,7 @@ def up(
         info, already = control.up(
             state_dir,
             drift=drift,
+            drift_scheduling=drift_scheduling,
             ready_delay=ready_delay,
             system_services=system_services,
             checkpoint_every=checkpoint_every,
@@ -144,6 +154,32 @@ def status(
     for p in probes:
         table.add_row(Text(p.name), Text(p.url), Text(p.detail, style="green" if p.ok else "red"))
     console.print(table)
+
+
+@lab_app.command("inventory")
+def inventory(
+    state_dir: StateDir = Path(".lab"),
+    file_format: Annotated[
+        str,
+        typer.Option(
+            "--format", help="CSV (gzip, keys URL-encoded) or Parquet, as S3 Inventory writes."
+        ),
+    ] = "CSV",
+) -> None:
+    """Publish an S3 Inventory report of every lab bucket, as S3 would: data file,
+    manifest.json and manifest.checksum under inventory/BUCKET/lab-daily/YYYY-MM-DDTHH-MMZ/
+    of the bucket BUCKET-inventory. Run it again for a newer report."""
+    from drills.lab.inventory import publish_lab
+
+    if file_format not in ("CSV", "Parquet"):
+        err.print(f"✗ --format must be CSV or Parquet, not {file_format!r}")
+        raise typer.Exit(EXIT_INVALID)
+    info = control.running(state_dir)
+    if info is None:
+        err.print(f"✗ No lab is running in {state_dir}. Start one with `drills lab up`.")
+        raise typer.Exit(EXIT_FAILED)
+    for url in publish_lab(Path(info.state_dir), info.moto, file_format):
+        typer.echo(url)  # one per line, unwrapped: scripts read them
 
 
 def _print_info(info: LabInfo) -> None:

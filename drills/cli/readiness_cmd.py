@@ -55,7 +55,7 @@ def readiness(
         typer.Option(
             "--category",
             help="Run only checks of this category (Images, Data, Secrets, Cluster, DNS, "
-            "Cadence); repeat for several.",
+            "Cadence, Forecast); repeat for several.",
         ),
     ] = None,
     verbose: Annotated[
@@ -99,6 +99,7 @@ def readiness(
 ) -> None:
     """Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan."""
     from drills.checks.readiness import run_readiness, select_checks
+    from drills.orchestrator.placement import gather
 
     _refuse_mixed_arguments(plan_path, all_plans=all_plans, narrowed=bool(only or category))
     if all_plans:
@@ -138,6 +139,7 @@ def readiness(
             only=only or (),
             categories=category or (),
             on_result=advance,
+            placement=gather("cli"),
         )
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))

@@ -239,9 +239,10 @@ def _execute(
     request: DrillRequest, history: HistoryStore, hooks: DrillHooks, view: LiveView, *, live: bool
 ) -> tuple[str, RunStatus]:
     """Run the drill with the live view; returns the run's id and final status."""
+    from drills.errors import RunRefused
     from drills.takeover.cancellation import cancel_on_signals
     from drills.takeover.drill import Drill
-    from drills.takeover.failback import Failback, NotServingFromDrError
+    from drills.takeover.failback import Failback
     from drills.takeover.lease import LeaseHeldError, UnfinishedRunError
 
     drill = (Failback if request.mode == Mode.FAILBACK else Drill)(request, history, hooks)
@@ -252,7 +253,8 @@ def _execute(
             Live(view, console=err, refresh_per_second=8) if live else contextlib.nullcontext(),
         ):
             result = drill.run()
-    except (LeaseHeldError, UnfinishedRunError, NotServingFromDrError) as exc:
+    # RunRefused: a failback while the plan is not at DR, a takeover while it is.
+    except (LeaseHeldError, UnfinishedRunError, RunRefused) as exc:
         err.print(Text(f"refused: {exc}", style="bold red"))
         raise typer.Exit(EXIT_REFUSED) from None
     return result.run_id, result.status

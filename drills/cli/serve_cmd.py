@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -115,6 +116,17 @@ def start(
     timeout: Annotated[
         float, typer.Option("--timeout", min=5.0, help="Seconds to wait for it all to start.")
     ] = 300.0,
+    database: Annotated[
+        str | None,
+        typer.Option(
+            "--database",
+            envvar="PREFECT_API_DATABASE_CONNECTION_URL",
+            help="The Prefect server's own database, e.g. postgresql://user@host/prefect "
+            "(the driver becomes asyncpg); default SQLite in the state directory. This is "
+            "Prefect's setting PREFECT_API_DATABASE_CONNECTION_URL, not the history store.",
+            show_default=False,
+        ),
+    ] = None,
     state_dir: StateDir = serve.DEFAULT_STATE_DIR,
 ) -> None:
     """Start a local Prefect server, deploy the drills flows and start a worker, and a warm
@@ -132,6 +144,7 @@ def start(
             project_dir=project_dir,
             port=port,
             timeout=timeout,
+            database=database,
             progress=lambda line: err.print(Text(f"  {line}")),
         )
     except LabError as exc:
@@ -310,7 +323,7 @@ def run_deployment(
     deployment: Annotated[
         str,
         typer.Argument(
-            help="quarterly-drill, readiness-check, declare-incident, or FLOW/DEPLOYMENT."
+            help="quarterly-drill, readiness-check, declare-incident, failback, or FLOW/DEPLOYMENT."
         ),
     ],
     param: Annotated[
@@ -321,8 +334,8 @@ def run_deployment(
         str | None,
         typer.Option(
             "--operator",
-            help="Who starts it: the drill's operator, and who declared an incident in the "
-            "audit log. Default: your login name ($USER).",
+            help="Who starts it: the drill's operator, and who declared an incident or asked "
+            "for a failback in the audit log. Default: your login name ($USER).",
             show_default=False,
         ),
     ] = None,
@@ -330,7 +343,8 @@ def run_deployment(
         str | None,
         typer.Option(
             "--reason",
-            help="Why it runs, kept with the run; an incident is refused without one.",
+            help="Why it runs, kept with the run; an incident or a failback is refused "
+            "without one.",
             show_default=False,
         ),
     ] = None,
@@ -339,8 +353,8 @@ def run_deployment(
         typer.Option(
             "--confirm",
             metavar="PLAN_NAME",
-            help="An incident only: the plan's name, as the dashboard has it typed. Asked for "
-            "on a terminal when not given; anything else is refused.",
+            help="An incident or a failback only: the plan's name, as the dashboard has it "
+            "typed. Asked for on a terminal when not given; anything else is refused.",
             show_default=False,
         ),
     ] = None,
@@ -371,14 +385,21 @@ def run_deployment(
     plan's name must be confirmed and a reason given, it is refused while
     another incident of the plan runs or one stopped part-way waits for
     `drills recover`, and it goes to the audit log, accepted or refused.
+
+    A failback (failback, or mode=failback) is asked for exactly as the
+    dashboard's Fail back button asks: the plan's name confirmed and a reason
+    given; refused unless the plan serves from DR, and while any run of the
+    plan is going or waits for `drills recover`; audited either way.
     """
     url, headers, local_db = _target(api_url, state_dir)
     params = parse_params(param or [])
     try:
         with PrefectRest(url, headers=headers) as api:
             target = api.deployment(deployment)
-            if _is_incident(target, params):
+            if _mode(target, params) == Mode.INCIDENT:
                 run = _declare(api, target, params, operator, reason, confirm, db or local_db)
+            elif _mode(target, params) == Mode.FAILBACK:
+                run = _fail_back(api, target, params, operator, reason, confirm, db or local_db)
             else:
                 run = _start(api, target, params, operator, reason)
             ui = url.removesuffix("/api")
@@ -403,9 +424,12 @@ def run_deployment(
         raise _fail(f"{run.name} ended {run.state_name}: {run.message}")
 
 
-def _is_incident(target: Deployment, params: dict[str, Any]) -> bool:
+def _mode(target: Deployment, params: dict[str, Any]) -> str | None:
+    """The drill flow's mode for this run; None for another flow."""
+    if target.flow_name != DRILL_FLOW:
+        return None
     mode = params.get("mode", target.parameters.get("mode"))
-    return target.flow_name == DRILL_FLOW and mode == Mode.INCIDENT
+    return str(mode) if mode else None
 
 
 def _start(
@@ -437,28 +461,17 @@ def _declare(
 ) -> FlowRunState:
     """Declare the incident through drills.takeover.incident, the dashboard's one path:
     validated, refused while the plan is held, audited either way."""
-    from drills.cli.common import load_plan_or_exit
     from drills.orchestrator.flow_runs import PrefectLauncher
     from drills.takeover.incident import IncidentRequest, declare_incident
 
     declared_at = _declared_at(params.pop("declared_at", None))  # T0: before anything else
-    # The options win over the same -p parameters, which still work as they did.
-    passed = {key: params.pop(key, None) for key in ("operator", "reason", "mode")}
-    operator = operator or str(passed["operator"] or getpass.getuser())
-    reason = reason if reason is not None else str(passed["reason"] or "")
-    plan_file = params.pop("plan", None) or target.parameters.get("plan")
-    if not isinstance(plan_file, str) or not plan_file:
-        raise _fail(f"{target.full_name} has no plan: give -p plan=PATH", 2)
-    plan_path = Path(plan_file).expanduser().resolve()
-    plan = load_plan_or_exit(plan_path)
-    if confirm is None:
-        confirm = _ask_confirmation(plan.name)
+    asked = _person_asks(target, params, operator, reason, confirm, INCIDENT_WARNING)
     request = IncidentRequest(
-        plan_path=str(plan_path),
-        plan_name=plan.name,
-        operator=operator,
-        reason=reason,
-        confirmation=confirm,
+        plan_path=asked.plan_path,
+        plan_name=asked.plan_name,
+        operator=asked.operator,
+        reason=asked.reason,
+        confirmation=asked.confirmation,
         declared_at=declared_at,
         force_unfenced=bool(params.pop("force_unfenced", False)),
         extra_parameters=params,
@@ -469,9 +482,83 @@ def _declare(
     if not declaration.accepted or declaration.flow_run_id is None:
         raise _fail(f"Incident not declared: {declaration.message}")
     err.print(
-        Text(f"Incident on {plan.name} declared by {operator}; T0 {declared_at.isoformat()}.")
+        Text(
+            f"Incident on {asked.plan_name} declared by {asked.operator}; "
+            f"T0 {declared_at.isoformat()}."
+        )
     )
     return api.flow_run(declaration.flow_run_id)
+
+
+def _fail_back(
+    api: PrefectRest,
+    target: Deployment,
+    params: dict[str, Any],
+    operator: str | None,
+    reason: str | None,
+    confirm: str | None,
+    db_url: str | None,
+) -> FlowRunState:
+    """Ask for the failback through drills.takeover.failback_request, the dashboard's one
+    path: validated, refused unless the plan serves from DR and nothing is in the way,
+    audited either way."""
+    from drills.orchestrator.flow_runs import PrefectLauncher
+    from drills.takeover.failback_request import FailbackRequest, request_failback
+
+    requested_at = dt.datetime.now(dt.UTC)
+    asked = _person_asks(target, params, operator, reason, confirm, FAILBACK_WARNING)
+    request = FailbackRequest(
+        plan_path=asked.plan_path,
+        plan_name=asked.plan_name,
+        operator=asked.operator,
+        reason=asked.reason,
+        confirmation=asked.confirmation,
+        requested_at=requested_at,
+        extra_parameters=params,
+    )
+    launcher = PrefectLauncher(api, target.full_name, tags=("failback",))
+    decision = request_failback(request, HistoryStore(db_url), launcher)
+    if not decision.accepted or decision.flow_run_id is None:
+        raise _fail(f"Failback not started: {decision.message}")
+    err.print(Text(f"Failback of {asked.plan_name} started by {asked.operator}."))
+    return api.flow_run(decision.flow_run_id)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What a person gave for a real run of a plan: who, why, and the plan's name typed."""
+
+    plan_path: str
+    plan_name: str
+    operator: str
+    reason: str
+    confirmation: str
+
+
+def _person_asks(
+    target: Deployment,
+    params: dict[str, Any],
+    operator: str | None,
+    reason: str | None,
+    confirm: str | None,
+    warning: str,
+) -> _Asked:
+    """Take who, why and the plan out of the options and ``params``; ask for the plan's
+    name on a terminal when --confirm was not given."""
+    from drills.cli.common import load_plan_or_exit
+
+    # The options win over the same -p parameters, which still work as they did.
+    passed = {key: params.pop(key, None) for key in ("operator", "reason", "mode")}
+    operator = operator or str(passed["operator"] or getpass.getuser())
+    reason = reason if reason is not None else str(passed["reason"] or "")
+    plan_file = params.pop("plan", None) or target.parameters.get("plan")
+    if not isinstance(plan_file, str) or not plan_file:
+        raise _fail(f"{target.full_name} has no plan: give -p plan=PATH", 2)
+    plan_path = Path(plan_file).expanduser().resolve()
+    plan = load_plan_or_exit(plan_path)
+    if confirm is None:
+        confirm = _ask_confirmation(plan.name, warning)
+    return _Asked(str(plan_path), plan.name, operator, reason, confirm)
 
 
 def _t0_of(run: FlowRunState) -> dt.datetime | None:
@@ -492,14 +579,19 @@ def _declared_at(value: Any) -> dt.datetime:
         raise _fail(f"declared_at wants an ISO 8601 time, not {value!r}", 2) from None
 
 
-def _ask_confirmation(plan_name: str) -> str:
+INCIDENT_WARNING = "This starts a [bold]real failover[/] of {plan} to DR; nothing fails back."
+FAILBACK_WARNING = (
+    "This starts the [bold]real failback[/] of {plan}: DR's writers stop, and production "
+    "returns to the primary."
+)
+
+
+def _ask_confirmation(plan_name: str, warning: str) -> str:
     """On a terminal, ask for the plan's name as the dashboard does; elsewhere nothing was
-    typed, and the declaration is refused as the dashboard refuses an empty box."""
+    typed, and the request is refused as the dashboard refuses an empty box."""
     if not sys.stdin.isatty():
         return ""
-    err.print(
-        f"This starts a [bold]real failover[/] of {escape(plan_name)} to DR; nothing fails back."
-    )
+    err.print(warning.format(plan=escape(plan_name)))
     answer: str = typer.prompt(
         f"Type the plan name {plan_name} to confirm", default="", show_default=False
     )

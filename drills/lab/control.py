@@ -45,6 +45,7 @@ def up(
     state_dir: Path = DEFAULT_STATE_DIR,
     *,
     drift: bool = False,
+    drift_scheduling: bool = False,
     ready_delay: float = 1.0,
     system_services: bool = True,
     checkpoint_every: float = 60.0,
@@ -55,11 +56,15 @@ def up(
     """Start the lab; returns its info and whether it was already running."""
     existing = running(state_dir)
     if existing is not None:
-        if existing.drift != drift:
-            raise LabError(
-                f"the lab in {state_dir} is running {'with' if existing.drift else 'without'} "
-                "--drift; run `drills lab down` first"
-            )
+        for flag, have, want in (
+            ("--drift", existing.drift, drift),
+            ("--drift-scheduling", existing.drift_scheduling, drift_scheduling),
+        ):
+            if have != want:
+                raise LabError(
+                    f"the lab in {state_dir} is running {'with' if have else 'without'} "
+                    f"{flag}; run `drills lab down` first"
+                )
         return existing, True
     state_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("lab.json", ERROR_FILE):
@@ -68,6 +73,7 @@ def up(
     argv = [sys.executable, "-m", "drills.lab.daemon", "--state-dir", str(state_dir)]
     argv += ["--ready-delay", str(ready_delay), "--checkpoint-every", str(checkpoint_every)]
     argv += ["--drift"] if drift else []
+    argv += ["--drift-scheduling"] if drift_scheduling else []
     argv += [] if system_services else ["--no-system-services"]
     argv += [] if reverse_replication else ["--no-reverse-replication"]
     argv += ["--audit"] if audit else []

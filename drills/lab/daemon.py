@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="drills-lab-daemon")
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--drift", action="store_true")
+    parser.add_argument("--drift-scheduling", action="store_true")
     parser.add_argument("--ready-delay", type=float, default=1.0)
     parser.add_argument("--no-system-services", action="store_true")
     parser.add_argument("--checkpoint-every", type=float, default=60.0)
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     lab = Lab(
         args.state_dir,
         drift=args.drift,
+        drift_scheduling=args.drift_scheduling,
         ready_delay=args.ready_delay,
         use_system_services=not args.no_system_services,
         checkpoint_every_s=args.checkpoint_every,

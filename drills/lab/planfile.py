@@ -132,6 +132,11 @@ def lab_plan(lab: LabEndpoints, *, drift: bool) -> dict[str, Any]:
         ],
         "schedule": {"cron": "0 3 1 1,4,7,10 *", "timezone": "UTC"},
         "approval": {"required": False, "timeout": "1h"},
+        "sentinel": {
+            "namespace": topology.SENTINEL_NAMESPACE,
+            "name": topology.SENTINEL_NAME,
+            "max_age": "10m",
+        },
     }
 
 

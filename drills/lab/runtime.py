@@ -43,6 +43,7 @@ from drills.lab.seed_aws import (
     seed_datasets,
 )
 from drills.lab.seed_cluster import cluster_info, seed_site
+from drills.lab.sentinel import SentinelHeartbeat
 from drills.lab.state import STATE_FILE, LabInfo
 from drills.lab.trainer import CheckpointWriter
 
@@ -111,6 +112,7 @@ class Lab:
         state_dir: Path,
         *,
         drift: bool = False,
+        drift_scheduling: bool = False,
         ready_delay: float = 1.0,
         use_system_services: bool = True,
         checkpoint_every_s: float = 60.0,
@@ -120,6 +122,7 @@ class Lab:
         self.state_dir = state_dir.resolve()
         self.audit = audit
         self.drift = drift
+        self.drift_scheduling = drift_scheduling
         self.ready_delay = ready_delay
         self.use_system_services = use_system_services
         self.checkpoint_every_s = checkpoint_every_s
@@ -157,6 +160,10 @@ class Lab:
                 replicate=not self.drift,
             )
             self._own(trainer).start()
+            heartbeat = SentinelHeartbeat(
+                self.kube["dr"].store, interval_s=topology.SENTINEL_EVERY_S
+            )
+            self._own(heartbeat).start()
             if self.reverse_replication:
                 replicator = ReverseReplicator(self.kube["dr"].store, self._aws("s3", "primary"))
                 self._own(replicator).start()
@@ -253,6 +260,7 @@ class Lab:
                 self.registry_host(site),
                 self.secret_value,
                 drift=self.drift,
+                drift_scheduling=self.drift_scheduling,
             )
         self._seed_images()
         seed_datasets(self._aws("s3", "primary"), self._aws("s3", "dr"), drift=self.drift)
@@ -324,6 +332,7 @@ class Lab:
             state_dir=str(self.state_dir),
             pid=os.getpid(),
             drift=self.drift,
+            drift_scheduling=self.drift_scheduling,
             reverse_replication=self.reverse_replication,
             started_at=time.time(),
             dns_provider="rfc2136" if self.named else "route53",

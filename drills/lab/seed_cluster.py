@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import yaml
 
 from drills.lab import topology
+from drills.lab.seed_scheduling import meta, node_taints, seed_scheduling, template_extras
 from drills.lab.topology import LabWorkload, NodePool, SiteShape
 
 TIER_LABEL = "drills.dev/tier"
@@ -21,14 +22,9 @@ class ObjectWriter(Protocol):
     def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]: ...
 
 
-def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": dict(labels)}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    return meta
-
-
-def node(pool: NodePool, index: int, shape: SiteShape) -> dict[str, Any]:
+def node(
+    pool: NodePool, index: int, shape: SiteShape, site: str = "primary", *, drift: bool = False
+) -> dict[str, Any]:
     labels = {
         "kubernetes.io/hostname": f"{pool.prefix}-{index}",
         "node.kubernetes.io/instance-type": "gpu" if pool.gpus else "cpu",
@@ -45,11 +41,18 @@ def node(pool: NodePool, index: int, shape: SiteShape) -> dict[str, Any]:
             "nvidia.com/cuda.runtime-version.full": shape.cuda,
         }
         allocatable["nvidia.com/gpu"] = str(pool.gpus)
+        if (
+            drift
+            and site == "dr"
+            and labels["kubernetes.io/hostname"] == (topology.DRIFT_PLUGIN_NOT_READY_NODE)
+        ):
+            allocatable["nvidia.com/gpu"] = "0"  # its device plugin never registered
+    taints = node_taints(site, pool.gpus > 0, drift=drift)
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": _meta(f"{pool.prefix}-{index}", None, **labels),
-        "spec": {},
+        "metadata": meta(f"{pool.prefix}-{index}", None, **labels),
+        "spec": {"taints": taints} if taints else {},
         "status": {
             "capacity": dict(allocatable),
             "allocatable": allocatable,
@@ -67,7 +70,8 @@ def node(pool: NodePool, index: int, shape: SiteShape) -> dict[str, Any]:
 def workload(
     w: LabWorkload, registry_host: str, replicas: int, annotations: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    labels = {"app": w.name, TIER_LABEL: w.tier}
+    extra_labels, extra_spec = template_extras(w)
+    labels = {"app": w.name, TIER_LABEL: w.tier, **extra_labels}
     requests: dict[str, str] = {"cpu": w.cpu, "memory": w.memory}
     limits: dict[str, str] = {}
     if w.gpu:
@@ -81,26 +85,29 @@ def workload(
     spec: dict[str, Any] = {
         "replicas": replicas,
         "selector": {"matchLabels": {"app": w.name}},
-        "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [container], **extra_spec},
+        },
     }
     if w.kind == "StatefulSet":
         spec["serviceName"] = w.name
-    meta = _meta(w.name, w.namespace, **labels)
+    m = meta(w.name, w.namespace, **labels)
     if annotations:
-        meta["annotations"] = annotations
-    return {"apiVersion": "apps/v1", "kind": w.kind, "metadata": meta, "spec": spec}
+        m["annotations"] = annotations
+    return {"apiVersion": "apps/v1", "kind": w.kind, "metadata": m, "spec": spec}
 
 
 def secret(
     namespace: str, name: str, values: dict[str, str], rotated: dt.datetime
 ) -> dict[str, Any]:
-    meta = _meta(name, namespace)
-    meta["annotations"] = {ROTATED_AT: rotated.isoformat(timespec="seconds")}
+    m = meta(name, namespace)
+    m["annotations"] = {ROTATED_AT: rotated.isoformat(timespec="seconds")}
     kind = "kubernetes.io/dockerconfigjson" if ".dockerconfigjson" in values else "Opaque"
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": meta,
+        "metadata": m,
         "type": kind,
         "data": {k: base64.b64encode(v.encode()).decode() for k, v in values.items()},
     }
@@ -111,7 +118,7 @@ def ingress(open_class: str) -> dict[str, Any]:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "Ingress",
-        "metadata": _meta(topology.INGRESS_NAME, topology.INGRESS_NAMESPACE),
+        "metadata": meta(topology.INGRESS_NAME, topology.INGRESS_NAMESPACE),
         "spec": {
             "ingressClassName": open_class,
             "rules": [
@@ -145,7 +152,7 @@ def cluster_info(server_url: str, ca_pem: bytes | None) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _meta("cluster-info", "kube-public"),
+        "metadata": meta("cluster-info", "kube-public"),
         "data": {"kubeconfig": yaml.safe_dump(kubeconfig, sort_keys=False)},
     }
 
@@ -157,6 +164,7 @@ def seed_site(
     secret_value: Callable[[str, str, str], str],
     *,
     drift: bool,
+    drift_scheduling: bool = False,
 ) -> None:
     """Create one site's objects. The primary runs everything; DR holds standbys at 0."""
     shape = topology.SITES[site]
@@ -167,7 +175,7 @@ def seed_site(
         )
     for pool in shape.pools:
         for i in range(pool.count):
-            store.create("nodes", node(pool, i, shape))
+            store.create("nodes", node(pool, i, shape, site, drift=drift_scheduling))
 
     controller = LabWorkload(
         topology.CONTROLLER_NAMESPACE, topology.CONTROLLER_NAME, "Deployment", "critical",
@@ -185,6 +193,8 @@ def seed_site(
         store.create(resource, workload(w, registry_host, replicas, annotations))
         store.create("services", _service(w))
 
+    seed_scheduling(store, site, registry_host, drift=drift_scheduling)
+
     rotated = dt.datetime.now(dt.UTC) - dt.timedelta(days=12)
     for s in topology.K8S_SECRETS:
         values = {key: secret_value(site, f"{s.namespace}/{s.name}", key) for key in s.keys}
@@ -195,7 +205,7 @@ def _service(w: LabWorkload) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _meta(w.name, w.namespace, app=w.name),
+        "metadata": meta(w.name, w.namespace, app=w.name),
         "spec": {
             "selector": {"app": w.name},
             "ports": [{"name": "http", "port": 8080, "targetPort": 8080}],

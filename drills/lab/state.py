@@ -33,6 +33,7 @@ class LabInfo:
     moto: str = ""
     dns_server: str = ""
     startup_seconds: float = 0.0
+    drift_scheduling: bool = False
     reverse_replication: bool = True  # DR's writes copied back to the primary while DR serves
 
 

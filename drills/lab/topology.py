@@ -259,3 +259,34 @@ DRIFT_NEVER_READY = ("serving", "embedding-server")
 
 def critical_workloads() -> tuple[LabWorkload, ...]:
     return tuple(w for w in WORKLOADS if w.tier == "critical")
+
+
+# --- what decides scheduling at a site (readiness v2) ---------------------------------
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+PRIORITY_CLASSES = {
+    "critical": ("drills-critical", 1_000_000),
+    "normal": ("drills-normal", 100_000),
+    "batch": ("drills-batch", 1_000),
+}
+# Kueue: LocalQueue (namespace, name) → ClusterQueue, for the GPU workloads that queue.
+KUEUE_QUEUES = {
+    ("serving", "serving-queue"): "serving-gpu",
+    ("training", "training-queue"): "training-gpu",
+}
+KUEUE_COHORT = "gpu-pool"
+QUEUED = {("serving", "llm-server"): "serving-queue",
+          ("serving", "embedding-server"): "serving-queue",
+          ("training", "trainer"): "training-queue"}  # fmt: skip
+DEVICE_PLUGIN_NAMESPACE = "gpu-operator"
+DEVICE_PLUGIN_NAME = "nvidia-device-plugin-daemonset"
+SENTINEL_NAMESPACE = "serving"
+SENTINEL_NAME = "dr-sentinel"
+SENTINEL_IMAGE = "platform/dr-sentinel:1.0.0"
+SENTINEL_EVERY_S = 60.0
+
+# The faults `drills lab up --drift-scheduling` seeds: the takeover would find capacity but
+# its pods would not run.
+DRIFT_QUEUE = ("serving-gpu", 1, 1)  # ClusterQueue, nominal GPUs, GPUs it may borrow
+DRIFT_MISSING_PRIORITY_CLASS = "drills-critical"
+DRIFT_PLUGIN_NOT_READY_NODE = "gpu-b-2"
+DRIFT_TAINT = {"key": "dedicated", "value": "training", "effect": "NoSchedule"}

@@ -18,6 +18,9 @@ class EventKind(StrEnum):
     RUN_STARTED = "run.started"  # a drill or an incident takeover started
     RUN_FINISHED = "run.finished"  # ... and finished, with its verdict, RTO and RPO
     INCIDENT_DECLARED = "incident.declared"
+    # A run whose orchestrator died (its lease expired): a drill was rolled back by
+    # recover-orphans, an incident held for a person to decide.
+    RUN_ORPHANED = "run.orphaned"
     # Sent by the failback run when it ends; closed also by `drills recover RUN --fail-back`.
     INCIDENT_FAILED_BACK = "incident.failed_back"
     INCIDENT_CLOSED = "incident.closed"

@@ -205,3 +205,34 @@ def announce_incident_closed(
     if record is not None and run_id is not None:
         notices.insert(0, incident_failed_back(plan.name, incident_id, run_id, record, drift=drift))
     notify(notices, plan)
+
+
+def run_orphaned(plan: str, run_id: str, mode: str, outcome: str, error: str | None) -> Notice:
+    """A run whose orchestrator died, and what recover-orphans made of it."""
+    incident = mode == "incident"
+    changed = [f"{'incident takeover' if incident else 'drill'} run {run_id} lost its "
+               f"orchestrator (its lease expired): {outcome}"]  # fmt: skip
+    if error:
+        changed.append(f"error: {error}")
+    remediation = (
+        (f"Decide: `drills recover {run_id} --complete` to finish the takeover, or keep it "
+         "held; it is never failed back automatically.",)
+        if incident
+        else (f"See the run's report: `drills report {run_id}`.",)
+    )  # fmt: skip
+    return Notice(
+        EventKind.RUN_ORPHANED,
+        plan,
+        f"{plan}: run {run_id} lost its orchestrator: {outcome}",
+        tuple(changed),
+        Severity.FAILURE if incident or error else Severity.WARNING,
+        remediation,
+        "history",
+        {"run_id": run_id, "mode": mode, "outcome": outcome},
+    )
+
+
+def announce_orphan(
+    plan: DrillPlan, run_id: str, mode: str, outcome: str, error: str | None
+) -> None:
+    notify([run_orphaned(plan.name, run_id, mode, outcome, error)], plan)

@@ -143,11 +143,15 @@ def cancel_flow_run(api: PrefectRest, flow_run_id: str, message: str) -> CancelO
 
 
 class PrefectLauncher:
-    """The incident launcher (drills.takeover.incident) over a deployment of the drill flow."""
+    """The launcher of incidents (drills.takeover.incident) and failbacks
+    (drills.takeover.failback_request) over a deployment of the drill flow."""
 
-    def __init__(self, api: PrefectRest, deployment: str) -> None:
+    def __init__(
+        self, api: PrefectRest, deployment: str, *, tags: tuple[str, ...] = ("incident",)
+    ) -> None:
         self.api = api
         self.deployment = deployment
+        self.tags = tags
 
     def active_runs(self, plan_path: str, plan_name: str) -> list[ActiveRun]:
         deployment = self.api.deployment(self.deployment)
@@ -163,7 +167,7 @@ class PrefectLauncher:
     def start(self, parameters: dict[str, Any], *, idempotency_key: str) -> str:
         run = start_deployment(
             self.api, self.deployment, parameters, idempotency_key=idempotency_key,
-            tags=("incident",),
+            tags=self.tags,
         )  # fmt: skip
         return run.id
 

@@ -60,6 +60,7 @@ class ServeInfo:
     started_at: str
     startup_seconds: float = 0.0
     warm_pid: int | None = None  # the warm runner of the incident deployment
+    prefect_db: str = ""  # redacted; empty: Prefect's SQLite in the state directory
 
     @property
     def logs(self) -> dict[str, Path]:
@@ -202,6 +203,21 @@ def prefect_env(info: ServeInfo) -> dict[str, str]:
     return apps.on_pythonpath(env)
 
 
+def prefect_database_url(url: str) -> str:
+    """The Prefect server's database URL with the async driver it needs: a PostgreSQL URL
+    as people write it (``postgresql://``, or ``postgresql+psycopg://`` as the history store
+    takes it) gets ``+asyncpg``; SQLite gets ``+aiosqlite``."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "postgresql":
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    elif backend == "sqlite":
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    else:
+        raise LabError(f"the Prefect server stores its data in PostgreSQL or SQLite, not {backend}")
+    return parsed.render_as_string(hide_password=False)
+
+
 def history_url(info: ServeInfo) -> str:
     """The history store's URL with its password, which serve.json does not keep: this
     process's, as long as it names the store the server was started with."""
@@ -256,11 +272,11 @@ def _run_cli(args: list[str], info: ServeInfo, log_path: Path, timeout: float) -
         raise LabError(f"`prefect {' '.join(args)}` failed:\n{_log_tail(log_path)}")
 
 
-def _online(api: PrefectRest, since: dt.datetime) -> bool:
-    """Our worker has sent a heartbeat since it started (its record outlives a restart)."""
+def _online(api: PrefectRest, name: str, since: dt.datetime) -> bool:
+    """The worker has sent a heartbeat since it started (its record outlives a restart)."""
     workers: list[WorkerStatus] = api.workers(WORK_POOL)
     return any(
-        w.name == WORKER_NAME
+        w.name == name
         and w.status == "ONLINE"
         and w.last_heartbeat is not None
         and dt.datetime.fromisoformat(w.last_heartbeat) >= since
@@ -268,17 +284,24 @@ def _online(api: PrefectRest, since: dt.datetime) -> bool:
     )
 
 
-def _start_worker(info: ServeInfo, deadline: float) -> ServeInfo:
+def start_worker(info: ServeInfo, name: str, log_path: Path, deadline: float) -> int:
+    """A process worker of the drills pool, named ``name``, waited on until online; its pid.
+
+    `drills serve` starts one; another (as on a second host) takes the same pool's runs
+    when the first is gone."""
     argv = [prefect_cli(), "worker", "start", "--pool", WORK_POOL, "--type", "process"]
-    argv += ["--name", WORKER_NAME]
+    argv += ["--name", name]
     since = dt.datetime.now(dt.UTC)
-    pid = _spawn(
-        argv, log_path=info.logs["worker"], env=worker_env(info), cwd=Path(info.project_dir)
-    )
+    pid = _spawn(argv, log_path=log_path, env=worker_env(info), cwd=Path(info.project_dir))
+    with PrefectRest(info.api_url) as api:
+        _wait("worker", lambda: _online(api, name, since), pid, log_path, deadline)
+    return pid
+
+
+def _start_worker(info: ServeInfo, deadline: float) -> ServeInfo:
+    pid = start_worker(info, WORKER_NAME, info.logs["worker"], deadline)
     info = dataclasses.replace(info, worker_pid=pid)
     _write_info(info)
-    with PrefectRest(info.api_url) as api:
-        _wait("worker", lambda: _online(api, since), pid, info.logs["worker"], deadline)
     return info
 
 
@@ -318,6 +341,7 @@ def up(
     project_dir: Path = Path("."),
     port: int | None = None,
     timeout: float = 300.0,
+    database: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[ServeInfo, bool]:
     """Start server, pool, deployments and worker; returns the info and whether all of it
@@ -346,9 +370,13 @@ def up(
         server_pid=0,
         worker_pid=None,
         started_at=dt.datetime.now(dt.UTC).isoformat(),
+        prefect_db=redacted(database) if database else "",
     )
     argv = [prefect_cli(), "server", "start", "--host", "127.0.0.1", "--port", str(chosen)]
-    pid = _spawn(argv, log_path=info.logs["server"], env=prefect_env(info), cwd=state_dir)
+    server_env = prefect_env(info)
+    if database:  # the server alone opens it; migrated by Prefect on start
+        server_env["PREFECT_API_DATABASE_CONNECTION_URL"] = prefect_database_url(database)
+    pid = _spawn(argv, log_path=info.logs["server"], env=server_env, cwd=state_dir)
     info = dataclasses.replace(info, server_pid=pid)
     _write_info(info)
     try:

@@ -29,6 +29,7 @@ from drills.plan.models import (
     AwsSecret,
     ControllerFence,
     Dataset,
+    DatasetInventory,
     DatasetKind,
     Dns,
     DnsRecord,
@@ -49,6 +50,7 @@ from drills.plan.models import (
     Route53Dns,
     Schedule,
     SecretsPolicy,
+    Sentinel,
     Site,
     Sites,
     SmokeProbe,
@@ -74,6 +76,7 @@ __all__ = [
     "AwsSecret",
     "ControllerFence",
     "Dataset",
+    "DatasetInventory",
     "DatasetKind",
     "Dns",
     "DnsRecord",
@@ -96,6 +99,7 @@ __all__ = [
     "Schedule",
     "SecretRef",
     "SecretsPolicy",
+    "Sentinel",
     "Site",
     "Sites",
     "SmokeProbe",
@@ -138,6 +142,7 @@ class DrillPlan(PlanModel):
     ] = ()
     schedule: Schedule | None = None
     approval: Approval = Approval()
+    sentinel: Sentinel | None = None
     # Where to send notifications: credential references, each to one or more Apprise URLs
     # (comma-separated), because an Apprise URL holds its service's token.
     notify: Annotated[tuple[SecretRef, ...], Field(max_length=20)] = ()

@@ -9,6 +9,7 @@ broken; :class:`drills.plan.loader.DrillPlan` holds the few rules that span sect
 from __future__ import annotations
 
 import ipaddress
+import re
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -285,6 +286,70 @@ class Workload(PlanModel):
         return self.gpu * self.dr_replicas
 
 
+class InventorySchedule(StrEnum):
+    """How often S3 publishes the report (the configuration's ``Schedule.Frequency``)."""
+
+    DAILY = "Daily"
+    WEEKLY = "Weekly"
+
+    @property
+    def seconds(self) -> float:
+        return 86_400.0 if self is InventorySchedule.DAILY else 7 * 86_400.0
+
+
+# S3 allows letters, digits and - . _ in an inventory configuration's id, up to 64.
+InventoryId = Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")]
+# The strftime directives a daily partition may name: a year, a month and a day, nothing finer.
+_RECENT_DIRECTIVES = {"%Y", "%m", "%d"}
+
+
+class InventoryDestination(PlanModel):
+    """Where one side's inventory reports land: the destination bucket and prefix."""
+
+    bucket: BucketName
+    prefix: ObjectPrefix = ""
+    config_id: InventoryId | None = None  # when this side's configuration has its own id
+
+
+class DatasetInventory(PlanModel):
+    """S3 Inventory reports of both buckets, read instead of listing every object.
+
+    Reports land at ``PREFIX/SOURCE-BUCKET/CONFIG-ID/YYYY-MM-DDTHH-MMZ/manifest.json``.
+    ``recent_layout`` names the dataset's date partitions under its prefix as a strftime
+    pattern (``"%Y/%m/%d/"``, ``"dt=%Y-%m-%d/"``): the days since the older report are
+    then listed as well, so objects newer than the reports are checked too.
+    """
+
+    config_id: InventoryId
+    schedule: InventorySchedule = InventorySchedule.DAILY
+    primary: InventoryDestination
+    dr: InventoryDestination
+    recent_layout: ShortText | None = None
+
+    def config_for(self, side: InventoryDestination) -> str:
+        return side.config_id or self.config_id
+
+    @model_validator(mode="after")
+    def _recent_is_daily(self) -> DatasetInventory:
+        layout = self.recent_layout
+        if layout is None:
+            return self
+        used = set(re.findall(r"%.", layout))
+        rules: list[Rule] = []
+        if not {"%Y", "%m", "%d"} <= used or used - _RECENT_DIRECTIVES:
+            rules.append(
+                (
+                    ("recent_layout",),
+                    'needs %Y, %m and %d and no other % directive, e.g. "%Y/%m/%d/" or '
+                    '"dt=%Y-%m-%d/" (one partition per day)',
+                )
+            )
+        elif not layout.endswith("/"):
+            rules.append((("recent_layout",), "must end with / (a partition is a directory)"))
+        raise_rules("DatasetInventory", rules)
+        return self
+
+
 class Dataset(PlanModel):
     name: Label
     kind: DatasetKind
@@ -293,6 +358,7 @@ class Dataset(PlanModel):
     prefix: ObjectPrefix = ""
     rpo_target: PositiveDuration
     min_versions: Annotated[StrictInt, Field(ge=1, le=1000)] = 3
+    inventory: DatasetInventory | None = None
 
 
 class KubernetesSecret(PlanModel):
@@ -442,3 +508,22 @@ class Schedule(PlanModel):
 class Approval(PlanModel):
     required: StrictBool = False
     timeout: PositiveDuration = 3600.0
+
+
+class Sentinel(PlanModel):
+    """A small real workload kept running at DR, so the DR chain is exercised every day."""
+
+    namespace: K8sNamespace
+    name: K8sName
+    kind: WorkloadKind = WorkloadKind.DEPLOYMENT
+    max_age: PositiveDuration = Field(
+        3600.0, description="How old the sentinel's last success may be."
+    )
+    success_annotation: ShortText = Field(
+        "drills.dev/last-success",
+        description="The annotation where the sentinel writes the time of its last success.",
+    )
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

@@ -10,7 +10,12 @@ transaction as the write, when a record reaches a final form:
 - ``journal``: a journal entry as written, and again at each change of state
   (key ``RUN/SEQ``);
 - ``readiness``: a readiness snapshot as stored (key: its id);
-- ``audit``: an audit-log event as written (key: its id).
+- ``audit``: an audit-log event as written (key: its id);
+- ``prune``: a batch of readiness snapshots removed by ``drills db prune`` (key
+  ``prune/N``): its content hash covers each removed record's kind, key and content
+  hash, which the table ``pruned_records`` keeps. A sealed record gone with such a
+  batch is *pruned*, not *removed*, as long as the batch still hashes to its link and
+  the record's hash there is the one it was sealed with.
 
 A link holds the SHA-256 of the record's canonical content (its columns as JSON: keys
 sorted, no whitespace, times in UTC ISO form, NULLs left out) and the hash of the link
@@ -43,7 +48,7 @@ from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import JSON, Connection, Select, Table, select, type_coerce
+from sqlalchemy import JSON, Connection, Select, Table, select, text, type_coerce
 from sqlalchemy.orm import Session
 
 from drills.store.models import (
@@ -53,11 +58,12 @@ from drills.store.models import (
     EvidenceEntry,
     EvidenceMeta,
     JournalEntry,
+    PrunedRecord,
     ReadinessSnapshot,
 )
 
 GENESIS = "0" * 64
-KINDS = ("run", "step", "journal", "readiness", "audit")
+KINDS = ("run", "step", "journal", "readiness", "audit", "prune")
 UPGRADED_KEY = "chain_since"  # evidence_meta: when this store got its chain
 
 
@@ -143,6 +149,12 @@ def journal_key(run_id: str, seq: int) -> str:
     return f"{run_id}/{seq}"
 
 
+def prune_digest(records: Iterable[tuple[str, str, str]]) -> str:
+    """SHA-256 of a prune batch: its (kind, key, content hash) triples, in a fixed order."""
+    lines = sorted(f"{kind}\t{key}\t{sha}" for kind, key, sha in records)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
 # -- appending ----------------------------------------------------------------------------
 class Sealer:
     """Appends links within one write transaction (the record's own), keeping each plan's
@@ -158,6 +170,7 @@ class Sealer:
 
     def _head(self, plan: str) -> tuple[int, str]:
         if plan not in self._heads:
+            self._take_turn(plan)
             last = self.session.execute(
                 select(EvidenceEntry.seq, EvidenceEntry.entry_sha256)
                 .where(EvidenceEntry.plan == plan)
@@ -166,6 +179,15 @@ class Sealer:
             ).first()
             self._heads[plan] = (last[0], last[1]) if last else (0, GENESIS)
         return self._heads[plan]
+
+    def _take_turn(self, plan: str) -> None:
+        """On PostgreSQL, appenders to one plan's chain take turns until their transaction
+        ends, as SQLite's write lock makes them: under many writers the unique (plan, seq)
+        alone would send most of them round the retry loop again and again."""
+        if self.session.get_bind().dialect.name == "postgresql":
+            self.session.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"chain:{plan}"}
+            )
 
     def append(
         self, plan: str, kind: str, key: str, content_sha256: str, *, run_id: str | None = None,
@@ -252,6 +274,15 @@ class Sealer:
         )
 
 
+def row_digests(
+    session: Session, model: type[ReadinessSnapshot] | type[AuditEvent], ids: list[int]
+) -> list[tuple[str, str]]:
+    """(key, content hash) of some rows, hashed as ``Sealer.seal_row`` hashes them."""
+    table = _table(model)
+    rows = session.execute(_rows(table).where(table.c.id.in_(ids)))
+    return [(str(r.id), record_digest(dict(r._mapping))) for r in rows]
+
+
 # -- upgrading an older store -------------------------------------------------------------
 def chain_since(session: Session | Connection) -> dt.datetime | None:
     value = session.execute(
@@ -325,6 +356,7 @@ class PlanChain:
     pre_chain: int  # links sealed when the store was upgraded
     open_runs: int  # runs not finished yet: not sealed, not judged
     head_sha256: str
+    pruned: int = 0  # sealed records removed by a prune, consistent with their links
 
 
 @dataclass(frozen=True)
@@ -353,6 +385,10 @@ class ChainReport:
     def links(self) -> int:
         return sum(p.links for p in self.plans)
 
+    @property
+    def pruned(self) -> int:
+        return sum(p.pruned for p in self.plans)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
@@ -360,6 +396,7 @@ class ChainReport:
             "links": self.links,
             "pre_chain": self.pre_chain,
             "open_runs": self.open_runs,
+            "pruned": self.pruned,
             "plans": [vars(p) for p in self.plans],
             "first_problem": self.first_problem.to_json() if self.first_problem else None,
             "problems": [p.to_json() for p in self.problems],
@@ -420,6 +457,9 @@ class _PlanState:
     plan: str
     live: dict[tuple[str, str], _Live] = field(default_factory=dict)
     open_runs: int = 0
+    # (kind, key) -> (content hash when pruned, the prune link's seq)
+    pruned: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
+    batches: dict[int, list[tuple[str, str, str]]] = field(default_factory=dict)
 
 
 def verify_store(store: Any) -> ChainReport:
@@ -496,6 +536,16 @@ def _live_records(conn: Connection) -> dict[str, _PlanState]:
             plan = row.get("plan") or ""
             live = _Live(kind, str(row["id"]), record_digest(row), kind, (row["id"],), plan)
             state(plan).live[(kind, live.key)] = live
+    for gone in _stream(conn, PrunedRecord):
+        found = state(gone["plan"])
+        kind, key, sha, seq = (
+            gone["kind"],
+            gone["record_key"],
+            gone["content_sha256"],
+            gone["prune_seq"],
+        )
+        found.pruned[(kind, key)] = (sha, seq)
+        found.batches.setdefault(seq, []).append((kind, key, sha))
     return states
 
 
@@ -529,6 +579,7 @@ def _summary(state: _PlanState, chain: list[EvidenceEntry]) -> PlanChain:
         pre_chain=sum(1 for e in chain if e.pre_chain),
         open_runs=state.open_runs,
         head_sha256=chain[-1].entry_sha256 if chain else GENESIS,
+        pruned=len(state.pruned),
     )
 
 
@@ -538,9 +589,11 @@ Ranked = tuple[tuple[int, float, int], ChainProblem]
 
 def _plan_problems(state: _PlanState, chain: list[EvidenceEntry]) -> list[Ranked]:
     problems = _link_problems(state.plan, chain)
+    problems.extend(_prune_problems(state, chain))
     newest: dict[tuple[str, str], EvidenceEntry] = {}
     for entry in chain:
-        newest[(entry.kind, entry.record_key)] = entry
+        if entry.kind != "prune":
+            newest[(entry.kind, entry.record_key)] = entry
     problems.extend(_content_problems(state, newest))
     problems.extend(_unsealed_problems(state, newest))
     return problems
@@ -586,7 +639,11 @@ def _content_problems(
             sealed_steps.setdefault(entry.run_id or key.rsplit("/", 1)[0], []).append(entry)
             continue
         live = state.live.get((kind, key))
-        if live is None:
+        if live is None and (kind, key) in state.pruned:
+            gone = _pruned_problem(state, entry)
+            if gone is not None:
+                found.append(((1, entry.seq, 1), gone))
+        elif live is None:
             problem = _problem(state.plan, entry, "removed", "sealed, now gone")
             found.append(((1, entry.seq, 1), problem))
         elif live.sha256 != entry.content_sha256:
@@ -599,6 +656,37 @@ def _content_problems(
     for run_id, sealed in sealed_steps.items():
         found.extend(_step_problems(state.plan, sealed, live_steps.get(run_id, {})))
     return found
+
+
+def _prune_problems(state: _PlanState, chain: list[EvidenceEntry]) -> list[Ranked]:
+    """Each prune link against the batch it covers; a batch with no link was slipped in."""
+    found: list[Ranked] = []
+    linked = set()
+    for entry in chain:
+        if entry.kind != "prune":
+            continue
+        linked.add(entry.seq)
+        if prune_digest(state.batches.get(entry.seq, ())) != entry.content_sha256:
+            detail = "the records listed as pruned differ from those the prune sealed"
+            found.append(((1, entry.seq, 0), _problem(state.plan, entry, "changed", detail)))
+    for seq in sorted(set(state.batches) - linked):
+        kind, key, _ = state.batches[seq][0]
+        problem = ChainProblem(
+            state.plan, kind, key, "removed",
+            f"listed as pruned by link {seq}, which is no prune of the chain", seq,
+        )  # fmt: skip
+        found.append(((1, seq, 0), problem))
+    return found
+
+
+def _pruned_problem(state: _PlanState, entry: EvidenceEntry) -> ChainProblem | None:
+    """None when the record was pruned after it was sealed, holding what was sealed."""
+    sha, prune_seq = state.pruned[(entry.kind, entry.record_key)]
+    if prune_seq < entry.seq:
+        return _problem(state.plan, entry, "removed", "sealed after the prune that lists it")
+    if sha != entry.content_sha256:
+        return _problem(state.plan, entry, "changed", "pruned, but " + _changed(entry))
+    return None
 
 
 def _problem(plan: str, entry: EvidenceEntry, what: str, detail: str) -> ChainProblem:
@@ -719,7 +807,9 @@ __all__ = [
     "canonical_json",
     "chain_since",
     "entry_digest",
+    "prune_digest",
     "record_digest",
+    "row_digests",
     "run_evidence",
     "step_digests",
     "upgrade",

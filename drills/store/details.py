@@ -51,6 +51,20 @@ class MeasurementRecord(_Stored):
     verdict: Verdict | None = None
 
 
+class ForecastRecord(_Stored):
+    """What the preflight forecast for this run, beside what it measured."""
+
+    rto_seconds: float | None = None
+    interval: list[float] = Field(default_factory=list)  # [low, high]
+    client_rto_seconds: float | None = None
+    full_capacity_seconds: float | None = None
+    basis: str = ""
+    drills: int = 0
+    measured_rto_seconds: float | None = None
+    error_seconds: float | None = None  # measured minus forecast
+    inside_interval: bool | None = None
+
+
 class RecoverAttempt(_Stored):
     """One run of `drills recover` on the run, successful or not."""
 
@@ -109,6 +123,7 @@ class RunDetails(_Stored):
     planned: list[str] = Field(default_factory=list)  # a dry run's changes, current → intended
     drift: dict[str, Any] | None = Field(default_factory=dict)  # after failback; None: unverified
     measurement: MeasurementRecord | None = None
+    forecast: ForecastRecord | None = None
     recover: list[RecoverAttempt] = Field(default_factory=list)
     incident: IncidentLink | None = None  # an incident or a failback: the incident record
     failback: FailbackRecord | None = None  # a failback run: downtime and the data copied back
@@ -126,6 +141,7 @@ __all__ = [
     "Approval",
     "DatasetCopiedBack",
     "FailbackRecord",
+    "ForecastRecord",
     "IncidentLink",
     "IsoDatetime",
     "MeasurementRecord",

@@ -1,7 +1,9 @@
 """The history store: readiness snapshots, drill runs, their journal, leases, audit.
 
 SQLite by default (``.drills/history.db`` under the working directory);
-``DRILLS_DB_URL`` points it elsewhere, e.g. PostgreSQL for a team. Readers page
+``DRILLS_DB_URL`` points it elsewhere, e.g. PostgreSQL for a team
+(``postgresql+psycopg://...``). A store is used only at the schema version this drills
+expects (drills.store.schema); `drills db upgrade` brings an older one there. Readers page
 and filter in SQL, never load every run.
 """
 
@@ -14,15 +16,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, Select, create_engine, event, inspect, select
+from sqlalchemy import Engine, Select, create_engine, event, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from drills.store import chain
+from drills.store import chain, schema
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import (
     AuditEvent,
-    Base,
     DrillRun,
     EvidenceMeta,
     JournalEntry,
@@ -76,22 +77,15 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-def create_missing_indexes(engine: Engine) -> None:
-    """Indexes added after a store was made: create_all makes them only with a new table."""
-    inspector = inspect(engine)
-    for table in Base.metadata.sorted_tables:
-        have = {index["name"] for index in inspector.get_indexes(table.name)}
-        for index in table.indexes:
-            if index.name not in have:
-                index.create(engine, checkfirst=True)
-
-
 class HistoryStore:
     def __init__(self, url: str | None = None) -> None:
         self.url = url or database_url()
         self.engine = make_engine(self.url)
-        Base.metadata.create_all(self.engine)
-        create_missing_indexes(self.engine)
+        try:
+            schema.ensure_current(self.engine)  # refused before anything reads or writes it
+        except BaseException:
+            self.engine.dispose()
+            raise
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._upgrade_chain()
 

@@ -236,6 +236,23 @@ class EvidenceEntry(Base):
     chained_at: Mapped[dt.datetime]
 
 
+class PrunedRecord(Base):
+    """A sealed record removed by `drills db prune`: what its content hashed to, and the
+    chain link (kind ``prune``) whose hash covers this batch. The chain then shows the
+    record as pruned-but-consistent rather than removed."""
+
+    __tablename__ = "pruned_records"
+    __table_args__ = (Index("ix_pruned_plan_seq", "plan", "prune_seq"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    plan: Mapped[str] = mapped_column(String(128))
+    kind: Mapped[str] = mapped_column(String(16))
+    record_key: Mapped[str] = mapped_column(String(160))
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    prune_seq: Mapped[int] = mapped_column(Integer)  # the prune link's seq in the plan's chain
+    pruned_at: Mapped[dt.datetime]
+
+
 class EvidenceMeta(Base):
     """Facts about the store's chain, e.g. when it was upgraded to have one."""
 

@@ -48,6 +48,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         if measurement
         else None,
         "rto_seconds": run.rto_seconds,
+        "forecast": details.forecast.model_dump(mode="json") if details.forecast else None,
         "client_rto_seconds": run.client_rto_seconds,
         "full_capacity_seconds": details.full_capacity_seconds,
         "rpo_seconds": run.rpo_seconds,
@@ -135,7 +136,19 @@ def _objectives(data: dict[str, Any]) -> list[str]:
     )
     for name, lag in (data.get("rpo_seconds") or {}).items():
         lines.append(f"| RPO {_code(name)} | {_secs(lag)} | {_secs(m.get('rpo_target_seconds'))} |")
-    return lines
+    return lines + _forecast_line(data.get("forecast"))
+
+
+def _forecast_line(f: dict[str, Any] | None) -> list[str]:
+    if not f or f.get("rto_seconds") is None:
+        return []
+    low, high = (f.get("interval") or [None, None])[:2]
+    return [
+        "",
+        f"Forecast before the drill: RTO {_secs(f['rto_seconds'])} ({_secs(low)}–{_secs(high)}; "
+        f"{_text(f.get('basis', ''))}); error {_secs(f.get('error_seconds'))}, "
+        f"{'inside' if f.get('inside_interval') else 'outside'} the interval.",
+    ]
 
 
 def _phases(phases: list[dict[str, Any]]) -> list[str]:

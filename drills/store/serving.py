@@ -232,6 +232,18 @@ def open_incident(history: HistoryStore, plan: str) -> DrillRun | None:
     return history.get_run(recorded.incident_id)
 
 
+def serving_from_dr_refusal(history: HistoryStore, plan: str) -> str | None:
+    """Why a takeover (a drill, an incident) may not start: the plan already serves from
+    DR, so a takeover would fence and promote what already serves. None when it may."""
+    incident = open_incident(history, plan)
+    if incident is None:
+        return None
+    return (
+        f"plan {plan} already serves from DR (incident {incident.id}); bring it home first: "
+        f"`drills run PLAN --mode failback` (see `drills status`)"
+    )
+
+
 __all__ = [
     "RecordedServing",
     "Site",
@@ -239,4 +251,5 @@ __all__ = [
     "placed_by",
     "recorded_serving",
     "recorded_serving_of",
+    "serving_from_dr_refusal",
 ]

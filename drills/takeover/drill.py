@@ -33,6 +33,8 @@ from drills.store.details import Approval, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
+from drills.store.serving import serving_from_dr_refusal
+from drills.takeover.forecasted import forecast_record
 from drills.takeover.journal import Journal
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
 from drills.takeover.live import LiveTimeline
@@ -137,12 +139,14 @@ class Drill:
     # -- the run ---------------------------------------------------------------
     def run(self) -> DrillResult:
         """Run it, holding the plan's lease; raises LeaseHeldError or UnfinishedRunError
-        (before anything is recorded or changed) when another run has the plan."""
+        (before anything is recorded or changed) when another run has the plan, and
+        RunRefused when the plan already serves from DR."""
         with self._exclusive():
             return self._run()
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
+        self._refuse_at_dr()
         if self.request.dry_run:  # changes nothing: needs no lease, blocks nobody
             yield
             return
@@ -153,6 +157,14 @@ class Drill:
             if unfinished:
                 raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
             yield
+
+    def _refuse_at_dr(self) -> None:
+        """A takeover starts from the primary; a plan serving from DR goes home first."""
+        if self.request.mode == Mode.FAILBACK:
+            return
+        refusal = serving_from_dr_refusal(self.history, self.plan.name)
+        if refusal:
+            raise RunRefused(refusal)
 
     def _run(self) -> DrillResult:
         req = self.request
@@ -480,6 +492,7 @@ class Drill:
         self.details.drift = result.drift
         if m is not None:
             self.details.measurement = m.record()
+            self.details.forecast = forecast_record(self.readiness, m.rto_seconds)
         self.history.update_run(
             self.run_id,
             status=result.status,

@@ -53,6 +53,14 @@ class NotServingFromDrError(RunRefused):
     """A failback asked for while the plan does not serve from DR."""
 
 
+def not_serving_from_dr(plan_name: str, where: str) -> str:
+    """Why a failback is refused: the plan does not serve from DR."""
+    return (
+        f"plan {plan_name} does not serve from DR (it serves from {where}): a "
+        "failback only brings production home after an incident; see `drills status`"
+    )
+
+
 def incident_goal(history: Any, incident: DrillRun, ctx: PhaseContext) -> Snapshot:
     """The state before the incident: its snapshot, or (an incident recorded before
     incidents kept one) the originals of its journal over the state now."""
@@ -87,10 +95,7 @@ class Failback(Drill):
         self.incident = open_incident(self.history, self.plan.name)
         if self.incident is None:
             where = recorded_serving(self.history, self.plan.name).site
-            raise NotServingFromDrError(
-                f"plan {self.plan.name} does not serve from DR (it serves from {where}): a "
-                "failback only brings production home after an incident; see `drills status`"
-            )
+            raise NotServingFromDrError(not_serving_from_dr(self.plan.name, where))
         self.details.incident = IncidentLink(incident_run=self.incident.id)
         return super()._run()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,14 +22,16 @@ from drills.notify.runs import announce_incident
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.models import DrillRun
+from drills.store.serving import serving_from_dr_refusal
 
 log = logging.getLogger("drills.takeover.incident")
 
 ACTION = "declare-incident"
 
 # One dashboard process serves many sessions: two people clicking at once must not
-# both pass the "nothing running" check before either run exists.
-_DECLARING = threading.Lock()
+# both pass the "nothing running" check before either run exists. A failback request
+# (drills.takeover.failback_request) takes the same lock: either starts a run on the plan.
+LAUNCHING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -91,16 +93,22 @@ def incident_parameters(request: IncidentRequest) -> dict[str, Any]:
     }
 
 
+def consent_problem(operator: str, reason: str, confirmation: str, plan_name: str) -> str | None:
+    """Why a person's request to start a real run is not yet complete; None when it is."""
+    if not operator.strip():
+        return "nobody is named as the operator"
+    if not reason.strip():
+        return "a reason is required"
+    if confirmation.strip() != plan_name:
+        return f"the confirmation does not match the plan name {plan_name!r}"
+    return None
+
+
 def _problem(request: IncidentRequest) -> str | None:
     if request.declared_at.tzinfo is None:
         return "the declaration time has no time zone"
-    if not request.operator.strip():
-        return "nobody is named as the operator"
-    if not request.reason.strip():
-        return "a reason is required"
-    if request.confirmation.strip() != request.plan_name:
-        return f"the confirmation does not match the plan name {request.plan_name!r}"
-    return None
+    r = request
+    return consent_problem(r.operator, r.reason, r.confirmation, r.plan_name)
 
 
 def _still_running(run: DrillRun, launcher: IncidentLauncher) -> bool:
@@ -111,18 +119,34 @@ def _still_running(run: DrillRun, launcher: IncidentLauncher) -> bool:
     return True
 
 
-def _decision_needed(run: DrillRun) -> str:
+def decision_needed(run: DrillRun) -> str:
+    """The refusal while ``run`` ended part-way and waits for an operator's decision."""
     if run.mode == Mode.INCIDENT:
         what = (
             f"`drills recover {run.id} --complete` finishes that takeover, "
             f"`drills recover {run.id} --hold` keeps DR as it is"
         )
+    elif run.mode == Mode.FAILBACK:
+        what = (
+            f"`drills recover {run.id}` undoes that failback before its DNS switch, "
+            "or completes it after"
+        )
     else:
         what = f"`drills recover {run.id}` rolls that drill back"
     return (
         f"refused: {run.mode} run {run.id} on {run.plan} ended part-way ({run.status}) and "
-        f"waits for an operator: {what}. Then declare again."
+        f"waits for an operator: {what}. Then try again."
     )
+
+
+class PlanRequest(Protocol):
+    """What blocking_runs needs of a request: the plan, by file and by name."""
+
+    @property
+    def plan_path(self) -> str: ...
+
+    @property
+    def plan_name(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -134,15 +158,21 @@ class Blocking:
 
 
 def blocking_runs(
-    request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
+    request: PlanRequest,
+    history: HistoryStore,
+    launcher: IncidentLauncher,
+    *,
+    running_modes: Collection[str] = (Mode.INCIDENT,),
 ) -> Blocking:
-    """What keeps a new incident on the plan from starting; each run's state is read once."""
+    """What keeps a new run of the launcher's kind on the plan from starting: its runs on the
+    scheduler, the runs of ``running_modes`` still going, and the runs that stopped part-way.
+    Each run's state is read once."""
     unfinished = history.unfinished_runs(request.plan_name)
     going = {run.id: _still_running(run, launcher) for run in unfinished}
     running = [
         ActiveRun(run.id, "history", run.status)
         for run in unfinished
-        if run.mode == Mode.INCIDENT and going[run.id]
+        if run.mode in running_modes and going[run.id]
     ]
     known = {run.flow_run_id for run in unfinished if run.flow_run_id}
     running += [
@@ -152,54 +182,75 @@ def blocking_runs(
     return Blocking(running, stopped)
 
 
-def _describe(runs: Sequence[ActiveRun]) -> str:
+def describe(runs: Sequence[ActiveRun]) -> str:
     return ", ".join(f"{r.id} ({r.state})" for r in runs)
+
+
+def audit_decision(
+    history: HistoryStore,
+    action: str,
+    who: str,
+    plan: str,
+    reason: str,
+    decision: Declaration,
+    detail: dict[str, Any],
+) -> None:
+    """Audit (and log) a request to start a run, accepted or refused: ``detail`` with the
+    outcome, the run started and the runs in the way."""
+    detail = {**detail, "outcome": decision.message}
+    if decision.flow_run_id:
+        detail["flow_run_id"] = decision.flow_run_id
+    if decision.blocking:
+        detail["blocking"] = [r.id for r in decision.blocking]
+    history.audit(
+        who=who or "(nobody)", action=action, plan=plan, accepted=decision.accepted,
+        reason=reason, detail=detail,
+    )  # fmt: skip
+    level = logging.WARNING if decision.accepted else logging.INFO
+    log.log(level, "%s on %s by %s: %s", action, plan, who, decision.message)
 
 
 def declare_incident(
     request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
 ) -> Declaration:
     """Check the declaration, refuse or start the incident run, and audit either way."""
-    with _DECLARING:
+    with LAUNCHING:
         declaration = _decide(request, history, launcher)
     detail: dict[str, Any] = {
         "declared_at": request.declared_at.isoformat(),
         "force_unfenced": request.force_unfenced,
         "plan_path": request.plan_path,
-        "outcome": declaration.message,
     }
-    if declaration.flow_run_id:
-        detail["flow_run_id"] = declaration.flow_run_id
-    if declaration.blocking:
-        detail["blocking"] = [r.id for r in declaration.blocking]
-    history.audit(
-        who=request.operator or "(nobody)",
-        action=ACTION,
-        plan=request.plan_name,
-        accepted=declaration.accepted,
-        reason=request.reason,
-        detail=detail,
-    )
+    audit_decision(history, ACTION, request.operator, request.plan_name, request.reason,
+                   declaration, detail)  # fmt: skip
     if declaration.accepted:
         announce_incident(
             request.plan_name, request.plan_path, request.operator, request.reason,
             request.declared_at, declaration.flow_run_id,
         )  # fmt: skip
-    level = logging.WARNING if declaration.accepted else logging.INFO
-    log.log(
-        level,
-        "incident on %s declared by %s: %s",
-        request.plan_name,
-        request.operator,
-        declaration.message,
-    )
     return declaration
+
+
+def refusal_of(blocking: Blocking, running: str) -> Declaration | None:
+    """The refusal while runs are in the way: ``running`` then the runs still going, else
+    the decision a run stopped part-way waits for; None when nothing is in the way."""
+    if blocking.running:
+        return Declaration(
+            False, f"{running}{describe(blocking.running)}", blocking=tuple(blocking.running)
+        )
+    if blocking.stopped:
+        return Declaration(
+            False,
+            decision_needed(blocking.stopped[0]),
+            blocking=tuple(ActiveRun(r.id, "history", r.status) for r in blocking.stopped),
+        )
+    return None
 
 
 def _decide(
     request: IncidentRequest, history: HistoryStore, launcher: IncidentLauncher
 ) -> Declaration:
-    problem = _problem(request)
+    problem = _problem(request) or serving_from_dr_refusal(history, request.plan_name)
     if problem:
         return Declaration(False, f"refused: {problem}")
     try:
@@ -207,19 +258,11 @@ def _decide(
     except DrillError as exc:
         # Unknown is not "none running": refuse rather than risk a second takeover.
         return Declaration(False, f"refused: cannot tell whether an incident is running ({exc})")
-    if blocking.running:
-        return Declaration(
-            False,
-            f"refused: an incident on {request.plan_name} is already running: "
-            f"{_describe(blocking.running)}",
-            blocking=tuple(blocking.running),
-        )
-    if blocking.stopped:
-        return Declaration(
-            False,
-            _decision_needed(blocking.stopped[0]),
-            blocking=tuple(ActiveRun(r.id, "history", r.status) for r in blocking.stopped),
-        )
+    refusal = refusal_of(
+        blocking, f"refused: an incident on {request.plan_name} is already running: "
+    )
+    if refusal is not None:
+        return refusal
     key = f"{ACTION}:{request.plan_name}:{request.declared_at.isoformat()}"
     try:
         flow_run_id = launcher.start(incident_parameters(request), idempotency_key=key)

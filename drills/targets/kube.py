@@ -306,6 +306,27 @@ class KubeTarget:
         path = "/api/v1/namespaces/{namespace}/configmaps/{name}"
         return self._get_or_none(path, {"namespace": namespace, "name": name})
 
+    def read(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any] | None:
+        """Any object by its resource path (``{name}`` style placeholders), None when absent."""
+        return self._get_or_none(path, params or {})
+
+    def list_items(
+        self, path: str, params: dict[str, str] | None = None, label_selector: str = ""
+    ) -> list[dict[str, Any]]:
+        """The items of any collection by its resource path; [] when its API is not served.
+
+        A 404 on a collection means the API group is not installed (no Kueue, say),
+        which readers treat as "none of these here".
+        """
+        query = [("labelSelector", label_selector)] if label_selector else []
+        try:
+            listing = self._json("GET", path, params, query=query)
+        except PermanentError as exc:
+            if isinstance(exc.__cause__, ApiException) and exc.__cause__.status == 404:
+                return []
+            raise
+        return list(listing.get("items") or [])
+
     @property
     def server(self) -> str:
         """The API server's URL, as the kubeconfig (or the in-cluster account) gave it."""

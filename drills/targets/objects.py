@@ -9,6 +9,7 @@ lists. Every botocore error is translated here, once, into a
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -149,7 +150,7 @@ def endpoint_for(role: str, site: Site, plan: DrillPlan) -> AwsEndpoint:
 
 
 class ObjectStore:
-    """One site's object storage, read-only."""
+    """One site's object storage: reads, and the one canary write of ``data.dr_writable``."""
 
     def __init__(
         self,
@@ -297,6 +298,65 @@ class ObjectStore:
         if found and reply.get("ChecksumType"):
             found["ChecksumType"] = str(reply["ChecksumType"])
         return found
+
+    def subdirectories(self, bucket: str, prefix: str) -> list[str]:
+        """The common prefixes directly under ``prefix`` (``Delimiter="/"``), in key order."""
+        found: list[str] = []
+        token: object = None
+        while True:
+            page = self._objects_page(bucket, prefix, True, token)
+            found.extend(page.prefixes)
+            if page.token is None:
+                return found
+            token = page.token
+
+    def read(self, bucket: str, key: str, *, limit: int) -> bytes:
+        """A small object's bytes; one larger than ``limit`` is refused, not read."""
+        reply = self._call(bucket, self._client.get_object, Bucket=bucket, Key=key)
+        body = reply["Body"]
+        try:
+            data: bytes = body.read(limit + 1)
+        finally:
+            body.close()
+        if len(data) > limit:
+            raise PermanentError(
+                self.target, f"s3://{bucket}/{key} is larger than {limit} bytes: not read"
+            )
+        return data
+
+    def download(self, bucket: str, key: str, path: str) -> str:
+        """An object into a local file, streamed in 1 MiB blocks (memory stays flat
+        whatever its size); returns the MD5 (hex) of what was written."""
+
+        def fetch(**kwargs: Any) -> str:
+            body = self._client.get_object(**kwargs)["Body"]
+            digest = hashlib.md5()
+            try:
+                with open(path, "wb") as out:
+                    for block in iter(lambda: body.read(1 << 20), b""):
+                        digest.update(block)
+                        out.write(block)
+            finally:
+                body.close()
+            return digest.hexdigest()
+
+        md5: str = self._call(bucket, fetch, Bucket=bucket, Key=key)
+        return md5
+
+    # -- the one write: a canary that proves DR accepts writes ----------------------------
+
+    def put_canary(self, bucket: str, key: str, body: bytes) -> str | None:
+        """Write ``body`` at ``key``; the version id when the bucket keeps versions."""
+        reply = self._call(bucket, self._client.put_object, Bucket=bucket, Key=key, Body=body)
+        return reply.get("VersionId")
+
+    def remove_canary(self, bucket: str, key: str, version_id: str | None) -> None:
+        """Delete the canary for good: its version when there is one, so no delete marker
+        or non-current copy is left behind in a versioned bucket."""
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key}
+        if version_id and version_id != "null":
+            kwargs["VersionId"] = version_id
+        self._call(bucket, self._client.delete_object, **kwargs)
 
     # -- one request each ---------------------------------------------------------------
 

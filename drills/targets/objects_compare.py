@@ -74,6 +74,8 @@ class DatasetDiff:
     newest_primary_at_dr: bool = False
     primary_gauge: BufferGauge = field(default_factory=BufferGauge)
     dr_gauge: BufferGauge = field(default_factory=BufferGauge)
+    # Set when the diff was made from S3 Inventory reports: their age, format, coverage.
+    inventory: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         for name in ("missing", "mismatched", "extra", "unverified", "pending"):

@@ -21,7 +21,7 @@ from drills.targets.objects import LifecycleRule
 from drills.targets.sites import Targets
 from tests.support.checks import UNUSED_DNS
 from tests.support.checks import run_check as run
-from tests.support.s3_seed import make_bucket, multipart_etag, put, s3_client, unique_bucket
+from tests.support.s3_seed import multipart_etag, put
 
 DATA_CHECKS = ("data.replicated", "data.rpo", "data.checkpoint_fresh", "data.delete_protection")
 HOUR = dt.timedelta(hours=1)
@@ -75,25 +75,6 @@ def dataset(
         "rpo_target": rpo,
         **more,
     }
-
-
-@pytest.fixture()
-def s3(moto_server: MotoServer, aws_env: dict[str, str]) -> Any:
-    return s3_client(moto_server)
-
-
-@pytest.fixture()
-def pair(s3: Any) -> tuple[str, str]:
-    """An empty versioned bucket pair; the DR one with the lab's retention rule."""
-    primary = make_bucket(s3, unique_bucket("data-p"), versioned=True)
-    dr = make_bucket(s3, unique_bucket("data-d"), versioned=True)
-    keep = {"NoncurrentDays": 30, "NewerNoncurrentVersions": 5}
-    rule = {"ID": "keep", "Status": "Enabled", "Filter": {"Prefix": ""}}
-    s3.put_bucket_lifecycle_configuration(
-        Bucket=dr,
-        LifecycleConfiguration={"Rules": [{**rule, "NoncurrentVersionExpiration": keep}]},
-    )
-    return primary, dr
 
 
 def both(pair: tuple[str, str], key: str, body: bytes, age: dt.timedelta = HOUR) -> None:

@@ -19,7 +19,7 @@ from drills.lab.runtime import LabInfo
 from drills.orchestrator.rest import PrefectRest
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
-from tests.support.checks import DRIFT_FAILURES
+from tests.support.checks import DRIFT_FAILURES, V2_CHECKS
 from tests.support.drill import offline_lab_plan_text
 
 ALL_CHECKS = {
@@ -28,7 +28,7 @@ ALL_CHECKS = {
     "secrets.distinct_credentials", "cluster.reachable", "cluster.version_skew",
     "cluster.nodes_ready", "cluster.gpu_capacity", "cluster.gpu_driver_parity",
     "cluster.standby_parity", "dns.ttl", "dns.control", "drill.cadence", "sites.distinct",
-    "plan.warnings",
+    "plan.warnings", *V2_CHECKS, "forecast.rto", "orchestrator.placement",
 }  # fmt: skip
 
 

@@ -59,7 +59,8 @@ def _failing_smoke(plan: dict[str, Any]) -> None:
     plan["smoke"][0]["expect_body"] = "a site that never answers this"
 
 
-# In order: each leaves the lab as a drill must, back on the primary. Readiness passes
+# In order: each leaves the lab as a drill must, back on the primary (the incident
+# leaves it on DR, and the failback brings it home). Readiness passes
 # whole once the plan has been drilled (drill.cadence).
 SCENARIOS: list[Scenario] = [
     Scenario("drill", lambda lab: lab.drills("run", lab.plan, "--yes", expect=0)),
@@ -75,6 +76,16 @@ SCENARIOS: list[Scenario] = [
         lambda lab: lab.drills("run", lab.plan, "--yes", expect=-9, crash_at="phase:smoke:start"),
     ),
     Scenario("recover", lambda lab: lab.drills("recover", "--plan", "lab", expect=0)),
+    Scenario(
+        "incident",
+        lambda lab: lab.drills(
+            "run", lab.plan, "--mode", "incident", "--reason", "rbac", "--yes", expect=0
+        ),
+    ),
+    Scenario("way-back readiness", lambda lab: lab.drills("readiness", lab.plan, expect=0)),
+    Scenario(
+        "failback", lambda lab: lab.drills("run", lab.plan, "--mode", "failback", "--yes", expect=0)
+    ),
 ]
 
 

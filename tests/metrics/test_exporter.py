@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from typer.testing import CliRunner
 
+from drills.cli.app import app
 from drills.metrics.exporter import SPECS, DrillsCollector
 from drills.metrics.plans import PlanCache
 from drills.metrics.snapshot import CADENCE_S, Snapshotter
@@ -159,9 +161,10 @@ def test_a_plan_file_is_parsed_again_only_when_it_changes(tmp_path: Path) -> Non
 def test_an_existing_store_gets_the_new_indexes(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
     HistoryStore(url).close()
-    with sqlite3.connect(tmp_path / "old.db") as conn:
+    with sqlite3.connect(tmp_path / "old.db") as conn:  # as an early 0.1.0 store was
         conn.execute("DROP INDEX ix_run_finished")
-    HistoryStore(url).close()
+        conn.execute("DROP TABLE alembic_version")
+    assert CliRunner().invoke(app, ["db", "upgrade", "--db", url]).exit_code == 0
     with sqlite3.connect(tmp_path / "old.db") as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert {"ix_run_finished", "ix_run_plan_mode_started"} <= names

@@ -145,7 +145,10 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
     assert status["healthy"] and status["workers"][0]["status"] == "ONLINE"
     assert status["warm_running"] and status["warm_pid"] == info.warm_pid
     by_name = {d["name"]: d for d in status["deployments"]}
-    assert set(by_name) == {"quarterly-drill", "readiness-check", "declare-incident"}
+    assert set(by_name) == {
+        "quarterly-drill", "readiness-check", "declare-incident", "recover-orphans"
+    }  # fmt: skip
+    assert by_name["recover-orphans"]["schedules"] == ["every 1m"]
     assert by_name["quarterly-drill"]["schedules"] == ["cron 0 3 1 1,4,7,10 * (UTC)"]
     assert by_name["readiness-check"]["schedules"] == ["every 15m"]
     assert by_name["declare-incident"]["schedules"] == []

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 
+from drills.store import schema
 from drills.store.chain import (
     GENESIS,
     ChainReport,
@@ -20,10 +20,12 @@ from drills.store.chain import (
     run_evidence,
     verify_store,
 )
-from drills.store.history import HistoryStore
+from drills.store.history import HistoryStore, make_engine
 from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
+from drills.store.schema import SchemaError
 from drills.takeover.journal import Journal
+from tests.support.rawdb import RawDatabase
 
 T0 = dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.UTC)
 
@@ -79,9 +81,9 @@ def store(history: HistoryStore) -> HistoryStore:
     return history
 
 
-def db(store: HistoryStore) -> sqlite3.Connection:
-    """The database as someone with the sqlite3 shell sees it: no store in between."""
-    return sqlite3.connect(store.url.removeprefix("sqlite:///"), isolation_level=None)
+def db(store: HistoryStore) -> RawDatabase:
+    """The database as someone with a SQL shell sees it: no store in between."""
+    return RawDatabase(store.url)
 
 
 def problem_of(report: ChainReport) -> tuple[str, str, str]:
@@ -119,7 +121,7 @@ def test_one_field_of_one_run_changed_in_the_database_is_named(store: HistorySto
 def test_a_deleted_timeline_step_is_named_removed(store: HistoryStore) -> None:
     with db(store) as conn:
         (raw,) = conn.execute("SELECT timeline FROM drill_runs WHERE id = 'run-b'").fetchone()
-        timeline = json.loads(raw)
+        timeline = json.loads(raw) if isinstance(raw, str) else raw  # PostgreSQL decodes it
         del timeline[0]["steps"][1]
         conn.execute(
             "UPDATE drill_runs SET timeline = ? WHERE id = 'run-b'", (json.dumps(timeline),)
@@ -132,7 +134,7 @@ def test_a_deleted_timeline_step_is_named_removed(store: HistoryStore) -> None:
 def test_a_step_inserted_in_the_middle_is_named_inserted(store: HistoryStore) -> None:
     with db(store) as conn:
         (raw,) = conn.execute("SELECT timeline FROM drill_runs WHERE id = 'run-a'").fetchone()
-        timeline = json.loads(raw)
+        timeline = json.loads(raw) if isinstance(raw, str) else raw  # PostgreSQL decodes it
         forged = {**timeline[0]["steps"][0], "name": "forged", "result": "all good"}
         timeline[0]["steps"].insert(2, forged)
         conn.execute(
@@ -146,7 +148,7 @@ def test_a_run_row_inserted_between_sealed_runs_is_named_inserted(store: History
         conn.execute(
             "INSERT INTO drill_runs (id, plan, plan_digest, mode, dry_run, operator, reason,"
             " status, started_at, finished_at, rpo_seconds, verdict, timeline, readiness,"
-            " details) VALUES ('forged', 'lab', 'x', 'drill', 0, 'bob', '', 'succeeded',"
+            " details) VALUES ('forged', 'lab', 'x', 'drill', false, 'bob', '', 'succeeded',"
             " '2026-03-01 09:01:30.000000', '2026-03-01 09:02:00.000000', '{}', 'met', '[]',"
             " '{}', '{}')"
         )
@@ -183,7 +185,7 @@ def test_readiness_and_audit_rows_are_sealed(store: HistoryStore) -> None:
     assert problem_of(verify_store(store))[::2] == ("audit", "changed")
     with db(store) as conn:
         conn.execute("UPDATE audit_log SET who = 'alice'")
-        conn.execute("DELETE FROM readiness_snapshots WHERE ok = 0")
+        conn.execute("DELETE FROM readiness_snapshots WHERE NOT ok")
     assert problem_of(verify_store(store))[::2] == ("readiness", "removed")
 
 
@@ -257,9 +259,9 @@ def test_plans_have_chains_of_their_own(store: HistoryStore) -> None:
 
 
 # -- concurrent writers ----------------------------------------------------------------------
-def test_readiness_and_a_drill_writing_at_once_keep_one_gapless_chain(tmp_path: Path) -> None:
-    """Separate stores (engines) like separate processes, on one SQLite file."""
-    url = f"sqlite:///{tmp_path / 'history.db'}"
+def test_readiness_and_a_drill_writing_at_once_keep_one_gapless_chain(db_url: str) -> None:
+    """Separate stores (engines) like separate processes, on one database."""
+    url = db_url
     HistoryStore(url).close()  # made once: creating the tables is not what races here
     errors: list[BaseException] = []
 
@@ -314,9 +316,10 @@ def _old_store(path: Path) -> str:
     url = f"sqlite:///{path}"
     store = HistoryStore(url)
     store.close()
-    with sqlite3.connect(path) as conn:
+    with RawDatabase(url) as conn:
         conn.execute("DROP TABLE evidence_chain")
         conn.execute("DROP TABLE evidence_meta")
+        conn.execute("DROP TABLE alembic_version")
         conn.execute(
             "INSERT INTO drill_runs (id, plan, plan_digest, mode, dry_run, operator, reason,"
             " status, started_at, finished_at, rpo_seconds, verdict, timeline, readiness,"
@@ -345,6 +348,9 @@ def _old_store(path: Path) -> str:
 def test_an_old_store_is_upgraded_in_place_its_records_marked_pre_chain(tmp_path: Path) -> None:
     url = _old_store(tmp_path / "old.db")
     before = dt.datetime.now(dt.UTC)
+    with pytest.raises(SchemaError, match="drills db upgrade"):
+        HistoryStore(url)
+    schema.upgrade(make_engine(url))  # as `drills db upgrade` does, then the chain on open
     store = HistoryStore(url)
     try:
         report = verify_store(store)

@@ -34,7 +34,7 @@ def store(history: HistoryStore) -> HistoryStore:
             text(
                 "INSERT INTO drill_runs (id, plan, plan_digest, mode, dry_run, operator, reason,"
                 " status, started_at, finished_at, rpo_seconds, verdict, timeline, readiness,"
-                " details) VALUES ('old1', 'lab', 'x', 'drill', 0, 'bob', 'quarterly',"
+                " details) VALUES ('old1', 'lab', 'x', 'drill', false, 'bob', 'quarterly',"
                 " 'succeeded', '2025-01-01 00:00:00', '2025-01-01 00:10:00', '{}', 'met', '[]',"
                 " '{}', :details)"
             ),
@@ -77,7 +77,7 @@ def test_writing_an_old_run_back_keeps_its_words_and_unknown_keys(store: History
     )
     with store.session() as s:
         status, raw = s.execute(text("SELECT status, details FROM drill_runs")).one()
-    stored = json.loads(raw)
+    stored = json.loads(raw) if isinstance(raw, str) else raw  # PostgreSQL decodes JSON
     assert status == "recovered" and stored["ticket"] == "INC-42"
     assert stored["recover"][0]["status"] == "recovered"
     assert stored["recover"][0]["at"] == "2025-01-01T00:00:00+00:00"

@@ -1,4 +1,5 @@
-"""Processes the browser test runs: a Prefect runner serving the real incident flow, and
+"""Processes the browser test runs: a Prefect runner serving the real drill flow (incident
+and failback deployments), and
 `drills ui` itself; each on loopback, each stopped by its own process group."""
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ SERVE = """
 import sys
 from prefect import serve
 from prefect.deployments.runner import RunnerDeployment
-deployment = RunnerDeployment.from_entrypoint("flows/drill.py:minimum_takeover_drill", sys.argv[1])
-serve(deployment, print_starting_message=False, limit=2)
+deployments = [
+    RunnerDeployment.from_entrypoint("flows/drill.py:minimum_takeover_drill", name)
+    for name in sys.argv[1:]
+]
+serve(*deployments, print_starting_message=False, limit=2)
 """
 
 
@@ -68,20 +72,22 @@ def _deployment_exists(api_url: str, name: str) -> bool:
 
 @contextlib.contextmanager
 def serving_incident_flow(
-    api_url: str, deployment: str, env: dict[str, str], log: Path
+    api_url: str, deployment: str, env: dict[str, str], log: Path, *, also: tuple[str, ...] = ()
 ) -> Iterator[str]:
-    """A Prefect runner in a child: it registers the deployment of the real flow and runs
-    every flow run of it. Yields the deployment's full name once it exists."""
+    """A Prefect runner in a child: it registers the deployment of the real flow (and those
+    named in ``also``) and runs every flow run of them. Yields the first deployment's full
+    name once they all exist."""
     full_name = f"{FLOW_NAME}/{deployment}"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-c", SERVE, deployment],
+            [sys.executable, "-c", SERVE, deployment, *also],
             cwd=ROOT, env=_env({"PREFECT_API_URL": api_url, **env}),
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while not _deployment_exists(api_url, full_name):
+        names = [full_name, *(f"{FLOW_NAME}/{name}" for name in also)]
+        while not all(_deployment_exists(api_url, name) for name in names):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the flow runner did not start:\n{_log_tail(log)}")
             time.sleep(0.3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from drills.checks.base import CheckResult
+from drills.checks.base import CheckResult, Placement
 from drills.checks.catalog import load_checks
 from drills.checks.readiness import check_context
 from drills.checks.runner import run_one
@@ -21,10 +21,14 @@ def run_check(
     history: HistoryStore | None = None,
     now: dt.datetime | None = None,
     key: bytes | None = None,
+    placement: Placement | None = None,
 ) -> CheckResult:
     spec = load_checks().get(check_id)
     with Targets(plan) as targets:
-        return run_one(spec, check_context(plan, targets, history, now=now, fingerprint_key=key))
+        context = check_context(
+            plan, targets, history, now=now, fingerprint_key=key, placement=placement
+        )
+        return run_one(spec, context)
 
 
 # What `drills lab up --drift` seeds that a readiness check can see, as README's "Readiness
@@ -41,6 +45,29 @@ DRIFT_FAILURES = frozenset(
     }
 )
 
+
+# The seven checks of readiness v2: would the workloads actually schedule and write at DR?
+V2_CHECKS = (
+    "cluster.device_plugin",
+    "cluster.queue_quota",
+    "cluster.resource_quota",
+    "cluster.priority_classes",
+    "cluster.schedulable",
+    "data.dr_writable",
+    "cluster.sentinel",
+)
+
+# What `drills lab up --drift-scheduling` fails, as README's "Readiness checks" says; the
+# forecast warns beside them that a takeover started now would not complete.
+SCHEDULING_DRIFT_FAILURES = frozenset(
+    {
+        "cluster.device_plugin",
+        "cluster.queue_quota",
+        "cluster.schedulable",
+        "cluster.priority_classes",
+    }
+)
+SCHEDULING_DRIFT_WARNINGS = frozenset({"forecast.rto"})
 
 # A DNS section that validates and is never contacted: for plans of tests about other targets.
 UNUSED_DNS = {

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult
 from tests.support.drill import SplitBrainMonitor, drills_cli, lab_plan, snapshot
+from tests.support.postgres import PostgresServer
 from tests.support.services import own_lab
 
 SUCCEEDED_PHASES = [
@@ -33,6 +37,13 @@ def drill_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     """A lab of its own: drills change it (and must put it back)."""
     with own_lab(tmp_path_factory, "drill-lab", ready_delay=0.3) as info:
         yield info
+
+
+@pytest.fixture()
+def db_url(tmp_path: Path) -> str:
+    """SQLite only here: a drill's behaviour does not depend on the store, whose own tests
+    (store, journal, lease, recover, queries) run on both; each full drill runs once."""
+    return f"sqlite:///{tmp_path / 'history.db'}"
 
 
 def drill(plan: DrillPlan, history: HistoryStore, **kwargs: Any) -> DrillResult:
@@ -378,3 +389,30 @@ def test_full_drill_with_dns_on_route53_and_images_on_ecr(
         assert failed <= {"drill.cadence"}, failed
         assert snapshot(plan) == before
         assert monitor.both == [] and monitor.seen["dr"] > 0
+
+
+def test_on_postgresql_db_upgrade_twice_a_drill_and_its_history(
+    drill_lab: LabInfo, postgres: PostgresServer
+) -> None:
+    """As an operator does it: DRILLS_DB_URL names an empty PostgreSQL database."""
+    db = postgres.create_database()
+    env = os.environ | {"DRILLS_DB_URL": db, "COLUMNS": "200"}
+
+    def drills(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "drills", *args], capture_output=True,
+                              text=True, env=env, timeout=300)  # fmt: skip
+
+    plan = lab_plan(drill_lab)
+    before = snapshot(plan)
+    first, second = drills("db", "upgrade"), drills("db", "upgrade")
+    assert first.returncode == 0 and "created at schema" in first.stdout, first.stderr
+    assert second.returncode == 0 and "already at schema" in second.stdout, second.stderr
+    ran = drills("run", str(Path(drill_lab.state_dir) / "plan.yaml"), "--yes", "--json")
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert json.loads(ran.stdout)["run"]["status"] == "succeeded"
+    listed = drills("history", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [run] = json.loads(listed.stdout)
+    assert (run["mode"], run["status"], run["verdict"]) == ("drill", "succeeded", "met")
+    assert snapshot(plan) == before
+    postgres.drop_database(db)

@@ -129,6 +129,12 @@ def test_failback_refuses_before_any_change_without_reverse_replication(
         assert snapshot(lab_plan(info)) == before
         status = json.loads(drills_cli("status", plan_file, "--json", db=db).stdout)
         assert status["serving"] == "dr" and status["agrees"]
+        # A takeover starts from the primary: at DR, a drill or a second incident is refused.
+        for mode in ("drill", "incident"):
+            again = drills_cli("run", plan_file, "--mode", mode, "--yes", db=db)
+            assert again.returncode == 3, again.stderr
+            assert "already serves from DR" in again.stderr and "failback" in again.stderr
+        assert snapshot(lab_plan(info)) == before
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.lease import LeaseHeldError, PlanLease, UnfinishedRunError
 from drills.takeover.steps.executor import PlannedChange
 from tests.support.drill import lab_plan
+from tests.support.postgres import PostgresServer
 
 
 def _dead_pid() -> int:
@@ -112,7 +114,7 @@ def test_two_concurrent_starts_give_one_run_and_one_clear_refusal(
 
 
 def test_a_plan_with_an_unfinished_run_refuses_a_new_one_and_says_how_to_recover(
-    lab: LabInfo, history: HistoryStore, tmp_path: Path
+    lab: LabInfo, history: HistoryStore
 ) -> None:
     plan = lab_plan(lab)
     now = dt.datetime.now(dt.UTC)
@@ -124,9 +126,8 @@ def test_a_plan_with_an_unfinished_run_refuses_a_new_one_and_says_how_to_recover
         Drill(DrillRequest(plan, operator="tests"), history).run()
     assert [r.id for r in history.list_runs(plan=plan.name)] == ["crashed1"]
     assert lease.current(history, plan.name) is None
-    db = f"sqlite:///{tmp_path / 'history.db'}"
     refused = CliRunner().invoke(
-        app, ["run", str(Path(lab.state_dir) / "plan.yaml"), "--yes", "--db", db]
+        app, ["run", str(Path(lab.state_dir) / "plan.yaml"), "--yes", "--db", history.url]
     )
     assert refused.exit_code == 3
     assert "drills recover crashed1" in " ".join(refused.output.split())
@@ -245,3 +246,47 @@ def test_a_recover_holds_the_targets_its_run_touched(lab: LabInfo, history: Hist
         recover(history, crashed, run)
     assert busy.value.other_plan == "recover-b" and busy.value.run_id == "run-b"
     assert lease.current(history, crashed.name) is None  # its plan lease given back too
+
+
+# Started twice at the same instant, as on two hosts: each holds the lease it won for a few
+# seconds at the confirmation, then declines (so the shared lab is never changed).
+_START_AT = """
+import json, sys, time
+from drills.errors import DrillError
+from drills.plan import load_plan
+from drills.store.history import HistoryStore
+from drills.takeover.drill import Drill, DrillHooks, DrillRequest
+
+plan_file, db, start_at = sys.argv[1], sys.argv[2], float(sys.argv[3])
+history = HistoryStore(db)
+request = DrillRequest(load_plan(plan_file), operator="host", tier_deadline_s=20)
+hooks = DrillHooks(confirm=lambda _planned: time.sleep(4) or False)
+time.sleep(max(0.0, start_at - time.time()))
+try:
+    print(json.dumps({"status": Drill(request, history, hooks).run().status}))
+except DrillError as exc:
+    print(json.dumps({"refused": type(exc).__name__, "message": str(exc)}))
+"""
+
+
+def test_two_processes_starting_a_plan_on_postgresql_give_exactly_one_run(
+    lab: LabInfo, postgres: PostgresServer
+) -> None:
+    db = postgres.create_database()
+    HistoryStore(db).close()  # the schema made once: the race is for the lease
+    start_at = f"{time.time() + 6:.3f}"  # both imported and connected by then
+    plan_file = str(Path(lab.state_dir) / "plan.yaml")
+    hosts = [
+        subprocess.Popen([sys.executable, "-c", _START_AT, plan_file, db, start_at],
+                         stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]  # fmt: skip
+    outcomes = sorted((json.loads(h.communicate(timeout=120)[0]) for h in hosts), key=str)
+    assert [o.get("status") for o in outcomes] == [None, "aborted"], outcomes
+    assert outcomes[0]["refused"] == "LeaseHeldError"
+    history = HistoryStore(db)
+    runs = history.list_runs(plan="lab")
+    assert len(runs) == 1 and f"run {runs[0].id} holds its lease" in outcomes[0]["message"]
+    assert lease.current(history, "lab") is None
+    history.close()
+    postgres.drop_database(db)

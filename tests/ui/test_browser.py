@@ -1,7 +1,8 @@
 """The dashboard in a real browser: system Chromium, through Playwright, against
 `drills ui` on loopback. It opens each page, declares an incident on a lab of its own,
-watches the real flow run to the end, and finds it in the history. Each page is saved
-as a screenshot, for the test's output and for the README (docs/screenshots/)."""
+watches the real flow run to the end, and finds it in the history; then, held at DR, it
+fails back from the incident page and finds the one closed incident record. Each page is
+saved as a screenshot, for the test's output and for the README (docs/screenshots/)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ import pytest
 from drills.lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
+from drills.store.incident_record import incident_record
 from drills.store.report import render_markdown, report_data
 from drills.takeover.drill import Drill, DrillRequest
 from tests.support.browser import CHROMIUM_ARGS, dashboard, serving_incident_flow
 from tests.support.services import own_lab, require_system_binary
-from tests.support.ui import DECLARE_BUTTON, ROOT
+from tests.support.ui import DECLARE_BUTTON, FLOW_NAME, ROOT
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.slow
 
 SCREENSHOTS = ROOT / "docs" / "screenshots"
+FAILBACK = "ui-browser-failback"
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +79,7 @@ def test_dashboard_in_chromium(incident_lab: LabInfo, prefect_url: str, tmp_path
             "ui-browser-declare-incident",
             {"DRILLS_DB_URL": db_url},
             tmp_path / "runner.log",
+            also=(FAILBACK,),
         ) as deployment,
         dashboard(
             {
@@ -83,6 +87,7 @@ def test_dashboard_in_chromium(incident_lab: LabInfo, prefect_url: str, tmp_path
                 "DRILLS_PLANS": shown,
                 "PREFECT_API_URL": prefect_url,
                 "DRILLS_INCIDENT_DEPLOYMENT": deployment,
+                "DRILLS_FAILBACK_DEPLOYMENT": f"{FLOW_NAME}/{FAILBACK}",
             },
             tmp_path / "ui.log",
             cwd=where,
@@ -98,9 +103,11 @@ def test_dashboard_in_chromium(incident_lab: LabInfo, prefect_url: str, tmp_path
         _plan_valid_and_last_drill_met(page, base, shown, shots)
         _declare_and_watch_the_incident(page, base, shots)
         _incident_in_the_history(page, store, tmp_path, shots)
+        _fail_back_from_the_incident_page(page, base, shots)
+        _one_closed_incident_record(page, store)
         browser.close()
     assert sorted(p.name for p in shots.taken) == sorted(
-        ["declare-incident.png", "history.png", "plans.png", "readiness.png"]
+        ["declare-incident.png", "history.png", "plans.png", "readiness.png", "failback.png"]
     )
     # The README's pictures change only when asked for (`make screenshots`), not on every run.
     if os.environ.get("DRILLS_UPDATE_SCREENSHOTS") == "1":
@@ -170,5 +177,49 @@ def _incident_in_the_history(page: Page, store: HistoryStore, tmp_path: Path, sh
         page.get_by_role("button", name="Download report (Markdown)").click()
     saved = tmp_path / "report.md"
     download.value.save_as(saved)
-    assert saved.read_text() == render_markdown(report_data(incident, store))
+    # The same report, but for the open incident's time at DR, which grows as it is read.
+    assert _timeless(saved.read_text()) == _timeless(render_markdown(report_data(incident, store)))
     shots.take("history")
+
+
+def _timeless(report: str) -> str:
+    return re.sub(r"(\*\*Served from DR:\*\*) [^\n]*", r"\1 …", report)
+
+
+def _fail_back_from_the_incident_page(page: Page, base: str, shots: Shots) -> None:
+    """Held at DR: the banner on every page, the way back checked on the incident page, and
+    Fail back, followed live until the primary serves again."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{base}/declare")
+    expect(page.get_by_text(re.compile(r"^lab serves from DR since "))).to_be_visible()
+    expect(page.get_by_role("heading", name="lab: serving from DR")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Readiness for the way back"))).to_be_visible()
+    expect(page.get_by_text("Every image in the primary registry", exact=True)).to_be_visible()
+    shots.take("failback")
+    page.get_by_label("Reason for failing back").fill("primary power restored (browser test)")
+    page.get_by_label("Reason for failing back").press("Tab")
+    confirm = page.get_by_label(re.compile("to confirm the failback"))
+    confirm.fill("lab")
+    confirm.press("Tab")
+    page.get_by_role("button", name="Fail back", exact=True).click()
+    expect(page.get_by_text(re.compile(r"^Failback run "))).to_be_visible()
+    expect(page.get_by_text("The failback finished")).to_be_visible(timeout=180_000)
+    for phase in ("stop DR writers", "final sync", "dns back"):
+        expect(page.get_by_text(phase, exact=True).first).to_be_visible()
+    expect(page.get_by_text(re.compile(r"serves from DR since"))).to_have_count(0)
+
+
+def _one_closed_incident_record(page: Page, store: HistoryStore) -> None:
+    """The history holds one incident, closed by its failback, linked both ways."""
+    from playwright.sync_api import expect
+
+    [incident] = store.list_runs(mode="incident")
+    [failback] = store.list_runs(mode="failback")
+    record = incident_record(incident, store)
+    assert record is not None and not record["open"], record
+    assert record["failback_run"] == failback.id and record["closed_by"] == "failback"
+    page.get_by_role("link", name="See this run in the drill history").click()
+    expect(page.get_by_text("Incident record — closed")).to_be_visible()
+    link = page.get_by_role("link", name=re.compile(f"Its incident: run {incident.id}"))
+    expect(link).to_be_visible()

@@ -21,7 +21,9 @@ T0 = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
 
 def _points() -> list[RtoPoint]:
     return [
-        RtoPoint("a", "lab", T0, "met", 42.0, 300.0, full_capacity_seconds=65.0),
+        RtoPoint(
+            "a", "lab", T0, "met", 42.0, 300.0, full_capacity_seconds=65.0, forecast_seconds=40.0
+        ),
         RtoPoint("b", "lab", T0 + dt.timedelta(days=90), "missed", 420.0, 300.0),
         RtoPoint("c", "lab", T0 + dt.timedelta(days=180), "failed", None, None),
     ]
@@ -30,8 +32,11 @@ def _points() -> list[RtoPoint]:
 def test_rto_trend_is_valid_vega_lite_and_marks_failures() -> None:
     chart = charts.rto_trend(_points())
     spec = chart.to_dict(validate=True)  # raises on a spec Vega-Lite would refuse
-    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "line", "line", "point"]
+    marks = [layer["mark"]["type"] for layer in spec["layer"]]
+    assert marks == ["line", "line", "line", "point", "point"]  # the last: what was forecast
+    assert spec["layer"][4]["mark"]["shape"] == "diamond"
     frame = charts.rto_frame(_points()).set_index("run")
+    assert frame.loc["a", "forecast_s"] == 40.0
     assert frame.loc["c", "failed"] and frame.loc["c", "rto_s"] == 0.0
     assert not frame.loc["c", "measured"] and frame.loc["b", "outcome"] == "missed"
     assert frame.loc["a", "full_s"] == 65.0 and frame["full_s"].isna().sum() == 2

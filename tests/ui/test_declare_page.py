@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 from drills.orchestrator.flow_runs import PrefectLauncher, cancel_flow_run
 from drills.orchestrator.rest import PrefectRest
 from drills.passwords import hash_password
+from drills.store.details import IncidentLink, RunDetails
 from drills.store.models import AuditEvent
 from drills.takeover.incident import IncidentRequest, declare_incident
 from tests.support.ui import (
@@ -223,7 +224,13 @@ def test_a_crashed_incident_blocks_the_next_one_until_recovered(
     assert not held.accepted and [r.id for r in held.blocking] == [stale]
     assert f"`drills recover {stale} --complete` finishes that takeover" in held.message
     assert f"`drills recover {stale} --hold` keeps DR as it is" in held.message
+    # Recovered (completed or held): the plan serves from DR, and a takeover starts from
+    # the primary. Once that incident is failed back and closed, a new one may be declared.
     store.update_run(stale, finished_at=dt.datetime.now(dt.UTC), status="recovered")
+    at_dr = declare_incident(request, store, launcher)
+    assert not at_dr.accepted and "lab already serves from DR" in at_dr.message
+    closed = IncidentLink(closed_at=dt.datetime.now(dt.UTC), closed_by="failback")
+    store.update_run(stale, details=RunDetails(incident=closed))
     accepted = declare_incident(request, store, launcher)
     assert accepted.accepted, accepted.message
 

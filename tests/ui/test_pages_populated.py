@@ -57,6 +57,10 @@ def test_readiness_shows_the_snapshot_of_the_drill_by_category(
     assert "never been drilled" in failed[0]
     assert "BLOCKING" not in shown(at)
     assert any("What to do" in i.value for i in at.info)  # the failure's remediation
+    # The forecast of a takeover now, from the snapshot's forecast.rto, above the checklist.
+    assert at.metric[0].label == "A takeover now" and at.metric[0].value.startswith("about ")
+    assert any("a takeover now: about" in c.value and "(target 300 s)" in c.value
+               for c in at.caption)  # fmt: skip
 
 
 def test_rerun_checks_inline_stores_a_new_snapshot(populated: Drilled, ui_env: UiEnv) -> None:

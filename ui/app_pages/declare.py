@@ -1,5 +1,6 @@
-"""Declare incident: start a real failover to DR, watch it live (and cancel it), and see
-who did what."""
+"""The incident page: declare an incident (a real failover to DR), and while a plan serves
+from DR, check the way back and fail back; watch either run live (and cancel it), and
+see who did what."""
 
 from __future__ import annotations
 
@@ -15,14 +16,18 @@ from drills.text import for_markdown
 from ui import auth, components, data
 from ui.auth import Access
 from ui.cancel import cancel_control
+from ui.data import PlanEntry
 from ui.queries import RunRow
 from ui.settings import UISettings, load_settings
 
 KEY = "declare"
+FB = f"{KEY}.fb"  # the Fail back form's widgets
 RUN = f"{KEY}.flow_run"
 T0 = f"{KEY}.declared_at"
 PLAN = f"{KEY}.plan_name"
+MODE = f"{KEY}.mode"  # what the watched run is: an incident or a failback
 DONE = f"{KEY}.done"
+FAILBACK_BUTTON = "Fail back"
 STEP_ICON = {
     "ok": ":green[:material/check_circle:]",
     "failed": ":red[:material/cancel:]",
@@ -78,16 +83,21 @@ def _timeline(phases: list[dict[str, Any]], t0: dt.datetime | None) -> None:
             st.markdown("\n".join(lines))
 
 
-def _outcome(info: FlowRunProgress | None, row: RunRow | None) -> bool:
+def _outcome(info: FlowRunProgress | None, row: RunRow | None, mode: str) -> bool:
     """How the run ended, once it has; True then."""
     # An incident stopped part-way ends its flow run but stays unfinished in the history.
     finished = bool(info and info.final and (row is None or row.status != RunStatus.RUNNING))
     if finished and row is not None:
-        if row.status == RunStatus.SUCCEEDED:
+        if row.status == RunStatus.SUCCEEDED and mode == Mode.FAILBACK:
+            st.success(
+                f"The failback finished: {row.status}. The primary is serving; the incident "
+                "is closed."
+            )
+        elif row.status == RunStatus.SUCCEEDED:
             st.success(f"The takeover finished: {row.status}. DR is serving.")
         else:
             why = for_markdown(row.error or "see the report")
-            st.error(f"The incident run ended {row.status}: {why}")
+            st.error(f"The {mode} run ended {row.status}: {why}")
         st.page_link(
             "app_pages/history.py",
             label="See this run in the drill history",
@@ -104,9 +114,10 @@ def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
     info = data.flow_run(settings, flow_run_id)
     plan_name = st.session_state.get(PLAN) or ""
     declared_at: dt.datetime | None = st.session_state.get(T0)
-    row = data.live_run(settings, flow_run_id, plan_name, declared_at)
+    mode = st.session_state.get(MODE) or _mode_of(info)
+    row = data.live_run(settings, flow_run_id, plan_name, declared_at, mode)
     link = settings.flow_run_url(flow_run_id)
-    st.subheader(f"Incident run {info.name if info else flow_run_id}")
+    st.subheader(f"{mode.capitalize()} run {info.name if info else flow_run_id}")
     if link:
         st.link_button("Open this run in the Prefect UI", link)
     report = data.live_report(settings, row.id) if row else None
@@ -114,22 +125,33 @@ def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
     cols = st.columns(4)
     cols[0].metric("State", info.state_name if info else "unknown")
     cols[1].metric("Current phase", _current_phase(info, row, phases))
-    cols[2].metric("RTO clock (since T0)", _clock(row, declared_at))
+    if mode == Mode.FAILBACK:
+        # A failback's T0 is the DR writers' stop, not the click: no clock before it.
+        cols[2].metric("Downtime clock (since the DR writers stopped)", _clock(row, None))
+    else:
+        cols[2].metric("RTO clock (since T0)", _clock(row, declared_at))
     cols[3].metric("Verdict", components.verdict_label(row.verdict) if row else "—")
     if info is not None and not info.final:
         cancel_control(
             settings, access, info, flow_run_id=flow_run_id, plan_name=plan_name,
-            mode=Mode.INCIDENT, run_id=row.id if row else None, key=KEY,
+            mode=mode, run_id=row.id if row else None, key=KEY,
             name=st.session_state.get(f"{KEY}.operator"),
         )  # fmt: skip
     _timeline(phases, (row.t0 if row else None) or declared_at)
-    return _outcome(info, row)
+    return _outcome(info, row, mode)
+
+
+def _mode_of(info: FlowRunProgress | None) -> str:
+    """The watched run's mode from its flow run (a page opened on ?flow_run=…)."""
+    mode = info.parameters.get("mode") if info else None
+    return Mode.FAILBACK if mode == Mode.FAILBACK else Mode.INCIDENT
 
 
 @st.fragment(run_every=2)
 def _watch(settings: UISettings, access: Access, flow_run_id: str) -> None:
     if _live(settings, access, flow_run_id):
         st.session_state[DONE] = flow_run_id
+        data.clear_caches()  # where the plan serves from changed: the banner reads it again
         st.rerun(scope="app")  # once more as a whole page, without the timer
 
 
@@ -144,18 +166,31 @@ def _watch_section(settings: UISettings, access: Access) -> None:
             _watch(settings, access, flow_run_id)
 
 
-def _form(settings: UISettings, access: Access) -> None:
-    entries = [e for e in data.plans(settings) if e.valid]
+def _operator(access: Access, key: str, doing: str) -> str:
+    """Who acts: the signed-in user, else a name typed (lab mode)."""
+    if access.user:
+        st.caption(f"{doing} as **{for_markdown(access.user)}**")
+        return access.user
+    return st.text_input("Your name", value=getpass.getuser(), key=key)
+
+
+def _follow(flow_run_id: str, plan_name: str, mode: str, at: dt.datetime) -> None:
+    """Watch this run from now on, and keep it in the address for a reload."""
+    st.session_state[RUN] = flow_run_id
+    st.session_state[T0] = at
+    st.session_state[PLAN] = plan_name
+    st.session_state[MODE] = mode
+    st.query_params["flow_run"] = flow_run_id
+
+
+def _form(settings: UISettings, access: Access, entries: list[PlanEntry]) -> None:
+    st.header("Declare an incident")
     if not entries:
-        st.info("No valid plan is configured, so there is nothing to fail over.")
+        st.info("No valid plan serves from its primary, so there is nothing to fail over.")
         return
     by_name = {e.name: e for e in entries}
     plan_name = st.selectbox("Plan to fail over", list(by_name), key=f"{KEY}.plan")
-    if access.user:
-        operator = access.user
-        st.caption(f"Declaring as **{for_markdown(operator)}**")
-    else:
-        operator = st.text_input("Your name", value=getpass.getuser(), key=f"{KEY}.operator")
+    operator = _operator(access, f"{KEY}.operator", "Declaring")
     reason = st.text_area(
         "Reason", key=f"{KEY}.reason", placeholder="What happened, and the ticket or bridge"
     )
@@ -184,10 +219,7 @@ def _form(settings: UISettings, access: Access) -> None:
             declared_at=declared_at,
         )
         if declaration.accepted and declaration.flow_run_id:
-            st.session_state[RUN] = declaration.flow_run_id
-            st.session_state[T0] = declared_at
-            st.session_state[PLAN] = plan_name
-            st.query_params["flow_run"] = declaration.flow_run_id
+            _follow(declaration.flow_run_id, plan_name, Mode.INCIDENT, declared_at)
             st.success(f"Incident declared at {components.when(declared_at)}. T0 is set.")
             st.rerun()
         else:
@@ -197,11 +229,66 @@ def _form(settings: UISettings, access: Access) -> None:
             )
 
 
+def _way_back(settings: UISettings, entry: PlanEntry) -> None:
+    """Where the plan serves from, and the way-back readiness, checked live."""
+    st.header(f"{entry.name}: serving from DR")
+    recorded = dict(data.serving_from_dr(settings.db_url)).get(entry.name)
+    if recorded is not None and recorded.incident_id:
+        st.markdown(
+            f"Incident `{recorded.incident_id}` — declared {components.when(recorded.incident_t0)}"
+            f", DR serving since {components.when(recorded.since)}."
+        )
+        st.page_link(
+            "app_pages/history.py", label="The incident in the drill history",
+            icon=":material/monitoring:", query_params={"run": recorded.incident_id},
+        )  # fmt: skip
+    st.subheader("Readiness for the way back (DR → primary)", divider="gray")
+    if st.button("Check the way back again", key=f"{FB}.recheck.{entry.name}"):
+        data.recheck_wayback()
+    components.readiness_checklist(data.wayback(settings, entry))
+
+
+def _failback_form(settings: UISettings, access: Access, entry: PlanEntry) -> None:
+    st.subheader("Fail back", divider="gray")
+    if not data.deployment_exists(settings.prefect_api_url or "", settings.failback_deployment):
+        st.error(
+            f"The Prefect server has no `{settings.failback_deployment}` deployment. Deploy it "
+            "(`prefect deploy --all` from the project) and start a worker for it.",
+            icon=":material/power_off:",
+        )
+        return
+    st.markdown(
+        "Brings production home: stop the DR writers, wait until every DR write is readable "
+        "at the primary, bring the primary up tier by tier, switch DNS back, smoke through "
+        "the name, then return DR to standby. Before the DNS switch a failure puts DR back "
+        "exactly as it serves now."
+    )
+    key = f"{FB}.{entry.name}"
+    operator = _operator(access, f"{key}.operator", "Failing back")
+    reason = st.text_area("Reason for failing back", key=f"{key}.reason",
+                          placeholder="Why the primary is fit again, and the ticket")  # fmt: skip
+    confirmation = st.text_input(
+        f"Type the plan name **{entry.name}** to confirm the failback", key=f"{key}.confirm"
+    )
+    if st.button(FAILBACK_BUTTON, key=f"{key}.go", type="primary"):
+        requested_at = components.now()
+        decision = data.fail_back(
+            settings, entry, operator=operator, reason=reason, confirmation=confirmation,
+            requested_at=requested_at,
+        )  # fmt: skip
+        if decision.accepted and decision.flow_run_id:
+            _follow(decision.flow_run_id, entry.name, Mode.FAILBACK, requested_at)
+            st.rerun()
+        else:
+            st.error(f"Failback **not** started — {decision.message}", icon=":material/block:")
+
+
 def _audit_log(settings: UISettings) -> None:
     rows = data.declarations(settings.db_url)
-    with st.expander(f"Audit log: the last {len(rows)} declarations and cancels", expanded=False):
+    title = f"Audit log: the last {len(rows)} declarations, failbacks and cancels"
+    with st.expander(title, expanded=False):
         if not rows:
-            st.caption("No incident has been declared, and no run cancelled, from here.")
+            st.caption("No incident has been declared, failed back or cancelled from here.")
             return
         st.dataframe(
             [
@@ -220,39 +307,60 @@ def _audit_log(settings: UISettings) -> None:
         )
 
 
+def _prefect_problem(settings: UISettings) -> str | None:
+    """Why nothing can be started from here (no usable Prefect, no incident deployment)."""
+    state = data.prefect_state(settings)
+    if not state.usable:
+        return (
+            f"**A Prefect server is needed to declare an incident**: {state.problem}. The "
+            f"failover runs as the `{settings.incident_deployment}` deployment, so it survives "
+            "this page being closed. Set `PREFECT_API_URL` and start a worker for it."
+        )
+    assert settings.prefect_api_url is not None
+    if not data.deployment_exists(settings.prefect_api_url, settings.incident_deployment):
+        return (
+            f"The Prefect server has no `{settings.incident_deployment}` deployment. Deploy it "
+            "(`prefect deploy --all` from the project) and start a worker for it."
+        )
+    return None
+
+
+def _actions(settings: UISettings, access: Access, at_dr: list[PlanEntry]) -> None:
+    """Fail back for each plan at DR, and the declaration for the others; operators only."""
+    if not access.can_declare:
+        what = "declare an incident or fail back" if at_dr else "declare an incident"
+        st.warning(f"You may not {what}: {access.why_not}.", icon=":material/lock:")
+        auth.sign_in(settings, access, f"{KEY}.sign_in")
+        return
+    for entry in at_dr:
+        _failback_form(settings, access, entry)
+    away = {e.name for e in at_dr}
+    home = [e for e in data.plans(settings) if e.valid and e.name not in away]
+    _form(settings, access, home)
+
+
 def main() -> None:
     settings = load_settings()
     access = auth.current_access(settings)
-    st.title("Declare incident")
+    st.title("Incident")
     st.markdown(
-        "Starts a **real failover**: fence the primary, bring the DR site up tier by tier, "
-        "switch DNS and measure the RTO. Nothing fails back on its own."
+        "**Declare an incident** starts a **real failover** (a minimum takeover): fence the "
+        "primary, bring DR's critical tier up, switch DNS as soon as it is ready and smoke "
+        "through the name (the RTO), then the normal tier; the batch tier stays paused. "
+        "Nothing fails back on its own: while a plan serves from DR, this page checks the way "
+        "back and offers **Fail back**."
     )
-    state = data.prefect_state(settings)
-    if not state.usable:
-        st.error(
-            f"**A Prefect server is needed to declare an incident**: {state.problem}. The "
-            f"failover runs as the `{settings.incident_deployment}` deployment, so it survives "
-            "this page being closed. Set `PREFECT_API_URL` and start a worker for it.",
-            icon=":material/power_off:",
-        )
-        _audit_log(settings)
-        return
-    assert settings.prefect_api_url is not None
-    if not data.deployment_exists(settings.prefect_api_url, settings.incident_deployment):
-        st.error(
-            f"The Prefect server has no `{settings.incident_deployment}` deployment. Deploy it "
-            "(`prefect deploy --all` from the project) and start a worker for it.",
-            icon=":material/power_off:",
-        )
+    at_dr_names = {plan for plan, _ in data.serving_from_dr(settings.db_url)}
+    at_dr = [e for e in data.plans(settings) if e.valid and e.name in at_dr_names]
+    for entry in at_dr:
+        _way_back(settings, entry)
+    problem = _prefect_problem(settings)
+    if problem is not None:
+        st.error(problem, icon=":material/power_off:")
         _audit_log(settings)
         return
     _watch_section(settings, access)
-    if not access.can_declare:
-        st.warning(f"You may not declare an incident: {access.why_not}.", icon=":material/lock:")
-        auth.sign_in(settings, access, f"{KEY}.sign_in")
-    else:
-        _form(settings, access)
+    _actions(settings, access, at_dr)
     _audit_log(settings)
 
 

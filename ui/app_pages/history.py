@@ -15,7 +15,7 @@ from ui.settings import UISettings, load_settings
 
 KEY = "history"
 ALL = "All"
-MODES = (ALL, Mode.DRILL, Mode.INCIDENT)
+MODES = (ALL, Mode.DRILL, Mode.INCIDENT, Mode.FAILBACK)
 VERDICTS = (ALL, Verdict.MET, Verdict.MISSED, Verdict.FAILED, Verdict.ABORTED)
 
 
@@ -91,6 +91,7 @@ def _detail(settings: UISettings, run_id: str) -> None:
     st.subheader(f"Run `{run['id']}` — {run['plan']}, {run['mode']}")
     _verdict_and_objectives(report)
     _who_and_when(run)
+    _incident_record(report.get("incident"), run["id"])
     if run["status"] == RunStatus.RUNNING and not run["finished_at"]:
         _still_running(settings, run)
     _what_went_wrong(report)
@@ -136,6 +137,43 @@ def _who_and_when(run: dict[str, Any]) -> None:
         f"{components.when(run['started_at'])} — T0 {components.when(run['t0'])} — finished "
         f"{components.when(run['finished_at'])}"
     )
+
+
+def _run_link(run_id: str | None, label: str) -> None:
+    if run_id:
+        st.page_link(
+            "app_pages/history.py", label=f"{label} `{run_id}`", icon=":material/link:",
+            query_params={"run": run_id},
+        )  # fmt: skip
+
+
+def _incident_record(record: dict[str, Any] | None, run_id: str) -> None:
+    """One incident from declaration to close: the takeover and its failback, linked both
+    ways (drills.store.incident_record, as `drills report` shows it)."""
+    if record is None:
+        return
+    state = "open: still served from DR" if record["open"] else "closed"
+    with st.container(border=True):
+        st.markdown(f"**Incident record** — {state}")
+        if record["incident_run"] != run_id:
+            _run_link(record["incident_run"], "Its incident: run")
+        if record["failback_run"] and record["failback_run"] != run_id:
+            _run_link(record["failback_run"], "Failed back by run")
+        moments = (
+            ("declared (T0)", record["declared"]), ("taken over", record["taken_over"]),
+            ("held at DR from", record["held_from"]),
+            ("way back checked", record["way_back_checked"]),
+            ("failed back", record["failed_back"]), ("closed", record["closed"]),
+        )  # fmt: skip
+        rows = [{"moment": what, "when": components.when(at)} for what, at in moments]
+        st.markdown(components.markdown_table(rows))
+        served = components.seconds(record["served_from_dr_seconds"])
+        st.markdown(
+            f"- **Served from DR:** {served}{' (still)' if record['open'] else ''}\n"
+            f"- **Written at DR:** {record['written_at_dr']} object(s); **copied back and "
+            f"readable at the primary:** {record['copied_back']}\n"
+            f"- **Failback downtime:** {components.seconds(record['failback_downtime_seconds'])}"
+        )
 
 
 def _what_went_wrong(report: dict[str, Any]) -> None:

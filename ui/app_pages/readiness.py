@@ -5,6 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from drills.checks.base import CheckResult
+from drills.checks.forecast_rto import FORECAST_CHECK
+from drills.checks.runner import ReadinessReport
 from drills.errors import TargetError
 from ui import components, data
 from ui.data import PlanEntry
@@ -82,6 +84,7 @@ def _plan_tab(settings: UISettings, entry: PlanEntry) -> None:
     if report is None:
         st.info("Not checked yet. **Re-run checks** runs every readiness check now.")
         return
+    _forecast_line(report)
     components.readiness_checklist(report)
 
 
@@ -101,6 +104,24 @@ def _one_of_many(settings: UISettings, valid: list[PlanEntry]) -> None:
     icon, words = components.overall(data.latest_readiness(settings.db_url, entry.name))
     st.subheader(f"{icon} {entry.name} — {words}")
     _plan_tab(settings, entry)
+
+
+def _forecast_line(report: ReadinessReport) -> None:
+    """ "A takeover now: about N s (target M)", from the snapshot's forecast check."""
+    found = next((r for r in report.results if r.id == FORECAST_CHECK), None)
+    if found is None or found.evidence.get("rto_seconds") is None:
+        return
+    e = found.evidence
+    low, high = (e.get("interval") or [None, None])[:2]
+    st.metric(
+        "A takeover now",
+        f"about {e['rto_seconds']:.0f} s",
+        help=f"{low:.0f}-{high:.0f} s; {e.get('basis', '')}" if low is not None else None,
+    )
+    st.caption(
+        f"a takeover now: about {e['rto_seconds']:.0f} s "
+        f"(target {e.get('rto_target_seconds', 0):.0f} s) · {e.get('basis', '')}"
+    )
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from drills.lab.kubeapi import daemonsets as dslib
 from drills.lab.kubeapi import pods as podlib
 from drills.lab.kubeapi import workload_status
 from drills.lab.kubeapi.objects import annotation, dig
@@ -28,7 +29,7 @@ log = logging.getLogger("drills.lab.kubeapi.controller")
 
 READY_DELAY_ANNOTATION = "lab.drills.dev/ready-delay-seconds"
 NEVER_READY_ANNOTATION = "lab.drills.dev/never-ready"
-OWNER_KINDS = ("Deployment", "StatefulSet")
+OWNER_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 _IDLE_WAKE = 1.0  # a safety net only; changes and timers wake the loop first
 _RETRY = 0.05  # after a failed write
 
@@ -42,6 +43,7 @@ class RolloutController:
         self._thread: threading.Thread | None = None
         self._ready_at: dict[str, float] = {}  # pod uid -> monotonic time it turns ready
         self._nodes: list[str] = []  # schedulable nodes, refreshed every pass
+        self._all_nodes: list[dict[str, Any]] = []
         self._placed = 0
 
     def start(self) -> None:
@@ -82,15 +84,16 @@ class RolloutController:
                 owned[uid].append(pod)
         seen = {p["metadata"]["uid"] for p in pods}
         self._ready_at = {uid: t for uid, t in self._ready_at.items() if uid in seen}
+        self._all_nodes = self._store.list("nodes")
         self._nodes = [
-            n["metadata"]["name"]
-            for n in self._store.list("nodes")
-            if not dig(n, "spec", "unschedulable")
+            n["metadata"]["name"] for n in self._all_nodes if not dig(n, "spec", "unschedulable")
         ]
         due = math.inf
-        workloads = [(self._deployment, w) for w in self._store.list("deployments")] + [
-            (self._statefulset, w) for w in self._store.list("statefulsets")
-        ]
+        workloads = (
+            [(self._deployment, w) for w in self._store.list("deployments")]
+            + [(self._statefulset, w) for w in self._store.list("statefulsets")]
+            + [(self._daemonset, w) for w in self._store.list("daemonsets")]
+        )
         for sync, w in workloads:
             try:
                 due = min(due, sync(w, owned.pop(w["metadata"]["uid"], []), now))
@@ -126,9 +129,10 @@ class RolloutController:
         """Turn pods whose time has come ready; the pods as they now are, and the next due time."""
         due, out = math.inf, []
         never = self._never_ready(w)
+        never_on = dslib.never_ready_on(w)
         for pod in pods:
             uid = pod["metadata"]["uid"]
-            if podlib.is_ready(pod) or never:
+            if podlib.is_ready(pod) or never or dslib.pod_node(pod) in never_on:
                 self._ready_at.pop(uid, None)
                 out.append(pod)
                 continue
@@ -244,6 +248,29 @@ class RolloutController:
             due = min(due, self._ready_at.get(by_index[i]["metadata"]["uid"], math.inf))
         status = workload_status.statefulset(s, list(by_index.values()), revision)
         self._write_status("statefulsets", s, status)
+        return due
+
+    # -- daemonsets ------------------------------------------------------
+
+    def _daemonset(self, ds: dict[str, Any], pods: list[dict[str, Any]], now: float) -> float:
+        wanted = dslib.wanted_nodes(ds, self._all_nodes)
+        pods, due = self._advance(ds, pods, now)
+        kept: list[dict[str, Any]] = []
+        for pod in pods:
+            if dslib.pod_node(pod) in wanted and dslib.pod_node(pod) not in {
+                dslib.pod_node(k) for k in kept
+            }:
+                kept.append(pod)
+            else:
+                self._delete(pod)
+        name = ds["metadata"]["name"]
+        for node in sorted(set(wanted) - {dslib.pod_node(p) for p in kept}):
+            body = podlib.new_pod(ds, f"{name}-{random_suffix()}", {}, node)
+            pod = self._store.create("pods", body)
+            self._ready_at[pod["metadata"]["uid"]] = now + self._workload_delay(ds)
+            kept.append(self._set_pod_status(pod, ready=False))
+            due = min(due, self._ready_at[pod["metadata"]["uid"]])
+        self._write_status("daemonsets", ds, dslib.status(ds, wanted, kept))
         return due
 
     def _write_status(self, resource: str, w: dict[str, Any], status: dict[str, Any]) -> None:

@@ -88,6 +88,30 @@ CATALOGUE: tuple[ResourceType, ...] = (
     ResourceType(
         "networking.k8s.io", "v1", "Ingress", "ingresses", "ingress", True, ("ing",), ("status",),
     ),
+    ResourceType(
+        "", "v1", "ResourceQuota", "resourcequotas", "resourcequota", True, ("quota",),
+        ("status",),
+    ),
+    ResourceType(
+        "apps", "v1", "DaemonSet", "daemonsets", "daemonset", True, ("ds",), ("status",), ("all",),
+    ),
+    ResourceType(
+        "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False,
+        ("pc",),
+    ),
+    # Kueue's CRDs, served as the kueue.x-k8s.io/v1beta1 API a Kueue install serves.
+    ResourceType(
+        "kueue.x-k8s.io", "v1beta1", "ClusterQueue", "clusterqueues", "clusterqueue", False,
+        ("cq",), ("status",), ("kueue",),
+    ),
+    ResourceType(
+        "kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues", "localqueue", True,
+        ("queue", "queues", "lq"), ("status",), ("kueue",),
+    ),
+    ResourceType(
+        "kueue.x-k8s.io", "v1beta1", "Workload", "workloads", "workload", True,
+        ("wl",), ("status",), ("kueue",),
+    ),
 )  # fmt: skip
 
 BY_PLURAL: dict[str, ResourceType] = {rt.plural: rt for rt in CATALOGUE}

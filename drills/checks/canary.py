@@ -1,0 +1,84 @@
+"""Readiness check of category "Data": can DR write to its buckets, with its own credentials?
+
+Listing proves reads. A takeover writes (checkpoints, model outputs), and the faults
+that stop writes (an IAM policy, a KMS key the DR role may not use, a bucket policy)
+are invisible to every listing.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
+from drills.errors import TargetError
+
+# Outside every dataset's prefix (unless a dataset covers the whole bucket), and named
+# so that anyone who finds one left over knows what wrote it and that it can go.
+CANARY_PREFIX = "drills-dr-writable-canary/"
+
+
+def canary_key(ctx: CheckContext) -> str:
+    stamp = ctx.now.strftime("%Y%m%dT%H%M%SZ")
+    return f"{CANARY_PREFIX}{ctx.plan.name}-{stamp}-{os.urandom(4).hex()}.txt"
+
+
+def _probe(ctx: CheckContext, bucket: str) -> dict[str, Any]:
+    """Write, read back byte for byte, and delete one canary; the delete runs whatever failed."""
+    store = ctx.targets.dr.objects
+    key = canary_key(ctx)
+    body = (f"drills readiness canary: DR write test for plan {ctx.plan.name}; "
+            f"safe to delete. {os.urandom(16).hex()}\n").encode()  # fmt: skip
+    row: dict[str, Any] = {"bucket": bucket, "key": key, "wrote": False, "read_back": False,
+                           "removed": False}  # fmt: skip
+    version: str | None = None
+    try:
+        version = store.put_canary(bucket, key, body)
+        row["wrote"] = True
+        row["read_back"] = store.read(bucket, key, limit=len(body)) == body
+        if not row["read_back"]:
+            row["error"] = "read back other bytes than were written"
+    except TargetError as exc:
+        row["error"] = exc.cause
+    finally:
+        if row["wrote"]:
+            try:
+                store.remove_canary(bucket, key, version)
+                row["removed"] = True
+            except TargetError as exc:
+                row["error"] = row.get("error") or f"could not delete the canary: {exc.cause}"
+    return row
+
+
+@check("data.dr_writable", title="DR buckets writable", category="Data", timeout_s=60)
+def data_dr_writable(ctx: CheckContext) -> Outcome:
+    """With the DR site's credentials, write a small canary object into each DR bucket, read
+    it back byte for byte, and delete it (its version too, in a versioned bucket).
+
+    This catches IAM, KMS and bucket-policy faults that listing never sees. The canary
+    lives under ``drills-dr-writable-canary/`` and names the plan and the time; it is
+    removed even when the read-back fails. A bucket DR cannot write fails and blocks:
+    the takeover's workloads write there.
+    """
+    buckets = sorted({d.dr_bucket for d in ctx.plan.datasets})
+    rows = [_probe(ctx, b) for b in buckets]
+    bad = [r for r in rows if not (r["wrote"] and r["read_back"] and r["removed"])]
+    evidence = {"buckets": rows[:EXAMPLES], "failed": len(bad)}
+    if not buckets:
+        return Outcome(Status.PASS, "the plan has no datasets", evidence)
+    if not bad:
+        return Outcome(
+            Status.PASS,
+            f"wrote, read back and removed a canary in {len(rows)} DR bucket(s)",
+            evidence,
+        )
+    first = bad[0]
+    return Outcome(
+        Status.FAIL,
+        f"{len(bad)} DR bucket(s) not writable: {first['bucket']}: {first.get('error', '?')}",
+        evidence,
+        remediation="Give the DR credentials s3:PutObject, s3:GetObject and s3:DeleteObject "
+        "(and kms:GenerateDataKey / kms:Decrypt on the bucket key) on the DR buckets, and check "
+        "the bucket policy denies none of them.",
+        blocking=True,
+    )

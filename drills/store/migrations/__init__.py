@@ -1,0 +1,1 @@
+"""The history store's Alembic migrations (see README.md beside this file)."""

@@ -1,0 +1,75 @@
+"""The forecast model on runs written out by hand: what each rule of the model does."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from drills.forecast import CurrentState, RunSample, forecast
+from drills.forecast.model import forecast_error
+from drills.plan import DrillPlan, plan_from_text
+from tests.support.drill import offline_lab_plan_text
+
+NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
+
+
+def _plan() -> DrillPlan:
+    return plan_from_text(offline_lab_plan_text())
+
+
+def _sample(rto: float, *, days_ago: int = 1, llm: float = 10.0) -> RunSample:
+    return RunSample(
+        run_id=f"r{rto}",
+        started_at=NOW - dt.timedelta(days=days_ago),
+        rto_s=rto,
+        phases={"fence": 2.0, "bring-up": rto - 5.0, "dns": 2.0, "smoke": 1.0},
+        workloads={
+            "serving/llm-server": ("critical", llm),
+            "serving/inference-gateway": ("critical", 3.0),
+            "training/trainer": ("normal", 4.0),
+        },
+        dns_done_s=rto - 1.0,
+        full_capacity_s=rto - 3.0,
+    )
+
+
+def test_without_history_the_model_is_stated_and_uses_the_sentinel_speed() -> None:
+    slow = forecast(_plan(), [], CurrentState(pod_start_s=20.0))
+    fast = forecast(_plan(), [], CurrentState(pod_start_s=1.0))
+    assert slow.drills == 0 and "stated model, not history" in slow.basis
+    assert slow.rto.low <= slow.rto.point <= slow.rto.high
+    assert slow.rto.point > fast.rto.point
+
+
+def test_history_interval_holds_the_runs_and_leans_to_the_newest() -> None:
+    samples = [_sample(30.0, days_ago=1), _sample(20.0, days_ago=5), _sample(20.0, days_ago=9)]
+    f = forecast(_plan(), samples, CurrentState(dns_ttl_s=60.0))
+    assert f.rto.low < 20.0 and f.rto.high > 30.0
+    assert f.rto.point > 25.0  # the newest run weighs most
+    assert f.basis.startswith("3 drills; the last 9 days")
+    assert (f.dominant_phase, f.dominant_workload) == ("bring-up", "serving/llm-server")
+    assert f.client_rto.point >= f.rto.point + 50  # DNS switched, clients wait out the TTL
+
+
+def test_a_warm_workload_drops_out_of_its_tier() -> None:
+    cold = forecast(_plan(), [_sample(30.0)], CurrentState())
+    warm = forecast(_plan(), [_sample(30.0)], CurrentState(warm=frozenset({"serving/llm-server"})))
+    assert cold.rto.point - warm.rto.point == 7.0  # llm 10 s → gateway 3 s leads the tier
+    assert warm.dominant_workload == "training/trainer"
+
+
+def test_above_target_warns_and_only_a_certain_miss_blocks() -> None:
+    plan = _plan()
+    target = plan.objectives.rto
+    near = forecast(plan, [_sample(target * 0.9), _sample(target * 1.2)], CurrentState())
+    assert near.rto.high > target and not near.certainly_above
+    far = forecast(plan, [_sample(target * 3)], CurrentState())
+    assert far.above_target and far.certainly_above
+
+
+def test_blocked_capacity_means_no_completion_and_errors_are_signed() -> None:
+    f = forecast(_plan(), [_sample(30.0)], CurrentState(blocked_by=("Kueue quota short",)))
+    assert not f.completes and f.to_json()["blocked_by"] == ["Kueue quota short"]
+    assert forecast_error({"rto_seconds": 10.0, "interval": [5.0, 15.0]}, 12.5) == {
+        "error_seconds": 2.5, "inside_interval": True,
+    }  # fmt: skip
+    assert forecast_error(None, 3.0) is None

@@ -1,0 +1,39 @@
+"""A database as someone with a SQL shell sees it: plain statements, no store in between."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import CursorResult, create_engine, text
+
+
+class RawDatabase:
+    """Runs SQL as written (``?`` placeholders, as in the sqlite3 shell) on SQLite or
+    PostgreSQL, and commits when the ``with`` block ends."""
+
+    def __init__(self, url: str) -> None:
+        self._engine = create_engine(url)
+        self._conn = self._engine.connect()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> CursorResult[Any]:
+        numbers = itertools.count()
+        named = re.sub(r"\?", lambda _: f":p{next(numbers)}", sql)
+        return self._conn.execute(text(named), {f"p{i}": v for i, v in enumerate(params)})
+
+    def __enter__(self) -> RawDatabase:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self._conn.commit()
+        self._conn.close()
+        self._engine.dispose()
