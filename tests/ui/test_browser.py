@@ -99,6 +99,7 @@ def test_dashboard_in_chromium(incident_lab: LabInfo, prefect_url: str, tmp_path
         page.set_default_timeout(30_000)
         expect.set_options(timeout=30_000)  # the first render imports the whole app
         shots = Shots(page, tmp_path)
+        _fleet_opens_first(page, base, shots)
         _readiness_by_category(page, base, shots)
         _plan_valid_and_last_drill_met(page, base, shown, shots)
         _declare_and_watch_the_incident(page, base, shots)
@@ -107,11 +108,23 @@ def test_dashboard_in_chromium(incident_lab: LabInfo, prefect_url: str, tmp_path
         _one_closed_incident_record(page, store)
         browser.close()
     assert sorted(p.name for p in shots.taken) == sorted(
-        ["declare-incident.png", "history.png", "plans.png", "readiness.png", "failback.png"]
+        ["declare-incident.png", "failback.png", "fleet.png", "history.png", "plans.png",
+         "readiness.png"]  # fmt: skip
     )
     # The README's pictures change only when asked for (`make screenshots`), not on every run.
     if os.environ.get("DRILLS_UPDATE_SCREENSHOTS") == "1":
         shots.publish()
+
+
+def _fleet_opens_first(page: Page, base: str, shots: Shots) -> None:
+    """The dashboard opens on the Fleet page: the plan's row and the drill calendar."""
+    from playwright.sync_api import expect
+
+    page.goto(base)
+    expect(page.get_by_role("heading", name="Fleet", exact=True)).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^1 plan\(s\), \d+ with problems"))).to_be_visible()
+    expect(page.get_by_role("heading", name=re.compile("^Scheduled drills"))).to_be_visible()
+    shots.take("fleet")
 
 
 def _readiness_by_category(page: Page, base: str, shots: Shots) -> None:
