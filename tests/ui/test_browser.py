@@ -107,10 +107,9 @@ def test_dashboard_in_chromium(incident_lab: LabInfo, prefect_url: str, tmp_path
         _fail_back_from_the_incident_page(page, base, shots)
         _one_closed_incident_record(page, store)
         browser.close()
-    assert sorted(p.name for p in shots.taken) == sorted(
-        ["declare-incident.png", "failback.png", "fleet.png", "history.png", "plans.png",
-         "readiness.png"]  # fmt: skip
-    )
+    taken = sorted(p.name for p in shots.taken)
+    pages = ("declare-incident", "failback", "fleet", "history", "plans", "readiness")
+    assert taken == [f"{name}.png" for name in pages]
     # The README's pictures change only when asked for (`make screenshots`), not on every run.
     if os.environ.get("DRILLS_UPDATE_SCREENSHOTS") == "1":
         shots.publish()
