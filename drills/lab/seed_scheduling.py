@@ -10,6 +10,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from drills.lab import topology
+from drills.lab.kubeapi.controller import READY_DELAY_ANNOTATION
 from drills.lab.topology import LabWorkload
 
 if TYPE_CHECKING:
@@ -92,11 +93,17 @@ def _local_queue(namespace: str, name: str, cluster_queue: str) -> dict[str, Any
             "metadata": meta(name, namespace), "spec": {"clusterQueue": cluster_queue}}  # fmt: skip
 
 
+# Standing workloads were running before the lab came up: ready at once, whatever
+# --ready-delay says of the plan's workloads (a slow-rollout lab is still a clean one).
+ALREADY_RUNNING = {READY_DELAY_ANNOTATION: "0"}
+
+
 def _device_plugin(registry_host: str, not_ready_on: str | None) -> dict[str, Any]:
     labels = {"app.kubernetes.io/name": "nvidia-device-plugin"}
     m = meta(topology.DEVICE_PLUGIN_NAME, topology.DEVICE_PLUGIN_NAMESPACE, **labels)
+    m["annotations"] = dict(ALREADY_RUNNING)
     if not_ready_on:
-        m["annotations"] = {NEVER_READY_ON: not_ready_on}
+        m["annotations"][NEVER_READY_ON] = not_ready_on
     container = {"name": "nvidia-device-plugin-ctr",
                  "image": f"{registry_host}/nvidia/k8s-device-plugin:v0.16.2"}  # fmt: skip
     return {
@@ -113,7 +120,9 @@ def sentinel(registry_host: str, last_success: dt.datetime) -> dict[str, Any]:
     """A small real workload kept running at DR; the lab writes its last success."""
     labels = {"app": topology.SENTINEL_NAME}
     m = meta(topology.SENTINEL_NAME, topology.SENTINEL_NAMESPACE, **labels)
-    m["annotations"] = {SUCCESS_ANNOTATION: last_success.isoformat(timespec="seconds")}
+    m["annotations"] = {
+        SUCCESS_ANNOTATION: last_success.isoformat(timespec="seconds"), **ALREADY_RUNNING
+    }
     container = {"name": "sentinel", "image": f"{registry_host}/{topology.SENTINEL_IMAGE}",
                  "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}  # fmt: skip
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": m,

@@ -22,6 +22,7 @@ from drills.plan import load_plan
 from drills.store.details import MeasurementRecord, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun, Lease
+from tests.support.rawdb import as_before_migrations
 from tests.support.ui import EXAMPLE_PLAN
 
 NOW = dt.datetime.now(dt.UTC)
@@ -161,9 +162,9 @@ def test_a_plan_file_is_parsed_again_only_when_it_changes(tmp_path: Path) -> Non
 def test_an_existing_store_gets_the_new_indexes(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
     HistoryStore(url).close()
+    as_before_migrations(url)
     with sqlite3.connect(tmp_path / "old.db") as conn:  # as an early 0.1.0 store was
         conn.execute("DROP INDEX ix_run_finished")
-        conn.execute("DROP TABLE alembic_version")
     assert CliRunner().invoke(app, ["db", "upgrade", "--db", url]).exit_code == 0
     with sqlite3.connect(tmp_path / "old.db") as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}

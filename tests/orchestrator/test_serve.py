@@ -146,13 +146,15 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
     assert status["warm_running"] and status["warm_pid"] == info.warm_pid
     by_name = {d["name"]: d for d in status["deployments"]}
     assert set(by_name) == {
-        "quarterly-drill", "readiness-check", "declare-incident", "recover-orphans"
+        "quarterly-drill", "readiness-check", "declare-incident", "failback", "recover-orphans"
     }  # fmt: skip
     assert by_name["recover-orphans"]["schedules"] == ["every 1m"]
     assert by_name["quarterly-drill"]["schedules"] == ["cron 0 3 1 1,4,7,10 * (UTC)"]
     assert by_name["readiness-check"]["schedules"] == ["every 15m"]
     assert by_name["declare-incident"]["schedules"] == []
     assert by_name["declare-incident"]["parameters"]["mode"] == "incident"
+    assert by_name["failback"]["schedules"] == []
+    assert by_name["failback"]["parameters"]["mode"] == "failback"
     stored = httpx.get(
         f"{info.api_url}/deployments/name/minimum-takeover-drill/quarterly-drill"
     ).json()

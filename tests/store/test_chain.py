@@ -25,7 +25,7 @@ from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.store.schema import SchemaError
 from drills.takeover.journal import Journal
-from tests.support.rawdb import RawDatabase
+from tests.support.rawdb import RawDatabase, as_before_migrations
 
 T0 = dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.UTC)
 
@@ -316,10 +316,10 @@ def _old_store(path: Path) -> str:
     url = f"sqlite:///{path}"
     store = HistoryStore(url)
     store.close()
+    as_before_migrations(url)
     with RawDatabase(url) as conn:
         conn.execute("DROP TABLE evidence_chain")
         conn.execute("DROP TABLE evidence_meta")
-        conn.execute("DROP TABLE alembic_version")
         conn.execute(
             "INSERT INTO drill_runs (id, plan, plan_digest, mode, dry_run, operator, reason,"
             " status, started_at, finished_at, rpo_seconds, verdict, timeline, readiness,"

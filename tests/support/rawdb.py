@@ -37,3 +37,20 @@ class RawDatabase:
             self._conn.commit()
         self._conn.close()
         self._engine.dispose()
+
+
+def as_before_migrations(url: str) -> None:
+    """Make a store made by this drills look as one the last release (0.1.0, no migrations)
+    left: no alembic_version, and none of the tables later migrations added."""
+    from sqlalchemy import inspect
+
+    from drills.store.schema import BASELINE_TABLES
+
+    engine = create_engine(url)
+    try:
+        later = [t for t in inspect(engine).get_table_names() if t not in BASELINE_TABLES]
+    finally:
+        engine.dispose()
+    with RawDatabase(url) as conn:
+        for table in later:  # alembic_version among them
+            conn.execute(f"DROP TABLE {table}")

@@ -138,10 +138,10 @@ def test_oidc_sign_in_allow_lists_groups_sign_out_and_expiry(
         # page opened afterwards has no name in the sidebar, no declaring, a sign-in offered.
         on_call.get_by_role("button", name="Sign out").click()
         on_call.get_by_role("button", name="End session").click()
-        expect(on_call.get_by_role("heading", name="Readiness")).to_be_visible()
+        expect(on_call.get_by_role("heading", name="Fleet", exact=True)).to_be_visible()
         expect(on_call.get_by_text("Signed in as")).to_have_count(0)
         on_call.goto(f"{base}/declare")
-        expect(on_call.get_by_role("heading", name="Declare incident")).to_be_visible()
+        expect(on_call.get_by_role("heading", name="Incident", exact=True)).to_be_visible()
         expect(on_call.get_by_text("Signed in as")).to_have_count(0)
         expect(on_call.get_by_text("sign in to declare an incident")).to_be_visible()
         expect(on_call.get_by_role("button", name=DECLARE_BUTTON)).to_have_count(0)
