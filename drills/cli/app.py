@@ -79,7 +79,7 @@ COMMANDS: dict[str, Entry] = {
     ),
     "db": Entry(
         "drills.cli.db_cmd",
-        "The history store: its schema version (current), migrations (upgrade) and pruning (prune).",
+        "The history store: its schema (current), migrations (upgrade) and pruning (prune).",
     ),
     "ui": Entry(
         "drills.cli.ui_cmd",

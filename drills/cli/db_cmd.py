@@ -14,9 +14,7 @@ from drills.cli.console import err_console, out_console
 
 db_app = typer.Typer(
     name="db",
-    help=(
-        "The history store: its schema version (current), migrations (upgrade) and pruning (prune)."
-    ),
+    help=("The history store: its schema (current), migrations (upgrade) and pruning (prune)."),
     no_args_is_help=True,
 )
 

@@ -121,7 +121,8 @@ def sentinel(registry_host: str, last_success: dt.datetime) -> dict[str, Any]:
     labels = {"app": topology.SENTINEL_NAME}
     m = meta(topology.SENTINEL_NAME, topology.SENTINEL_NAMESPACE, **labels)
     m["annotations"] = {
-        SUCCESS_ANNOTATION: last_success.isoformat(timespec="seconds"), **ALREADY_RUNNING
+        SUCCESS_ANNOTATION: last_success.isoformat(timespec="seconds"),
+        **ALREADY_RUNNING,
     }
     container = {"name": "sentinel", "image": f"{registry_host}/{topology.SENTINEL_IMAGE}",
                  "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}  # fmt: skip
