@@ -24,13 +24,15 @@ from drills.lab.planfile import LabEndpoints
 from drills.lab.planfile import lab_plan as lab_plan_data
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
+from drills.store.details import IncidentLink
 from drills.store.history import HistoryStore
+from drills.store.kinds import Mode
 from drills.takeover import crashpoints
 from drills.takeover.journal import Journal
 from drills.takeover.snapshot import Snapshot, take
 from drills.takeover.steps.executor import ChangeExecutor
 from drills.takeover.steps.rollback import safe_rollback
-from drills.takeover.timeline import Timeline
+from drills.takeover.timeline import Timeline, utc_now
 from drills.targets.sites import Targets
 
 # Placeholder addresses: nothing answers there, and no test that uses them expects it to.
@@ -121,10 +123,16 @@ class SplitBrainMonitor:
 
 
 def back_to_normal(plan: DrillPlan, history: HistoryStore, run_id: str) -> None:
-    """Undo a test's incident from its journal, in the safe order, so its lab can be reused."""
+    """Undo a test's incident from its journal, in the safe order, so its lab can be reused;
+    and close it in the history, as a failback would, so the plan serves from its primary
+    there too (a plan held at DR refuses every new takeover)."""
     timeline = Timeline()
     with Targets(plan) as targets, timeline.phase("clean up"):
         safe_rollback(ChangeExecutor(targets, Journal(history, run_id)), plan, timeline)
+    run = history.get_run(run_id)
+    if run is not None and run.mode == Mode.INCIDENT:
+        closed = IncidentLink(closed_at=utc_now(), closed_by="test clean-up")
+        history.update_run(run_id, details=run.details.model_copy(update={"incident": closed}))
 
 
 def stall_dr_bring_up(info: LabInfo) -> tuple[str, str]:

@@ -123,6 +123,11 @@ def _fleet_opens_first(page: Page, base: str, shots: Shots) -> None:
     expect(page.get_by_role("heading", name="Fleet", exact=True)).to_be_visible()
     expect(page.get_by_text(re.compile(r"^1 plan\(s\), \d+ with problems"))).to_be_visible()
     expect(page.get_by_role("heading", name=re.compile("^Scheduled drills"))).to_be_visible()
+    expect(page.get_by_test_id("stDataFrame")).to_be_visible()
+    expect(page.get_by_role("link", name="Readiness of lab")).to_be_visible()
+    expect(
+        page.get_by_test_id("stVegaLiteChart").or_(page.get_by_text("No plan schedules"))
+    ).to_be_visible()
     shots.take("fleet")
 
 

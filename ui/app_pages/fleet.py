@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 from urllib.parse import quote
 
@@ -10,7 +11,7 @@ import pandas as pd  # type: ignore[import-untyped]
 import streamlit as st
 
 from ui import components, data
-from ui.fleet import FleetRow, Window
+from ui.fleet import CALENDAR_DAYS, FleetRow, Window
 from ui.settings import load_settings
 
 KEY = "fleet"
@@ -85,19 +86,19 @@ def _calendar(windows: list[Window]) -> None:
           "overlap": "overlaps " + ", ".join(w.overlaps) if w.overlaps else "alone"}
          for w in windows]
     )  # fmt: skip
-    chart = (
-        alt.Chart(frame)
-        .mark_bar()
-        .encode(
-            x=alt.X("start:T", title="UTC"),
-            x2="end:T",
-            y=alt.Y("plan:N", title=None, sort=None),
-            color=alt.condition(
-                alt.datum.overlap != "alone", alt.value("#e45756"), alt.value("#4c78a8")
-            ),
-            tooltip=["plan", "start:T", "end:T", "overlap"],
-        )
+    # The calendar's weeks on the axis, whatever the windows: a drill lasts minutes, so
+    # each window is its bar and a tick at its start, seen at this scale too.
+    now = dt.datetime.now(dt.UTC)
+    weeks = [now.isoformat(), (now + dt.timedelta(days=CALENDAR_DAYS)).isoformat()]
+    base = alt.Chart(frame).encode(
+        x=alt.X("start:T", title="UTC", scale=alt.Scale(domain=weeks)),
+        y=alt.Y("plan:N", title=None, sort=None),
+        color=alt.condition(
+            alt.datum.overlap != "alone", alt.value("#e45756"), alt.value("#4c78a8")
+        ),
+        tooltip=["plan", "start:T", "end:T", "overlap"],
     )
+    chart = base.mark_bar().encode(x2="end:T") + base.mark_tick(thickness=3)
     st.altair_chart(chart, width="stretch")
 
 
