@@ -176,11 +176,13 @@ def test_an_approval_nobody_gives_times_out_and_changes_nothing(flow_lab: LabInf
 
 
 def test_an_incident_counts_rto_from_the_declaration(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An incident is left failed over, so it gets a lab of its own."""
+    """An incident is left failed over, so it gets a lab of its own, and a history of its
+    own: the session's would say its plan serves from DR, and refuse later takeovers."""
     from flows.drill import minimum_takeover_drill
 
+    monkeypatch.setenv("DRILLS_DB_URL", f"sqlite:///{tmp_path / 'incident-history.db'}")
     with own_lab(tmp_path_factory, "incident-flow-lab", ready_delay=0.2) as info:
         declared = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=40)
         summary = minimum_takeover_drill(
