@@ -150,29 +150,6 @@ def _movers(s: Session, plans: list[str]) -> dict[str, list[DrillRun]]:
     return found
 
 
-def _drilled_since(s: Session, at_dr: dict[str, RecordedServing]) -> dict[str, dt.datetime]:
-    """The newest successful drill of each plan that DR serves, when it started after the
-    takeover: a drill starts from the primary, so the plan was failed back by hand."""
-    if not at_dr:
-        return {}
-    rows = s.execute(
-        select(DrillRun.plan, func.max(DrillRun.started_at))
-        .where(
-            DrillRun.plan.in_(list(at_dr)),
-            DrillRun.mode == Mode.DRILL,
-            DrillRun.dry_run.is_(False),
-            DrillRun.status == RunStatus.SUCCEEDED,
-        )
-        .group_by(DrillRun.plan)
-    )
-    found = {}
-    for plan, started in rows:
-        since = at_dr[plan].since
-        if started is not None and (since is None or started > since):
-            found[plan] = started
-    return found
-
-
 def _serving(
     placed: RecordedServing, unfinished: list[DrillRun], lease: str | None
 ) -> RecordedServing:
@@ -209,9 +186,6 @@ def recorded_serving_of(
                 )
                 for plan in chunk
             }
-            at_dr = {p: r for p, r in placed.items() if r.site == Site.DR}
-            for plan, started in _drilled_since(s, at_dr).items():
-                placed[plan] = RecordedServing(Site.PRIMARY, started)
             for plan in chunk:
                 found[plan] = _serving(placed[plan], unfinished.get(plan, []), leases.get(plan))
     return found

@@ -123,14 +123,15 @@ def test_each_figure_from_the_store_and_the_plan(history: HistoryStore) -> None:
     assert value(samples, "drills_runs_stuck", mode="drill") == 0
 
 
-def test_a_completed_incident_leaves_dr_serving_until_a_drill_succeeds(
+def test_a_completed_incident_leaves_dr_serving_until_it_is_failed_back(
     history: HistoryStore,
 ) -> None:
     history.create_run(_run("i1", "incident", "recovered", 5))
     samples = scrape(history, [str(EXAMPLE_PLAN)])
     assert value(samples, "drills_plan_serving_site", site="dr") == 1
     assert value(samples, "drills_plan_serving_site", site="primary") == 0
-    history.create_run(_run("d1", "drill", "succeeded", 1))
+    # A drill cannot start at DR; a successful failback is what brings it home.
+    history.create_run(_run("f1", "failback", "succeeded", 1))
     samples = scrape(history, [str(EXAMPLE_PLAN)])
     assert value(samples, "drills_plan_serving_site", site="primary") == 1
 

@@ -209,9 +209,12 @@ def test_a_crashed_incident_blocks_the_next_one_until_recovered(
         crashed = c.create_flow_run_from_deployment(deployment.id, parameters={"plan": "x"})
         c.set_flow_run_state(crashed.id, Crashed(), force=True)
     store = declare_env.store()
+    # Newer than any drill of the session's store (a drill after an incident means it was
+    # failed back by hand).
+    now = dt.datetime.now(dt.UTC)
     stale = add_run(store, mode="incident", status="running", finished=False,
-                    flow_run_id=str(crashed.id))  # fmt: skip
-    alive = add_run(store, mode="incident", status="running", finished=False)
+                    flow_run_id=str(crashed.id), started_at=now)  # fmt: skip
+    alive = add_run(store, mode="incident", status="running", finished=False, started_at=now)
     launcher = PrefectLauncher(server.api, server.deployment)
     request = IncidentRequest(
         plan_path=populated.plan_path, plan_name="lab", operator="carol", reason="r",
