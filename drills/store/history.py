@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +37,7 @@ Query = TypeVar("Query", bound=Select[Any])
 # A snapshot to keep: plan, checked_at, ok, blocking count, report.
 SnapshotRow = tuple[str, dt.datetime, bool, int, dict[str, Any]]
 T = TypeVar("T")
+SQLITE_WAL_WAIT_S = 10.0
 CHAIN_RETRIES = 8  # writers racing for a plan's next link: each loser writes again
 
 
@@ -44,11 +47,28 @@ def database_url() -> str:
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
-    # WAL lets the UI read while a drill writes; the busy timeout rides out short locks.
-    cursor.execute("PRAGMA journal_mode=WAL")
+    # The busy timeout rides out short locks.
     cursor.execute("PRAGMA busy_timeout=10000")
+    _use_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _use_wal(cursor: Any) -> None:
+    """WAL lets the UI read while a drill writes. The mode stays with the file, so only a
+    new store switches; SQLite answers "locked" at once, not after the busy timeout, when
+    processes opening a new store switch it together, so the losers look again."""
+    deadline = time.monotonic() + SQLITE_WAL_WAIT_S
+    if cursor.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+        return
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")  # an in-memory store stays "memory"
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def filter_runs(

@@ -25,16 +25,22 @@ from tests.support.ui import EXAMPLE_PLAN, UiEnv, add_run, open_page, shown
 
 PLAN = "gpu-platform"
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
+MIDNIGHT = NOW.replace(hour=0, minute=0, second=0)
 EVERY = dt.timedelta(hours=6)
 DAYS = 240
 
 
 def _status(check: str, at: dt.datetime) -> str:
-    """images.present fails for days 200..195 ago; data.rpo warns on day 190 only."""
-    days_ago = (NOW - at).days
+    """images.present fails from noon 200 days ago to noon 195 days ago; data.rpo warns
+    from noon 190 days ago for a day. Samples fall at 03, 09, 15 and 21 UTC, so each change
+    is seen at 15:00, never by a day's first sample, whatever the hour the test runs."""
     if check == "images.present":
-        return "fail" if 195 <= days_ago < 200 else "pass"
-    return "warn" if days_ago == 190 else "pass"
+        return "fail" if _noon(200) <= at < _noon(195) else "pass"
+    return "warn" if _noon(190) <= at < _noon(189) else "pass"
+
+
+def _noon(days_ago: int) -> dt.datetime:
+    return MIDNIGHT - dt.timedelta(days=days_ago) + dt.timedelta(hours=12)
 
 
 def _fill(store: HistoryStore) -> None:
@@ -87,8 +93,9 @@ def test_prune_keeps_changes_and_days_and_the_chain_verifies(ui_env: UiEnv) -> N
     assert dry.returncode == 0, dry.stderr
     planned = json.loads(dry.stdout)
     assert _counts(store) == before
-    # 60 days past the cutoff, 4 results a day: one a day stays, plus the changes.
-    assert planned["examined"] in (240, 241)  # the one at the cutoff, by the clock
+    # About 60 days past the cutoff, 4 results a day: one a day stays, plus the changes.
+    older = sum(at < NOW - dt.timedelta(days=180) for at in _times())
+    assert planned["examined"] in (older, older + 1)  # the one at the cutoff, by the clock
     assert planned["removed"] == planned["examined"] - planned["kept"] > 150
 
     done = _cli("db", "prune", "--older-than", "180d", "--json", db=ui_env.db_url)
@@ -120,7 +127,7 @@ def test_prune_keeps_changes_and_days_and_the_chain_verifies(ui_env: UiEnv) -> N
 
 
 def _times() -> list[dt.datetime]:
-    at, found = NOW - dt.timedelta(days=DAYS), []
+    at, found = MIDNIGHT - dt.timedelta(days=DAYS, hours=-3), []
     while at <= NOW:
         found.append(at)
         at += EVERY
