@@ -4,7 +4,12 @@ switch; a mistaken incident abandoned with `drills recover RUN --fail-back`."""
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import re
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,15 +17,19 @@ from typing import Any
 import boto3
 import pytest
 
-from drills.lab.runtime import LabInfo
+from drills.errors import PermanentError
+from drills.lab.runtime import NAMED_DIR, LabInfo
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.incident_record import incident_record
 from drills.store.kinds import EntryState
 from drills.store.serving import Site, recorded_serving
-from drills.takeover.drill import Drill, DrillRequest, DrillResult
+from drills.takeover.drill import Drill, DrillHooks, DrillRequest, DrillResult
 from drills.takeover.failback import Failback, NotServingFromDrError
+from drills.takeover.journal import Change, Journal
 from drills.takeover.status import serving_status
+from drills.takeover.steps.failback import goal_from_journal
+from drills.targets.sites import Targets
 from tests.support.drill import SplitBrainMonitor, drills_cli, lab_plan, snapshot
 from tests.support.services import own_lab
 
@@ -172,6 +181,78 @@ def test_a_crashed_failback_recovers_on_its_side_of_the_dns_switch(
         assert snapshot(plan) == before_incident
 
 
+def _server_key(info: LabInfo, secret: str | None = None) -> str:
+    """The lab's BIND key secret, as it stands; with ``secret``, rotated to it (the server
+    reloads its config on SIGHUP, the zone and its journal kept)."""
+    conf = Path(info.state_dir) / NAMED_DIR / "named.conf"
+    text = conf.read_text()
+    current = re.search(r'secret "([^"]+)";', text)
+    assert current is not None
+    if secret is not None:
+        conf.write_text(text.replace(current.group(1), secret))
+        pid = int((conf.parent / "named.pid").read_text())
+        os.kill(pid, signal.SIGHUP)
+    return current.group(1)
+
+
+def _key_works(plan: DrillPlan) -> bool:
+    dns = plan.dns
+    with Targets(plan) as targets:
+        try:
+            targets.dns.check_control(dns.record.name, str(dns.record.type))
+        except PermanentError:
+            return False
+    return True
+
+
+def _wait_key(plan: DrillPlan, *, works: bool) -> None:
+    deadline = time.monotonic() + 15
+    while _key_works(plan) != works:
+        assert time.monotonic() < deadline, (
+            f"the lab's DNS key did not {'' if works else 'stop '}work"
+        )
+        time.sleep(0.2)
+
+
+def test_a_failback_whose_dns_switch_is_refused_serves_from_dr_as_before(
+    home_lab: LabInfo, history: HistoryStore
+) -> None:
+    """The server stops taking the failback's key once its preflight passed: the switch
+    is refused and the record still answers DR. Nothing switched, so the failback is
+    undone (not completed forward, which would fail at the same switch with the primary
+    reopened and DR's writers stopped), and a failback after it brings production home."""
+    plan = lab_plan(home_lab)
+    before_incident = snapshot(plan)
+    incident_then_write_at_dr(home_lab, plan, history)
+    serving_dr = snapshot(plan)
+    original_key = _server_key(home_lab)
+
+    def rotate_at_the_switch(name: str) -> None:
+        if name == "phase:dns back:start":
+            _server_key(home_lab, base64.b64encode(os.urandom(32)).decode())
+            _wait_key(plan, works=False)
+
+    request = DrillRequest(plan, mode="failback", operator="tests", reason="ci",
+                           tier_deadline_s=20, sync_deadline_s=5)  # fmt: skip
+    try:
+        result = Failback(request, history, DrillHooks(crash_point=rotate_at_the_switch)).run()
+    finally:
+        _server_key(home_lab, original_key)
+        _wait_key(plan, works=True)
+    assert result.status == "rolled-back", result.error
+    assert "BADSIG" in (result.error or ""), result.error
+    assert result.drift == {}
+    assert snapshot(plan) == serving_dr
+    (switch,) = [c for c in Journal(history, result.run_id).changes() if c.kind == "dns.record"]
+    assert switch.state == EntryState.FAILED
+    stored = history.get_run(result.run_id)
+    assert stored is not None and stored.finished_at is not None  # nothing left to recover
+    assert recorded_serving(history, plan.name).site == Site.DR
+    again = run(plan, history, "failback")
+    assert again.status == "succeeded", again.error
+    assert snapshot(plan) == before_incident
+
+
 def test_a_mistaken_incident_is_abandoned_with_recover_fail_back(
     home_lab: LabInfo, tmp_path: Path
 ) -> None:
@@ -220,3 +301,21 @@ def test_the_status_json_keys_are_a_stable_interface(history: HistoryStore, tmp_
         "lease_run_id", "unfinished_runs", "live", "agrees", "disagreement", "checked_at",
     )  # fmt: skip
     assert data["serving"] == "primary" and data["live"] is None and data["agrees"]
+
+
+def test_the_goal_from_a_journal_keeps_each_targets_first_original() -> None:
+    """An incident held (DR's trainer scaled up), touched, then completed: the trainer was
+    changed twice, and only its first original is the state before the incident."""
+    trainer = "dr/Deployment/training/trainer"
+    changes = [  # in the order of the journal
+        Change(1, "workload.scale", trainer, {"replicas": 0}, {"replicas": 2}, EntryState.APPLIED),
+        Change(2, "dns.record", "api.drills.test./A", {"values": ["10.0.0.1"]},
+               {"values": ["10.0.0.2"]}, EntryState.APPLIED),
+        Change(3, "workload.scale", trainer, {"replicas": 2}, {"replicas": 0}, EntryState.APPLIED),
+    ]  # fmt: skip
+    now = {trainer: {"replicas": 5}, "other": {"replicas": 1}}
+    assert goal_from_journal(now, changes) == {
+        trainer: {"replicas": 0},
+        "api.drills.test./A": {"values": ["10.0.0.1"]},
+        "other": {"replicas": 1},
+    }

@@ -65,8 +65,14 @@ class FailbackContext(PhaseContext):
 
 def goal_from_journal(now: Snapshot, changes: list[Change]) -> Snapshot:
     """The state before an incident that kept no snapshot: the originals of its journal
-    over the state ``now`` (what it did not change is taken as it stands)."""
-    return now | {c.target: c.original for c in changes}
+    over the state ``now`` (what it did not change is taken as it stands).
+
+    A target changed twice (an incident held, touched, then completed) keeps the original
+    of its first change: a later one's is a state the incident itself made."""
+    originals: Snapshot = {}
+    for change in sorted(changes, key=lambda c: c.seq):
+        originals.setdefault(change.target, change.original)
+    return now | originals
 
 
 def _wait(ctx: PhaseContext, role: Role, *, serving: bool, deadline_s: float) -> str:
@@ -245,8 +251,11 @@ def list_failback(ctx: FailbackContext, phase_name: str) -> list[PlannedChange]:
 
 
 def dns_switched_back(changes: list[Change]) -> bool:
-    """The failback reached its DNS switch (made, or possibly made): it goes forward now."""
-    return any(c.kind == "dns.record" for c in changes)
+    """The failback reached its DNS switch (made, or possibly made): it goes forward now.
+
+    A switch whose write failed and left the record as it was (FAILED) switched nothing:
+    the failback is still before its switch, and is undone."""
+    return any(c.kind == "dns.record" and c.needs_undo for c in changes)
 
 
 def undo_before_dns(
