@@ -35,6 +35,7 @@ from drills.takeover.drill import (
     DrillHooks,
     DrillRequest,
     DrillResult,
+    approval_question,
 )
 from drills.takeover.failback import Failback
 from drills.takeover.lease import LEASE_S
@@ -77,16 +78,18 @@ def _poll_interval(timeout: int) -> int:
     return max(1, min(2, timeout // 10))
 
 
+def approval_form_text(request: DrillRequest) -> str:
+    """The pause form's text: the question and what approving does (as the terminal asks)."""
+    question, effect = approval_question(request)
+    return (
+        f"**{question}** {effect}\n\nOperator: {request.operator}. Reason: {request.reason or '—'}."
+    )
+
+
 def wait_for_approval(request: DrillRequest) -> Approval:
     """Pause the flow run until a person answers the form, or abort after the plan's timeout."""
     timeout = max(1, int(request.plan.approval.timeout))
-    form = ApprovalInput.with_initial_data(
-        description=(
-            f"**Approve the {request.mode} of `{request.plan.name}`?** Approving fences the "
-            f"primary site and brings DR up.\n\nOperator: {request.operator}. "
-            f"Reason: {request.reason or '—'}."
-        )
-    )
+    form = ApprovalInput.with_initial_data(description=approval_form_text(request))
     try:
         answer = pause_flow_run(
             wait_for_input=form, timeout=timeout, poll_interval=_poll_interval(timeout)

@@ -53,8 +53,9 @@ COMMANDS: dict[str, Entry] = {
         "drills.cli.recover_cmd",
         "Finish the job of a run that died: a drill is rolled back and verified against the "
         "snapshot taken before it; an incident is reported, then completed (--complete), held "
-        "(--hold) or abandoned (--fail-back) as the operator chooses; a failback is undone before "
-        "its DNS switch and completed after it. Safe to run again.",
+        "(--hold) or, stopped before its DNS switch, abandoned (--fail-back) as the operator "
+        "chooses; a failback is undone before its DNS switch and completed after it. Safe to run "
+        "again.",
     ),
     "status": Entry(
         "drills.cli.status_cmd",

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, DbUrl, open_history
 from drills.cli.console import err_console, out_console
-from drills.errors import DrillError
+from drills.errors import DrillError, RunRefused
 
 if TYPE_CHECKING:
     from drills.takeover.recover import Action, RecoverReport
@@ -22,6 +22,7 @@ console = out_console()
 err = err_console()
 
 EXIT_DECIDE = 3
+EXIT_REFUSED = 3  # as `drills run` refuses
 
 
 def _print(report: RecoverReport) -> None:
@@ -79,9 +80,11 @@ def recover_cmd(
         bool,
         typer.Option(
             "--fail-back",
-            help="Incident declared by mistake and stopped part-way: undo its journal in the "
-            "safe order (DNS back, DR to standby, the primary reopened) and close it. Audited: "
-            "needs --operator and --reason.",
+            help="Incident declared by mistake and stopped part-way before its DNS switch: "
+            "undo its journal in the safe order (DNS back, DR to standby, the primary "
+            "reopened) and close it. Refused (exit 3) once its DNS switch was made or a "
+            "recover completed it: DR may hold writes, so --complete, then `drills run PLAN "
+            "--mode failback`. Audited: needs --operator and --reason.",
         ),
     ] = False,
     operator: Annotated[
@@ -102,8 +105,9 @@ def recover_cmd(
 ) -> None:
     """Finish the job of a run that died: a drill is rolled back and verified against the
     snapshot taken before it; an incident is reported, then completed (--complete), held
-    (--hold) or abandoned (--fail-back) as the operator chooses; a failback is undone before
-    its DNS switch and completed after it. Safe to run again."""
+    (--hold) or, stopped before its DNS switch, abandoned (--fail-back) as the operator
+    chooses; a failback is undone before its DNS switch and completed after it. Safe to run
+    again."""
     # The takeover, and the SDKs under it, load only when a run is recovered.
     from drills.takeover.recover import RecoverStatus, pick_run, plan_of, recover
 
@@ -127,6 +131,9 @@ def recover_cmd(
             operator=operator or getpass.getuser(),
             reason=reason,
         )
+    except RunRefused as exc:  # --fail-back of an incident DR may hold writes of
+        err.print(Text(f"recover refused: {exc}", style="bold red"), soft_wrap=True)  # one line
+        raise typer.Exit(EXIT_REFUSED) from None
     except DrillError as exc:
         err.print(Text(f"recover: {exc}", style="bold red"))
         raise typer.Exit(EXIT_FAILED) from None

@@ -92,15 +92,11 @@ def _confirm(planned: list[PlannedChange]) -> bool:
 
 
 def _approve(request: DrillRequest) -> Approval:
-    from drills.takeover.drill import Approval
+    from drills.takeover.drill import Approval, approval_question
 
     approver = typer.prompt("Approver", default=getpass.getuser(), err=True)
-    what = (
-        f"failing {request.plan.name} back to the primary"
-        if request.mode == Mode.FAILBACK
-        else f"fencing the primary of {request.plan.name}"
-    )
-    approved = typer.confirm(f"Approve {what}?", err=True)
+    question, effect = approval_question(request)
+    approved = typer.confirm(f"{effect} {question}", err=True)
     comment = typer.prompt("Comment", default="", err=True)
     return Approval(approved, approver, comment)
 

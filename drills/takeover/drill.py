@@ -87,6 +87,22 @@ class DrillRequest:
         object.__setattr__(self, "mode", Mode(self.mode))
 
 
+def approval_question(request: DrillRequest) -> tuple[str, str]:
+    """What an approver is asked, and what approving does: one wording for the terminal
+    prompt and the Prefect pause form, by the run's mode."""
+    name = request.plan.name
+    if request.mode == Mode.FAILBACK:
+        return (
+            f"Approve the failback of {name}?",
+            "Approving stops the DR writers, waits until their writes are at the primary, "
+            "brings the primary up, switches DNS back to it and returns DR to standby.",
+        )
+    effect = "Approving fences the primary site and brings DR up"
+    if request.mode == Mode.DRILL:
+        return f"Approve the drill of {name}?", f"{effect}, then fails back after measuring."
+    return f"Approve the incident takeover of {name}?", f"{effect}; DR stays serving."
+
+
 @dataclass
 class DrillHooks:
     """How a caller (CLI, flow, test) takes part in a run."""
@@ -133,6 +149,7 @@ class Drill:
         self.journal = Journal(history, self.run_id)
         self.t0: dt.datetime | None = None
         self.readiness: ReadinessReport | None = None
+        self.stopping: str | None = None  # why the run is undoing itself, once it is
         self._readiness_beside: threading.Thread | None = None
         self.details = RunDetails(plan_path=request.plan_path)
 
@@ -204,12 +221,29 @@ class Drill:
             )
             try:
                 result = self._run_phases(ctx)
+            except (KeyboardInterrupt, Exception) as exc:  # noqa: BLE001 - recorded, logged
+                result = self._stopped_again(exc)
             finally:
                 self.live.close()
                 # On every path: an incident forced on unfenced that stopped part-way too.
                 self.details.unfenced = bool(ctx.facts.get("unfenced"))
         self._finish(result)
         return result
+
+    def _stopped_again(self, exc: BaseException) -> DrillResult:
+        """Whatever escapes the phases' own handling comes while stopping: an interrupt or
+        an error in the middle of an undo (a cancel during a failure's rollback, a second
+        Ctrl-C outside the signal handler). What the undo left is not known, so the run is
+        recorded as left unfinished, for `drills recover`, never left `running`."""
+        why = (
+            "interrupted" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+        )
+        log.error("run %s stopped while stopping: %s", self.run_id, why, exc_info=True)
+        error = f"{self.stopping or 'stopping'}; then, while stopping: {why}"
+        if self.request.mode == Mode.INCIDENT:
+            return self._incident_stopped(RunStatus.CANCELLED, error)
+        error += f". `drills recover {self.run_id}` finishes it."
+        return self._result(RunStatus.ROLLBACK_FAILED, None, drift=None, error=error)
 
     def _run_phases(self, ctx: PhaseContext) -> DrillResult:
         before: Snapshot = {}
@@ -441,6 +475,7 @@ class Drill:
             return drift
 
     def _rollback(self, ctx: PhaseContext, before: Snapshot, error: str) -> DrillResult:
+        self.stopping = error
         try:
             with self.timeline.phase("rollback"):
                 safe_rollback(ctx.executor, self.plan, self.timeline)
@@ -531,4 +566,5 @@ __all__ = [
     "DrillRequest",
     "DrillResult",
     "Mode",
+    "approval_question",
 ]

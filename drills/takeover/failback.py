@@ -23,6 +23,7 @@ from drills.checks.identity import distinct_result
 from drills.checks.readiness import run_wayback
 from drills.errors import DrillError, RunRefused
 from drills.notify.runs import announce_incident_closed
+from drills.plan import DrillPlan
 from drills.store.details import FailbackRecord, IncidentLink
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
@@ -70,15 +71,28 @@ def incident_goal(history: Any, incident: DrillRun, ctx: PhaseContext) -> Snapsh
     return goal_from_journal(now, Journal(history, incident.id).changes())
 
 
-def close_incident(history: Any, incident_id: str, *, by: str, run_id: str | None) -> None:
-    """Mark the incident closed, on its own run: the incident record ends here."""
+def close_incident(
+    history: Any,
+    plan: DrillPlan,
+    incident_id: str,
+    *,
+    by: str,
+    run_id: str | None,
+    record: FailbackRecord | None = None,
+    drift: bool = False,
+) -> IncidentLink:
+    """The incident record ends here: closed on the incident's run, and announced. Returns
+    the link for the failback run that closed it (``run_id``) to keep in its details."""
+    closed_at = utc_now()
     incident = history.get_run(incident_id)
-    if incident is None:
-        return
-    link = (incident.details.incident or IncidentLink()).model_copy(
-        update={"failback_run": run_id, "closed_at": utc_now(), "closed_by": by}
-    )
-    history.update_run(incident_id, details=incident.details.model_copy(update={"incident": link}))
+    if incident is not None:
+        link = (incident.details.incident or IncidentLink()).model_copy(
+            update={"failback_run": run_id, "closed_at": closed_at, "closed_by": by}
+        )
+        details = incident.details.model_copy(update={"incident": link})
+        history.update_run(incident_id, details=details)
+    announce_incident_closed(plan, incident_id, by=by, run_id=run_id, record=record, drift=drift)
+    return IncidentLink(incident_run=incident_id, closed_at=closed_at, closed_by=by)
 
 
 class Failback(Drill):
@@ -212,13 +226,9 @@ class Failback(Drill):
             met = record.downtime_seconds <= self.plan.objectives.rto
             result.verdict = Verdict.MET if met else Verdict.MISSED
         assert self.incident is not None
-        close_incident(self.history, self.incident.id, by="failback", run_id=self.run_id)
-        self.details.incident = IncidentLink(
-            incident_run=self.incident.id, closed_at=utc_now(), closed_by="failback"
-        )
-        announce_incident_closed(
-            self.plan, self.incident.id, by="failback", run_id=self.run_id, record=record,
-            drift=bool(drift),
+        self.details.incident = close_incident(
+            self.history, self.plan, self.incident.id, by="failback", run_id=self.run_id,
+            record=record, drift=bool(drift),
         )  # fmt: skip
         return result
 
@@ -246,6 +256,7 @@ class Failback(Drill):
     def _stopped(
         self, ctx: FailbackContext, before: Snapshot, status: RunStatus, error: str
     ) -> DrillResult:
+        self.stopping = error
         if dns_switched_back(self.journal.changes()):
             return self._forward(ctx, error)
         if not self.journal.to_undo():  # stopped before its first change

@@ -17,9 +17,12 @@ verified against the snapshot it took); after it, it is completed forward and
 verified against the state before the incident, which it then closes.
 
 ``fail-back`` (`drills recover RUN --fail-back`) abandons an incident declared by
-mistake and stopped part-way: explicit, audited, it undoes the incident's journal in
-the safe order (DNS back, DR to standby verified, the primary reopened) and compares
-with the snapshot taken before the incident.
+mistake and stopped part-way before its DNS switch: explicit, audited, it undoes the
+incident's journal in the safe order (DNS back, DR to standby verified, the primary
+reopened) and compares with the snapshot taken before the incident (or, without one,
+the originals of its journal). It stops no DR writer and syncs nothing back, so once
+the switch was made (or possibly made), or a recover completed the incident, it is
+refused: DR may hold writes, and only a failback run brings them home.
 
 The run is marked ``recovered`` (finished) or ``recover-failed`` (left
 unfinished, so no new drill starts on top of it). Running it again is safe:
@@ -34,8 +37,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from drills.errors import DrillError
-from drills.notify.runs import announce_incident_closed
+from drills.errors import DrillError, RunRefused
 from drills.plan import DrillPlan, load_plan
 from drills.plan.claims import plan_claims
 from drills.store.details import RecoverAttempt
@@ -49,6 +51,7 @@ from drills.takeover.recover_failback import failback_action, recover_failback
 from drills.takeover.snapshot import differences, take
 from drills.takeover.steps.changes import KINDS
 from drills.takeover.steps.executor import ChangeExecutor
+from drills.takeover.steps.failback import goal_from_journal
 from drills.takeover.steps.phases import PhaseContext
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import resume
@@ -208,7 +211,28 @@ def _choose(run: DrillRun, action: Action | None, journal: Journal) -> Action | 
             "an incident is never rolled back by recover: use --complete or --hold, or "
             "--fail-back to abandon one declared by mistake"
         )
+    if action == "fail-back":
+        _refuse_fail_back_after_dns(run, journal)
     return action
+
+
+def _refuse_fail_back_after_dns(run: DrillRun, journal: Journal) -> None:
+    """--fail-back undoes an incident without stopping DR's writers or syncing their data
+    back: only safe while clients never reached DR. Once its DNS switch was made (or
+    possibly made), or a recover completed it, DR may hold writes: the way home is then
+    a failback run, with its final sync."""
+    switched = any(c.kind == "dns.record" and c.needs_undo for c in journal.changes())
+    completed = any(
+        a.action == "complete" and a.status == RunStatus.RECOVERED for a in run.details.recover
+    )
+    if switched or completed:
+        why = "switched DNS to DR" if switched else "was completed by `drills recover`"
+        plan_file = run.details.plan_path or "PLAN"
+        raise RunRefused(
+            f"incident {run.id} {why}, so DR may hold writes that --fail-back would lose: "
+            f"`drills recover {run.id} --complete`, then `drills run {plan_file} --mode "
+            "failback` brings production home with its data"
+        )
 
 
 def _abandoned(
@@ -227,8 +251,7 @@ def _abandoned(
                 "error": report.error},
     )  # fmt: skip
     if done:
-        close_incident(history, run.id, by="recover --fail-back", run_id=None)
-        announce_incident_closed(plan, run.id, by="recover --fail-back", run_id=None)
+        close_incident(history, plan, run.id, by="recover --fail-back", run_id=None)
 
 
 def _roll_back(
@@ -238,22 +261,33 @@ def _roll_back(
     run: DrillRun,
     deadline_s: float,
 ) -> None:
-    # As the run left it: after the rollback nothing needs undoing any more.
-    changed = any(c.needs_undo for c in executor.journal.changes())
     undone = safe_rollback(executor, plan, report.timeline, deadline_s=deadline_s)
     report.undone = [c.target for c in undone]
     wait_primary_serves(plan, report.timeline, deadline_s=deadline_s)
-    before = run.details.snapshot_before
-    with report.timeline.step("compare with the snapshot before the drill") as step:
+    with report.timeline.step("compare with the state before the run") as step:
+        now = take(plan, executor.targets)
+        before, against = _state_before(run, executor.journal, now)
         if before is None:
-            # Stored before the first change: without it the run never changed anything.
-            if changed:
-                raise RecoverError(f"run {run.id} has changes but no snapshot to verify against")
             step.result = "the run stopped before its first change"
             return
-        report.drift = differences(before, take(plan, executor.targets))
-        step.evidence = {"differences": report.drift}
+        report.drift = differences(before, now)
+        step.evidence = {"against": against, "differences": report.drift}
         step.result = "identical" if not report.drift else f"{len(report.drift)} difference(s)"
+
+
+def _state_before(
+    run: DrillRun, journal: Journal, now: dict[str, Any]
+) -> tuple[dict[str, Any] | None, str]:
+    """What the rollback must have restored: the snapshot the run stored before its first
+    change or, when it kept none (an incident whose snapshot took too long), the originals
+    of its journal. None when it changed nothing: every entry, undone ones too (a recover
+    run again), counts, but a write that failed and left its target as it was."""
+    if run.details.snapshot_before is not None:
+        return run.details.snapshot_before, "the snapshot before the run"
+    made = [c for c in journal.changes() if c.state != EntryState.FAILED]
+    if not made:
+        return None, "nothing: no change was made"
+    return goal_from_journal(now, made), "the originals of the journal (no snapshot was kept)"
 
 
 def _take_over(
@@ -299,6 +333,8 @@ def _record(history: HistoryStore, run: DrillRun, report: RecoverReport) -> None
         at=utc_now(), action=report.action, status=status, undone=report.undone,
         drift=report.drift, error=report.error,
     )  # fmt: skip
+    # As it stands now: the recover may have written to it (a failback closing its incident).
+    run = history.get_run(run.id) or run
     details = run.details.model_copy(update={"recover": [*run.details.recover, attempt]})
     fields: dict[str, Any] = {
         "status": status,

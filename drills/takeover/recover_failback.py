@@ -62,7 +62,10 @@ def recover_failback(
         complete_forward(ctx)
         report.drift = _compare(report, ctx.goal, take(plan, targets), "before the incident")
         if not report.drift:
-            close_incident(history, incident.id, by="failback", run_id=run.id)
+            # As a failback that ends closes it: on both runs, and announced.
+            link = close_incident(history, plan, incident.id, by="failback", run_id=run.id)
+            now = history.get_run(run.id) or run
+            history.update_run(run.id, details=now.details.model_copy(update={"incident": link}))
         return
     undone = undo_before_dns(executor, ctx, report.timeline)
     report.undone = [c.target for c in undone]

@@ -202,3 +202,28 @@ def test_an_incident_counts_rto_from_the_declaration(
         assert httpx.get(info.endpoints["dr"]).text == "dr\n"
         assert httpx.get(info.endpoints["primary"]).status_code == 503
         assert snapshot(lab_plan(info))["api.drills.test./A"]["values"] == [topology.DR_ADDR]
+
+
+def test_the_approval_form_says_what_approving_does_by_mode(tmp_path: Path) -> None:
+    """A failback's approver is not told that approving fences the primary: its form says
+    what a failback does, in the words the terminal's prompt uses too."""
+    from drills.takeover.drill import DrillRequest, approval_question
+    from flows.drill import approval_form_text
+    from tests.support.drill import offline_lab_plan_text
+
+    path = tmp_path / "plan.yaml"
+    path.write_text(offline_lab_plan_text())
+    plan = load_plan(path)
+    texts = {
+        mode: approval_form_text(DrillRequest(plan, mode=mode, operator="alice", reason="home"))
+        for mode in ("drill", "incident", "failback")
+    }
+    failback = texts["failback"]
+    assert failback.startswith("**Approve the failback of lab?**")
+    assert "stops the DR writers" in failback and "switches DNS back" in failback
+    assert "fences" not in failback and "brings DR up" not in failback
+    assert "Operator: alice. Reason: home." in failback
+    for mode in ("drill", "incident"):
+        assert "fences the primary site and brings DR up" in texts[mode], texts[mode]
+    question, effect = approval_question(DrillRequest(plan, mode="failback"))
+    assert failback.startswith(f"**{question}** {effect}")

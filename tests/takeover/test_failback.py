@@ -31,6 +31,7 @@ from drills.takeover.status import serving_status
 from drills.takeover.steps.failback import goal_from_journal
 from drills.targets.sites import Targets
 from tests.support.drill import SplitBrainMonitor, drills_cli, lab_plan, snapshot
+from tests.support.receivers import json_receiver
 from tests.support.services import own_lab
 
 CKPT_DR, CKPT_PRIMARY, PREFIX = "ckpt-dr", "ckpt-primary", "runs/llama-8b/"
@@ -154,7 +155,7 @@ def test_failback_refuses_before_any_change_without_reverse_replication(
     ],
 )
 def test_a_crashed_failback_recovers_on_its_side_of_the_dns_switch(
-    home_lab: LabInfo, tmp_path: Path, crash_at: str, ends: str
+    home_lab: LabInfo, tmp_path: Path, crash_at: str, ends: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = f"sqlite:///{tmp_path / 'h.db'}"
     plan_file = str(Path(home_lab.state_dir) / "plan.yaml")
@@ -166,11 +167,23 @@ def test_a_crashed_failback_recovers_on_its_side_of_the_dns_switch(
     assert crashed.returncode != 0
     status = json.loads(drills_cli("status", plan_file, "--json", "--no-live", db=db).stdout)
     assert status["serving"] == "in-transition" and status["holding_run"]
-    recovered = drills_cli("recover", "--plan", "lab", "--json", db=db)
+    with json_receiver() as hook:
+        monkeypatch.setenv("DRILLS_NOTIFY", hook.url())
+        recovered = drills_cli("recover", "--plan", "lab", "--json", db=db)
+        monkeypatch.delenv("DRILLS_NOTIFY")
     assert recovered.returncode == 0, recovered.stdout + recovered.stderr
     assert json.loads(recovered.stdout)["action"] == (
         "complete" if ends == "primary" else "rollback"
     )
+    closed = [m for m in hook.messages() if " closed (failback)" in m["title"]]
+    failback = next(r for r in HistoryStore(db).list_runs() if r.mode == "failback")
+    link = failback.details.incident
+    assert link is not None and link.incident_run
+    if ends == "primary":  # completed by recover: closed as a failback that ends closes it
+        assert link.closed_at is not None and link.closed_by == "failback"
+        assert len(closed) == 1 and link.incident_run in closed[0]["title"], closed
+    else:
+        assert link.closed_at is None and closed == []
     assert snapshot(plan) == (before_incident if ends == "primary" else serving_dr)
     status = json.loads(drills_cli("status", plan_file, "--json", db=db).stdout)
     assert status["serving"] == ends and status["agrees"], status

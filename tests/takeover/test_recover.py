@@ -14,10 +14,13 @@ from drills.cli import app
 from drills.lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
+from drills.store.models import AuditEvent, DrillRun
+from drills.takeover.cancellation import DrillCancelled
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.journal import Journal
 from drills.takeover.lease import UnfinishedRunError
 from drills.takeover.recover import RecoverError, RecoverStatus, pick_run, plan_of, recover
+from drills.takeover.steps.changes import KINDS
 from drills.takeover.steps.executor import ChangeExecutor
 from drills.targets.sites import Targets
 from tests.support.drill import back_to_normal, lab_plan, snapshot
@@ -153,8 +156,6 @@ def test_a_crashed_incident_is_reported_then_held_or_completed(
 def _stored_run(history: HistoryStore, run_id: str, **fields: object) -> None:
     import datetime as dt
 
-    from drills.store.models import DrillRun
-
     values: dict[str, object] = {
         "id": run_id, "plan": "lab", "plan_digest": "sha256:0", "mode": Mode.DRILL,
         "operator": "tests", "status": RunStatus.RUNNING, "started_at": dt.datetime.now(dt.UTC),
@@ -182,21 +183,126 @@ def test_recover_refuses_a_finished_run_and_a_dry_run(history: HistoryStore) -> 
     assert stored.details.recover == []
 
 
-def test_recover_of_a_drill_with_changes_but_no_snapshot_is_not_recovered(
-    recover_lab: LabInfo, history: HistoryStore
-) -> None:
-    """Whether the run changed anything is read from its journal as the crash left it, not
-    after the rollback (when nothing needs undoing any more)."""
-    plan = lab_plan(recover_lab)
-    original = snapshot(plan)
-    run_id = crash_at(recover_lab, history, "phase:smoke:start")
+def _forget_snapshot(history: HistoryStore, run_id: str) -> DrillRun:
+    """The run as if it kept no snapshot (an incident whose read took too long)."""
     run = history.get_run(run_id)
     assert run is not None
     history.update_run(run_id, details=run.details.model_copy(update={"snapshot_before": None}))
-    report = recover(history, plan, history.get_run(run_id))  # type: ignore[arg-type]
-    assert report.status == RecoverStatus.RECOVER_FAILED
-    assert "has changes but no snapshot" in (report.error or "")
-    assert snapshot(plan) == original  # rolled back all the same
     stored = history.get_run(run_id)
-    assert stored is not None and stored.finished_at is None
-    assert stored.status == RunStatus.RECOVER_FAILED
+    assert stored is not None and stored.details.snapshot_before is None
+    return stored
+
+
+def test_a_run_without_a_snapshot_is_verified_against_its_journal(
+    recover_lab: LabInfo, history: HistoryStore
+) -> None:
+    """Rolled back and compared with the originals of its journal, every entry counted (the
+    undone ones of a first recover too): a target set otherwise by hand since is drift,
+    on the second recover as on the first."""
+    plan = lab_plan(recover_lab)
+    original = snapshot(plan)
+    run_id = crash_at(recover_lab, history, "phase:smoke:start")
+    first = recover(history, plan, _forget_snapshot(history, run_id))
+    assert first.status == RecoverStatus.RECOVERED, first.error
+    assert first.drift == {} and snapshot(plan) == original
+    (compare,) = [s for p in first.timeline.to_json() for s in p["steps"] if "compare" in s["name"]]
+    assert compare["evidence"]["against"].startswith("the originals of the journal")
+
+    trainer = "primary/Deployment/training/trainer"  # a writer the fence stopped, and restarted
+    assert any(c.target == trainer for c in Journal(history, run_id).changes())
+    with Targets(plan) as targets:
+        KINDS["workload.scale"].write(targets, trainer, {"replicas": 3})
+        try:
+            again = recover(history, plan, history.get_run(run_id))  # type: ignore[arg-type]
+        finally:
+            KINDS["workload.scale"].write(targets, trainer, original[trainer])
+    assert again.status == RecoverStatus.RECOVER_FAILED
+    assert set(again.drift) == {trainer}
+    assert snapshot(plan) == original
+
+
+def test_a_mistaken_incident_without_a_snapshot_is_abandoned_at_once(
+    recover_lab: LabInfo, history: HistoryStore
+) -> None:
+    """--fail-back of an incident that kept no snapshot: verified against its journal and
+    closed on the first attempt (not refused once, then closed unchecked the second time)."""
+    plan = lab_plan(recover_lab)
+    original = snapshot(plan)
+    where = "workload.scale dr/Deployment/serving/llm-server written"  # before its DNS switch
+    run_id = crash_at(recover_lab, history, where, mode=Mode.INCIDENT)
+    report = recover(
+        history, plan, _forget_snapshot(history, run_id), action="fail-back",
+        operator="alice", reason="declared by mistake",
+    )  # fmt: skip
+    assert report.status == RecoverStatus.RECOVERED, report.error
+    assert report.drift == {} and report.undone and snapshot(plan) == original
+    stored = history.get_run(run_id)
+    assert stored is not None and stored.status == RunStatus.RECOVERED and stored.finished_at
+    assert stored.details.incident is not None
+    assert stored.details.incident.closed_by == "recover --fail-back"
+    with history.session() as s:
+        events = s.query(AuditEvent).filter(AuditEvent.action == "recover-fail-back").all()
+        assert [(e.who, e.accepted) for e in events] == [("alice", True)]
+
+
+def test_recover_fail_back_is_refused_once_an_incident_switched_dns(
+    recover_lab: LabInfo, history: HistoryStore
+) -> None:
+    """DR may have taken writes since the switch: --fail-back (no writer stopped, nothing
+    synced back) is refused, before and after --complete, naming the way home."""
+    plan = lab_plan(recover_lab)
+    original = snapshot(plan)
+    run_id = crash_at(recover_lab, history, "phase:smoke:start", mode=Mode.INCIDENT)
+    db = history.url
+    fail_back = ["recover", run_id, "--fail-back", "--operator", "alice", "--reason", "r"]
+    try:
+        at_dr = snapshot(plan)
+        refused = CliRunner().invoke(app, [*fail_back, "--db", db])
+        assert refused.exit_code == 3, refused.output
+        assert refused.output.strip().count("\n") == 0  # one line
+        assert "switched DNS to DR" in refused.output
+        assert f"drills recover {run_id} --complete" in refused.output
+        assert "--mode failback" in refused.output
+        assert snapshot(plan) == at_dr  # nothing undone
+        stored = history.get_run(run_id)
+        assert stored is not None and stored.details.recover == []
+
+        done = CliRunner().invoke(app, ["recover", run_id, "--complete", "--db", db])
+        assert done.exit_code == 0, done.output
+        again = CliRunner().invoke(app, [*fail_back, "--db", db])
+        assert again.exit_code == 3 and "--mode failback" in again.output, again.output
+        stored = history.get_run(run_id)
+        assert stored is not None and stored.status == RunStatus.RECOVERED
+        assert stored.details.incident is None or stored.details.incident.closed_at is None
+    finally:
+        back_to_normal(plan, history, run_id)
+    assert snapshot(plan) == original
+
+
+def test_an_interrupt_during_the_undo_leaves_the_run_for_recover(
+    recover_lab: LabInfo, history: HistoryStore
+) -> None:
+    """A drill cancelled, then interrupted again in the middle of its rollback: the run is
+    recorded as left unfinished (not `running` with its lease gone), and recover ends it."""
+    plan = lab_plan(recover_lab)
+    original = snapshot(plan)
+    interrupts = {"phase:smoke:start", "undo dns.record api.drills.test./A written"}
+
+    def interrupt(name: str) -> None:
+        if name in interrupts:
+            raise DrillCancelled(f"cancelled at {name}")
+
+    request = DrillRequest(plan, operator="tests", tier_deadline_s=20)
+    drill = Drill(request, history, DrillHooks(crash_point=interrupt))
+    result = drill.run()
+    assert result.status == RunStatus.ROLLBACK_FAILED and result.drift is None
+    assert "cancelled at phase:smoke:start" in (result.error or "")
+    assert "while stopping: interrupted" in (result.error or "")
+    assert f"drills recover {drill.run_id}" in (result.error or "")
+    stored = history.get_run(drill.run_id)
+    assert stored is not None and stored.status == RunStatus.ROLLBACK_FAILED
+    assert stored.finished_at is None
+    assert [r.id for r in history.unfinished_runs(plan.name)] == [drill.run_id]
+    report = recover(history, plan, stored)
+    assert report.status == RecoverStatus.RECOVERED, report.error
+    assert report.drift == {} and snapshot(plan) == original
