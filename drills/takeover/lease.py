@@ -16,8 +16,9 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -27,9 +28,9 @@ from sqlalchemy.exc import IntegrityError
 
 from drills.errors import DrillError
 from drills.plan.claims import Claim
+from drills.store.clock import database_now
 from drills.store.history import HistoryStore
 from drills.store.models import Lease, TargetLease
-from drills.takeover.timeline import utc_now
 
 log = logging.getLogger("drills.takeover.lease")
 
@@ -127,13 +128,16 @@ def _take(store: HistoryStore, row: Lease | TargetLease, now: dt.datetime) -> An
         existing: Any = s.get(model, key)
     if existing is None:  # released between our insert and our look: try once more
         return _take(store, row, now)
-    if existing.expires_at <= now or holder_is_dead(existing.holder):
-        # Compare-and-swap on the holder we saw: two takers cannot both win.
+    dead = holder_is_dead(existing.holder)
+    if existing.expires_at <= now or dead:
+        # Compare-and-swap on the holder we saw, still expired: two takers cannot both
+        # win, and a holder that renewed meanwhile keeps its lease.
+        stale = model.expires_at <= now if not dead else model.holder == existing.holder
         with store.session() as s:
             taken = _rows(
                 s.execute(
                     update(model)
-                    .where(key_column == key, model.holder == existing.holder)
+                    .where(key_column == key, model.holder == existing.holder, stale)
                     .values(values)
                 )
             )
@@ -150,7 +154,7 @@ def acquire(
     store: HistoryStore, plan: str, run_id: str, holder: str, lease_s: float = LEASE_S
 ) -> None:
     """Take the plan's lease for ``run_id``, or raise LeaseHeldError naming who has it."""
-    now = utc_now()
+    now = database_now(store)
     expires = now + dt.timedelta(seconds=lease_s)
     row = Lease(plan=plan, holder=holder, run_id=run_id, expires_at=expires)
     existing = _take(store, row, now)
@@ -172,7 +176,7 @@ def acquire_targets(
 ) -> None:
     """Take every target the run touches, in one order for all runs; or none of them, and
     raise TargetBusyError naming the plan and run in the way."""
-    now = utc_now()
+    now = database_now(store)
     expires = now + dt.timedelta(seconds=lease_s)
     for claim in sorted(set(claims)):
         row = TargetLease(target=target_key(claim), claim=str(claim), plan=plan, holder=holder,
@@ -191,7 +195,7 @@ def release_targets(store: HistoryStore, holder: str) -> None:
 def renew(store: HistoryStore, plan: str, holder: str, lease_s: float = LEASE_S) -> bool:
     """Push the expiry out, of the plan's lease and of its targets'; False if the plan's
     lease is no longer ours."""
-    expires = utc_now() + dt.timedelta(seconds=lease_s)
+    expires = database_now(store) + dt.timedelta(seconds=lease_s)
     with store.session() as s:
         count = _rows(
             s.execute(
@@ -213,7 +217,12 @@ def release(store: HistoryStore, plan: str, holder: str) -> None:
 
 @dataclass
 class PlanLease:
-    """The lease as a context manager, renewed by a heartbeat thread while held."""
+    """The lease as a context manager, renewed by a heartbeat thread while held.
+
+    When the lease is lost (another holder took it, or it went a whole lease without a
+    renewal, so another may take it), ``on_lost`` is called once with why, from the
+    heartbeat thread: a run stops there. Without it the loss is only logged.
+    """
 
     store: HistoryStore
     plan: str
@@ -221,12 +230,14 @@ class PlanLease:
     lease_s: float = LEASE_S
     renew_s: float | None = None  # RENEW_S, or a third of a shorter lease
     claims: Sequence[Claim] = ()  # the targets the run touches, leased with the plan
+    on_lost: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
         if self.renew_s is None:
             # Renewed well before it expires, however short a lease the caller asks for.
             self.renew_s = min(RENEW_S, self.lease_s / 3)
         self.holder = new_holder()
+        self.lost: str | None = None  # why the lease was lost, once it is
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._heartbeat, name=f"lease-{self.plan}", daemon=True
@@ -234,13 +245,27 @@ class PlanLease:
 
     def _heartbeat(self) -> None:
         assert self.renew_s is not None
+        renewed = time.monotonic()
         while not self._stop.wait(self.renew_s):
             try:
-                if not renew(self.store, self.plan, self.holder, self.lease_s):
-                    log.error("lost the lease of %s (run %s)", self.plan, self.run_id)
-                    return
+                if renew(self.store, self.plan, self.holder, self.lease_s):
+                    renewed = time.monotonic()
+                    continue
+                why = "another holder took it"
             except Exception:  # a store hiccup must not kill the heartbeat
-                log.warning("could not renew the lease of %s; retrying", self.plan, exc_info=True)
+                if time.monotonic() - renewed < self.lease_s:
+                    log.warning("could not renew the lease of %s; retrying", self.plan,
+                                exc_info=True)  # fmt: skip
+                    continue
+                why = f"not renewed for {self.lease_s:.0f}s, so another may take it"
+            self._lose(why)
+            return
+
+    def _lose(self, why: str) -> None:
+        self.lost = f"the run lost the lease of plan {self.plan}: {why}"
+        log.error("run %s: %s", self.run_id, self.lost)
+        if self.on_lost is not None and not self._stop.is_set():
+            self.on_lost(self.lost)
 
     def __enter__(self) -> PlanLease:
         acquire(self.store, self.plan, self.run_id, self.holder, self.lease_s)
