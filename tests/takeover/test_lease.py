@@ -339,7 +339,8 @@ def test_a_lease_taken_from_its_holder_calls_on_lost_once_and_says_why(
         time.sleep(0.3)  # no second call
     assert len(told) == 1 and "lost the lease of plan stolen" in told[0], told
     assert held.lost == told[0] and "another holder took it" in told[0]
-    assert (row := lease.current(history, "stolen")) is not None and row.holder == "elsewhere:1:x"
+    row = lease.current(history, "stolen")
+    assert row is not None and row.holder == "elsewhere:1:x"
     lease.release(history, "stolen", "elsewhere:1:x")
 
 
