@@ -92,18 +92,13 @@ def test_an_orphaned_incident_is_held_never_failed_back_and_people_are_told(
                           crash_at="phase:bring-up:start")  # fmt: skip
         assert died.returncode != 0
         [run] = orphans(history)  # its holder is a dead process of this host
-        told: list[Notice] = []
-        unsubscribe = subscribe(told.append)
-        try:
-            outcome = recover_orphan(history, run)
-        finally:
-            unsubscribe()
+        outcome, told = scanned(history, run.id)
         assert (outcome.action, outcome.status) == ("hold", "recovered"), outcome.error
         held = history.get_run(run.id)
         assert held is not None and held.status == RunStatus.RECOVERED
         assert held.details.recover[-1].action == "hold"
         assert not serving(str(plan.sites.primary.endpoint))  # fenced still: no failback
-        [notice] = [n for n in told if n.kind == EventKind.RUN_ORPHANED]
+        [notice] = told
         assert notice.payload["run_id"] == run.id and "held at DR" in notice.title
         assert any("never failed back" in line for line in notice.remediation)
         back_to_normal(plan, history, run.id)
@@ -114,6 +109,14 @@ def orphan_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     """A lab these tests change (each puts it back as it found it)."""
     with own_lab(tmp_path_factory, "orphan-lab", ready_delay=0.2) as info:
         yield info
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[HistoryStore]:
+    """A history of the test's own (SQLite): the lab tests here are slow enough once."""
+    history = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
+    yield history
+    history.close()
 
 
 def scanned(history: HistoryStore, run_id: str) -> tuple[OrphanOutcome, list[Notice]]:
@@ -136,9 +139,9 @@ def scanned(history: HistoryStore, run_id: str) -> tuple[OrphanOutcome, list[Not
     ],
 )
 def test_a_failback_whose_worker_died_is_recovered_by_the_scan_on_its_side_of_the_switch(
-    orphan_lab: LabInfo, tmp_path: Path, crash_at: str, ends: str
+    orphan_lab: LabInfo, store: HistoryStore, crash_at: str, ends: str
 ) -> None:
-    history = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
+    history = store
     plan_file = str(Path(orphan_lab.state_dir) / "plan.yaml")
     plan = lab_plan(orphan_lab)
     before_incident = snapshot(plan)
@@ -162,13 +165,12 @@ def test_a_failback_whose_worker_died_is_recovered_by_the_scan_on_its_side_of_th
         home = drills_cli("run", plan_file, "--mode", "failback", "--yes", db=history.url)
         assert home.returncode == 0, home.stderr
         assert snapshot(plan) == before_incident
-    history.close()
 
 
 def test_an_incident_left_part_way_for_a_person_is_not_taken_by_the_scan(
-    orphan_lab: LabInfo, tmp_path: Path
+    orphan_lab: LabInfo, store: HistoryStore
 ) -> None:
-    history = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
+    history = store
     plan = lab_plan(orphan_lab)
 
     def fail_at_bring_up(moment: str) -> None:
@@ -184,15 +186,14 @@ def test_an_incident_left_part_way_for_a_person_is_not_taken_by_the_scan(
     assert lease.current(history, plan.name) is None  # its process let go of the lease ...
     assert orphans(history) == []  # ... but it waits for a person, not for the scan
     back_to_normal(plan, history, run.id)
-    history.close()
 
 
 def test_a_force_unfenced_incident_is_held_so_and_people_are_told_once_per_outcome(
-    orphan_lab: LabInfo, tmp_path: Path
+    orphan_lab: LabInfo, store: HistoryStore
 ) -> None:
     """Its primary never answers: a hold that insists on a fence seen from outside fails
     at every scan; each scan's failure is one notice, not one a minute."""
-    history = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
+    history = store
 
     def unreachable_primary(data: dict[str, Any]) -> None:
         data["sites"]["primary"]["endpoint"] = "http://127.0.0.2:9"  # nothing answers there
@@ -218,13 +219,12 @@ def test_a_force_unfenced_incident_is_held_so_and_people_are_told_once_per_outco
     stored = history.get_run("unfenced1")
     assert stored is not None and stored.status == RunStatus.RECOVERED
     back_to_normal(plan, history, "unfenced1")
-    history.close()
 
 
 def test_a_drill_whose_lease_is_taken_mid_run_stops_and_rolls_back(
-    orphan_lab: LabInfo, tmp_path: Path
+    orphan_lab: LabInfo, store: HistoryStore
 ) -> None:
-    history = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
+    history = store
     plan = lab_plan(orphan_lab)
     before = snapshot(plan)
 
@@ -246,4 +246,3 @@ def test_a_drill_whose_lease_is_taken_mid_run_stops_and_rolls_back(
     run = history.get_run(result.run_id)
     assert run is not None and run.finished_at is not None
     lease.release(history, plan.name, "elsewhere:1:x")
-    history.close()
