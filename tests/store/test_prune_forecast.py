@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import pytest
 from drills.lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
+from tests.support.drill import drills_cli
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 EVERY = dt.timedelta(hours=6)
@@ -65,15 +64,8 @@ def _fill(store: HistoryStore, last_readiness: dt.datetime) -> None:
         )  # fmt: skip
 
 
-def _drills(*args: str, db: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "drills", *args, "--db", db],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-
-
 def _forecast(lab: LabInfo, db: str) -> dict[str, Any]:
-    done = _drills("forecast", str(Path(lab.state_dir) / "plan.yaml"), "--json", db=db)
+    done = drills_cli("forecast", str(Path(lab.state_dir) / "plan.yaml"), "--json", db=db)
     assert done.returncode in (0, 1), done.stderr
     return dict(json.loads(done.stdout))
 
@@ -93,7 +85,7 @@ def test_the_forecast_is_the_same_before_and_after_a_prune(
     assert before["state"]["replication_lag_seconds"] == _lag(at)  # read from the store
     assert before["drills"] == 3, before  # the drills of the last 90 days
 
-    pruned = _drills("db", "prune", "--older-than", "180d", "--json", db=history.url)
+    pruned = drills_cli("db", "prune", "--older-than", "180d", "--json", db=history.url)
     assert pruned.returncode == 0, pruned.stderr
     assert json.loads(pruned.stdout)["removed"] > 100  # a real thinning, not a no-op
 
