@@ -91,7 +91,7 @@ def ensure_current(engine: Engine) -> None:
             try:
                 _create_at_head(engine)
                 return
-            except Exception as exc:  # noqa: BLE001 - a race, or a real fault: see below
+            except Exception as exc:  # a race, or a real fault: see below
                 failed = exc
                 if VERSION_TABLE not in state(engine).tables:
                     raise _cannot_create(found, exc) from exc  # nobody else is creating it
