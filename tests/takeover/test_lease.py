@@ -170,7 +170,8 @@ def test_plans_sharing_targets_claim_the_same_workloads_dns_record_and_buckets(
     assert any("llm-server" in c.key and c.key.startswith("https://") for c in claims)
     shared = shared_claims([a, b])
     assert shared and all(s.plans == ("claims-a", "claims-b") for s in shared)
-    assert {s.claim.kind for s in shared} == {"workload", "dns"}  # buckets: not by default
+    assert {s.claim.kind for s in shared} == {"workload", "dns", "bucket"}
+    assert {s.claim.kind for s in shared_claims([a, b], ("dns",))} == {"dns"}
 
 
 def test_a_target_held_by_another_plan_refuses_the_second_with_exit_3_naming_it(
