@@ -57,10 +57,8 @@ def _print(data: dict[str, object]) -> None:
     rows = ("since", "run_id", "incident_id", "holding_run", "unfinished_runs")
     for key in rows:
         value = data[key]
-        table.add_row(
-            key.replace("_", " "),
-            Text(", ".join(value) if isinstance(value, list) else str(value or "—")),
-        )
+        shown = ", ".join(value) if isinstance(value, list) else value
+        table.add_row(key.replace("_", " "), Text(str(shown or "—")))
     live = data["live"]
     if isinstance(live, dict):
         values = ", ".join(live["dns_values"]) or "nothing"

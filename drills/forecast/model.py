@@ -27,11 +27,13 @@ FEW_RUNS_MARGIN = 0.35
 ABSOLUTE_MARGIN_S = 2.0
 RECENCY = 0.5  # each older run weighs half the next newer one
 
-# The stated model without history: (low, point, high) seconds per phase.
+# The stated model without history: (low, point, high) seconds per phase. The low ends
+# are what a control plane next door does (an API call each): the interval must hold a
+# first drill however fast its sites are.
 MODEL_PHASES: dict[str, tuple[float, float, float]] = {
-    "fence": (1.0, 5.0, 20.0),
-    "dns": (1.0, 5.0, 20.0),
-    "smoke": (1.0, 2.0, 10.0),
+    "fence": (0.0, 5.0, 20.0),
+    "dns": (0.0, 5.0, 20.0),
+    "smoke": (0.0, 2.0, 10.0),
 }
 MODEL_ROLLOUT = (15.0, 60.0, 180.0)  # one tier, when nothing at DR says how fast pods start
 POD_START_SPREAD = (1.0, 4.0)  # a tier takes 1-4 times the sentinel's pod start, …
@@ -196,9 +198,9 @@ def _from_history(plan: DrillPlan, samples: Sequence[RunSample], state: CurrentS
 def _rollout(state: CurrentState) -> tuple[float, float, float]:
     if state.pod_start_s is None:
         return MODEL_ROLLOUT
-    start = max(state.pod_start_s, 1.0)
+    start = state.pod_start_s
     low, high = POD_START_SPREAD
-    return start * low, start * (low + high) / 2, start * high + POD_START_EXTRA_S
+    return start * low, max(start, 1.0) * (low + high) / 2, start * high + POD_START_EXTRA_S
 
 
 def _from_model(plan: DrillPlan, state: CurrentState) -> Forecast:
@@ -220,7 +222,7 @@ def _from_model(plan: DrillPlan, state: CurrentState) -> Forecast:
            else f"each tier {MODEL_ROLLOUT[0]:.0f}-{MODEL_ROLLOUT[2]:.0f} s")  # fmt: skip
     basis = (
         f"no drills in the last {WINDOW_DAYS} days: a stated model, not history — fence "
-        f"1-20 s, {how}, DNS 1-20 s, smoke 1-10 s"
+        f"0-20 s, {how}, DNS 0-20 s, smoke 0-10 s"
     )
     phases = {name: p[1] for name, p in parts.items()}
     return Forecast(

@@ -96,7 +96,7 @@ class PostgresServer:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
-    def _admin(self, statement: str) -> None:
+    def admin(self, statement: str) -> None:
         import psycopg
 
         with psycopg.connect(
@@ -107,9 +107,9 @@ class PostgresServer:
     def create_database(self) -> str:
         """A new empty database; returns its SQLAlchemy URL."""
         name = f"t_{uuid.uuid4().hex[:16]}"
-        self._admin(f'CREATE DATABASE "{name}"')
+        self.admin(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
     def drop_database(self, url: str) -> None:
         name = url.rsplit("/", 1)[1]
-        self._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

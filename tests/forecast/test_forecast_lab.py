@@ -35,8 +35,9 @@ def test_forecast_follows_the_dr_rollout_and_holds_the_next_drill(
     with own_lab(tmp_path_factory, "forecast-fast", ready_delay=0.2) as fast:
         before = _forecast(fast, db)
         assert before["drills"] == 0 and "stated model" in before["basis"]
-        for _ in range(2):
-            _drill(fast, db)
+        first = _drill(fast, db)["forecast"]  # made by the stated model, and holding it
+        assert first["drills"] == 0 and first["inside_interval"] is True, first
+        _drill(fast, db)
         after_two = _forecast(fast, db)
         assert after_two["drills"] == 2 and after_two["basis"].startswith("2 drills; the last")
         low, high = after_two["interval"]

@@ -165,6 +165,8 @@ def test_a_crashed_failback_recovers_on_its_side_of_the_dns_switch(
     assert snapshot(plan) == (before_incident if ends == "primary" else serving_dr)
     status = json.loads(drills_cli("status", plan_file, "--json", db=db).stdout)
     assert status["serving"] == ends and status["agrees"], status
+    table = drills_cli("status", plan_file, "--no-live", db=db).stdout
+    assert "unfinished runs │ —" in table and "holding run     │ —" in table, table
     if ends == "dr":  # leave the lab at the primary for the next test
         assert drills_cli("run", plan_file, "--mode", "failback", "--yes", db=db).returncode == 0
         assert snapshot(plan) == before_incident
