@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from bench import app_test
 from bench.ui_history import APP, _readiness
 
 if TYPE_CHECKING:
@@ -161,33 +162,13 @@ def _timed(action: Callable[[], Any]) -> Timing:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-_components: list[Any] = []  # the custom components, found once as a server's Runtime does
-
-
-def _app(timeout: float) -> Any:
-    """The app in AppTest as a page view of a running server sees it. AppTest (Streamlit
-    1.5x and later) scans every installed package for custom components on each new app's
-    first run, 0.4–0.9 s here, which a server does once at its start: scanned once, shared."""
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(APP), default_timeout=timeout)
-    if hasattr(at, "_bidi_component_manager"):
-        if not _components:
-            from streamlit.components.v2.component_manager import BidiComponentManager
-
-            _components.append(BidiComponentManager())
-            _components[0].discover_and_register_components(start_file_watching=False)
-        at._bidi_component_manager = _components[0]
-    return at
-
-
 def session() -> dict[str, Timing]:
     import streamlit as st
     from streamlit import config
 
     config.set_option("runner.magicEnabled", False)
     st.cache_data.clear()
-    at = _app(120)
+    at = app_test(str(APP), 120)
     figures = {"fleet first render": _timed(at.run)}
     assert not at.exception, [e.value for e in at.exception]
     assert len(at.dataframe[0].value) == PLANS, "fleet incomplete"
@@ -214,7 +195,7 @@ def other_pages() -> dict[str, Timing | None]:
     print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     for page in ("history", "readiness", "plans"):
         st.cache_data.clear()
-        at = _app(OTHER_PAGE_LIMIT_S)
+        at = app_test(str(APP), OTHER_PAGE_LIMIT_S)
         at.run()
         try:
             switch = at.switch_page(f"app_pages/{page}.py")
