@@ -3,9 +3,12 @@
 Taking the lease is one atomic statement: an INSERT, or an UPDATE that only
 matches an expired lease (or one whose holder is a process on this host that
 no longer exists). Whoever holds it renews it from a heartbeat thread; it
-expires on its own when the holder dies, so a crashed run never blocks the
-plan for longer than the lease, and `drills recover` can take over at once
+expires on its own when the holder dies, and `drills recover` can take over at once
 after a crash on the same host.
+
+A run's target leases outlive it when it ends unfinished (crashed, or stopped part-way):
+its half-done changes are still on those targets, so another plan's run stays off them,
+expired or not, until `drills recover` (which leases them under the same run) finishes it.
 """
 
 from __future__ import annotations
@@ -23,14 +26,14 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import CursorResult, delete, insert, update
+from sqlalchemy import delete, insert, update
 from sqlalchemy.exc import IntegrityError
 
 from drills.errors import DrillError
 from drills.plan.claims import Claim
 from drills.store.clock import database_now
-from drills.store.history import HistoryStore
-from drills.store.models import Lease, TargetLease
+from drills.store.history import HistoryStore, rows_matched
+from drills.store.models import DrillRun, Lease, TargetLease
 
 log = logging.getLogger("drills.takeover.lease")
 
@@ -68,6 +71,24 @@ class TargetBusyError(LeaseHeldError):
         )
 
 
+class CrashedRunHoldsTargetError(TargetBusyError):
+    """An unfinished run of another plan (its process gone) still holds a target: its
+    half-done changes may be there until it is recovered."""
+
+    def __init__(self, plan: str, held: TargetLease, status: str) -> None:
+        self.plan, self.holder, self.run_id, self.expires_at = (
+            plan, held.holder, held.run_id, held.expires_at,
+        )  # fmt: skip
+        self.other_plan, self.claim, self.status = held.plan, held.claim, status
+        DrillError.__init__(
+            self,
+            f"plan {plan} cannot run now: run {held.run_id} of plan {held.plan} touched "
+            f"{held.claim}, which both takeovers touch, and crashed or stopped part-way "
+            f"(status {status}): its changes may still be there. The target stays held until "
+            f"it is recovered: run `drills recover {held.run_id}` first.",
+        )
+
+
 class UnfinishedRunError(DrillError):
     """The plan has a run that never finished (it crashed): recover it before a new one."""
 
@@ -99,20 +120,23 @@ def holder_is_dead(holder: str) -> bool:
     return False
 
 
-def _rows(result: Any) -> int:
-    """Rows an UPDATE matched (an UPDATE's result is always a CursorResult)."""
-    assert isinstance(result, CursorResult)
-    return int(result.rowcount)
-
-
 def current(store: HistoryStore, plan: str) -> Lease | None:
     with store.session() as s:
         return s.get(Lease, plan)
 
 
-def _take(store: HistoryStore, row: Lease | TargetLease, now: dt.datetime) -> Any:
-    """Insert ``row``, or take over a stale one of its key. None when taken; else the row
-    of whoever holds it."""
+def _stale(existing: Lease | TargetLease, now: dt.datetime) -> bool:
+    return existing.expires_at <= now or holder_is_dead(existing.holder)
+
+
+def _take(
+    store: HistoryStore,
+    row: Lease | TargetLease,
+    now: dt.datetime,
+    keep: Callable[[Any], bool] = lambda _stale_row: False,
+) -> Any:
+    """Insert ``row``, or take over a stale one of its key unless ``keep`` says its holder
+    still has it. None when taken; else the row of whoever holds it."""
     model: Any = type(row)
     table: Any = model.__table__
     key_column = next(iter(table.primary_key.columns))
@@ -127,14 +151,14 @@ def _take(store: HistoryStore, row: Lease | TargetLease, now: dt.datetime) -> An
     with store.session() as s:
         existing: Any = s.get(model, key)
     if existing is None:  # released between our insert and our look: try once more
-        return _take(store, row, now)
+        return _take(store, row, now, keep)
     dead = holder_is_dead(existing.holder)
-    if existing.expires_at <= now or dead:
+    if (existing.expires_at <= now or dead) and not keep(existing):
         # Compare-and-swap on the holder we saw, still expired: two takers cannot both
         # win, and a holder that renewed meanwhile keeps its lease.
         stale = model.expires_at <= now if not dead else model.holder == existing.holder
         with store.session() as s:
-            taken = _rows(
+            taken = rows_matched(
                 s.execute(
                     update(model)
                     .where(key_column == key, model.holder == existing.holder, stale)
@@ -166,6 +190,25 @@ def target_key(claim: Claim) -> str:
     return hashlib.sha256(str(claim).encode()).hexdigest()
 
 
+def _unfinished(store: HistoryStore, run_id: str) -> DrillRun | None:
+    """The run, if the history has it unfinished (a dry run changes nothing: never)."""
+    run = store.get_run(run_id)
+    if run is None or run.finished_at is not None or run.dry_run:
+        return None
+    return run
+
+
+def _refusal(store: HistoryStore, plan: str, held: TargetLease, now: dt.datetime) -> DrillError:
+    """Why ``held`` keeps ``plan`` off: a live run, or an unfinished one whose process is
+    gone (the same plan's: recover it first, as the plan's own check says)."""
+    crashed = _unfinished(store, held.run_id) if _stale(held, now) else None
+    if crashed is None:
+        return TargetBusyError(plan, held)
+    if held.plan == plan:
+        return UnfinishedRunError(plan, crashed.id, crashed.status)
+    return CrashedRunHoldsTargetError(plan, held, crashed.status)
+
+
 def acquire_targets(
     store: HistoryStore,
     plan: str,
@@ -175,16 +218,22 @@ def acquire_targets(
     lease_s: float = LEASE_S,
 ) -> None:
     """Take every target the run touches, in one order for all runs; or none of them, and
-    raise TargetBusyError naming the plan and run in the way."""
+    raise TargetBusyError naming the plan and run in the way (CrashedRunHoldsTargetError
+    when that run crashed and waits for `drills recover`; UnfinishedRunError when it is
+    of this plan). A stale lease of an unfinished run is only taken by that run's recover."""
     now = database_now(store)
     expires = now + dt.timedelta(seconds=lease_s)
+
+    def still_held(stale: TargetLease) -> bool:
+        return stale.run_id != run_id and _unfinished(store, stale.run_id) is not None
+
     for claim in sorted(set(claims)):
         row = TargetLease(target=target_key(claim), claim=str(claim), plan=plan, holder=holder,
                           run_id=run_id, expires_at=expires)  # fmt: skip
-        existing = _take(store, row, now)
+        existing = _take(store, row, now, still_held)
         if existing is not None:
             release_targets(store, holder)
-            raise TargetBusyError(plan, existing)
+            raise _refusal(store, plan, existing, now)
 
 
 def release_targets(store: HistoryStore, holder: str) -> None:
@@ -192,12 +241,20 @@ def release_targets(store: HistoryStore, holder: str) -> None:
         s.execute(delete(TargetLease).where(TargetLease.holder == holder))
 
 
+def lapse_targets(store: HistoryStore, holder: str) -> None:
+    """Let go of the targets without deleting them: expired now, so the run's recover takes
+    them at once, while acquire_targets keeps every other run off them."""
+    with store.session() as s:
+        s.execute(update(TargetLease).where(TargetLease.holder == holder).values(
+            expires_at=database_now(store)))  # fmt: skip
+
+
 def renew(store: HistoryStore, plan: str, holder: str, lease_s: float = LEASE_S) -> bool:
     """Push the expiry out, of the plan's lease and of its targets'; False if the plan's
     lease is no longer ours."""
     expires = database_now(store) + dt.timedelta(seconds=lease_s)
     with store.session() as s:
-        count = _rows(
+        count = rows_matched(
             s.execute(
                 update(Lease)
                 .where(Lease.plan == plan, Lease.holder == holder)
@@ -287,13 +344,17 @@ class PlanLease:
     ) -> None:
         self._stop.set()
         self._thread.join(5)
-        release_targets(self.store, self.holder)
+        if _unfinished(self.store, self.run_id) is None:
+            release_targets(self.store, self.holder)
+        else:  # ended part-way: its targets stay held for it until `drills recover`
+            lapse_targets(self.store, self.holder)
         release(self.store, self.plan, self.holder)
 
 
 __all__ = [
     "LEASE_S",
     "RENEW_S",
+    "CrashedRunHoldsTargetError",
     "LeaseHeldError",
     "PlanLease",
     "TargetBusyError",
@@ -302,6 +363,7 @@ __all__ = [
     "acquire_targets",
     "current",
     "holder_is_dead",
+    "lapse_targets",
     "release",
     "release_targets",
     "renew",
