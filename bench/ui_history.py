@@ -31,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench import app_test
+
 RUNS = 5_000
 PLANS = ("gpu-platform", "lab", "batch-cluster")
 SESSIONS = 5
@@ -158,11 +160,10 @@ def session() -> dict[str, Timing]:
     """One browser session's worth of history-page interactions, timed."""
     import streamlit as st
     from streamlit import config
-    from streamlit.testing.v1 import AppTest
 
     config.set_option("runner.magicEnabled", False)  # as `drills ui` runs it
     st.cache_data.clear()
-    at = AppTest.from_file(str(APP), default_timeout=60)
+    at = app_test(str(APP), 60)
     figures = {"first render": _timed(lambda: at.switch_page("app_pages/history.py").run())}
     assert not at.exception, [e.value for e in at.exception]
     assert len(at.dataframe[0].value) == 25 and at.get("vega_lite_chart"), "page incomplete"

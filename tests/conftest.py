@@ -24,7 +24,7 @@ from drills.lab.named import NamedServer
 from drills.lab.registry import RegistryPair, RegistryServer
 from drills.lab.runtime import LabInfo
 from drills.store.history import HistoryStore
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, unstarted_server
 from tests.support.services import (
     API_RECORD,
     FAKE_AWS_ENV,
@@ -188,7 +188,7 @@ def _history_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     """One PostgreSQL server for the session, on loopback; each test takes a database of it."""
-    server = PostgresServer()
+    server = unstarted_server()
     started = time.monotonic()
     server.start()
     log.info("postgres fixture up in %.0f ms", (time.monotonic() - started) * 1000)

@@ -44,7 +44,7 @@ from drills.store.fleet import fleet_facts
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.report import render_markdown, report_data
-from drills.store.serving import RecordedServing, Site, recorded_serving
+from drills.store.serving import RecordedServing, Site, recorded_serving_of
 from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
 from drills.takeover.failback_request import FailbackRequest, request_failback
 from drills.takeover.incident import ACTION as DECLARE_ACTION
@@ -298,12 +298,8 @@ def declarations(db_url: str) -> list[AuditRow]:
 def serving_from_dr(db_url: str) -> list[tuple[str, RecordedServing]]:
     """Every plan of the history that serves from DR now, by the history alone: cheap
     enough for every page's banner (no DNS read, no probe)."""
-    found = []
-    for plan in queries.run_plans(_store(db_url)):
-        recorded = recorded_serving(_store(db_url), plan)
-        if recorded.site == Site.DR:
-            found.append((plan, recorded))
-    return found
+    serving = recorded_serving_of(_store(db_url), queries.run_plans(_store(db_url)))
+    return [(plan, recorded) for plan, recorded in serving.items() if recorded.site == Site.DR]
 
 
 WAYBACK_TTL = dt.timedelta(seconds=60)

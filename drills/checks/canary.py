@@ -50,6 +50,13 @@ def _probe(ctx: CheckContext, bucket: str) -> dict[str, Any]:
     return row
 
 
+def _shared_probe(ctx: CheckContext, bucket: str) -> dict[str, Any]:
+    """One canary per DR bucket and set of credentials in a run over many plans: the
+    plans that reach the bucket alike share its answer (its key names the first)."""
+    key = ("dr_writable", ctx.targets.dr.identity("objects"), bucket)
+    return dict(ctx.targets.once(key, lambda: _probe(ctx, bucket)))
+
+
 @check("data.dr_writable", title="DR buckets writable", category="Data", timeout_s=60)
 def data_dr_writable(ctx: CheckContext) -> Outcome:
     """With the DR site's credentials, write a small canary object into each DR bucket, read
@@ -58,10 +65,11 @@ def data_dr_writable(ctx: CheckContext) -> Outcome:
     This catches IAM, KMS and bucket-policy faults that listing never sees. The canary
     lives under ``drills-dr-writable-canary/`` and names the plan and the time; it is
     removed even when the read-back fails. A bucket DR cannot write fails and blocks:
-    the takeover's workloads write there.
+    the takeover's workloads write there. Plans checked together (`--all`) that reach a
+    bucket with the same credentials share one canary.
     """
     buckets = sorted({d.dr_bucket for d in ctx.plan.datasets})
-    rows = [_probe(ctx, b) for b in buckets]
+    rows = [_shared_probe(ctx, b) for b in buckets]
     bad = [r for r in rows if not (r["wrote"] and r["read_back"] and r["removed"])]
     evidence = {"buckets": rows[:EXAMPLES], "failed": len(bad)}
     if not buckets:

@@ -107,7 +107,7 @@ def cluster_nodes_ready(ctx: CheckContext) -> Outcome:
     """
     plan, targets = ctx.plan, ctx.targets
     facts, usable = _usable_nodes(targets)
-    demands, note = plan_demands(plan, targets.primary.kube, targets.dr.kube)
+    demands, note = plan_demands(plan, targets)
     replicas = [
         d.gpus_per_replica
         for d in _tier(demands, Tier.CRITICAL)
@@ -164,7 +164,7 @@ def cluster_gpu_capacity(ctx: CheckContext) -> Outcome:
     plan, targets = ctx.plan, ctx.targets
     _, usable = _usable_nodes(targets)
     have = capacity(usable)
-    demands, note = plan_demands(plan, targets.primary.kube, targets.dr.kube)
+    demands, note = plan_demands(plan, targets)
     critical = add(_tier(demands, Tier.CRITICAL))
     with_normal = add(_tier(demands, Tier.CRITICAL) + _tier(demands, Tier.NORMAL))
     short_critical = [r for r, amount in critical.items() if amount > have.get(r, 0)]
@@ -308,8 +308,8 @@ def cluster_standby_parity(ctx: CheckContext) -> Outcome:
     A missing or drifted critical workload fails and blocks; normal or batch warns.
     """
     plan, targets = ctx.plan, ctx.targets
-    primary = fetch_workloads(targets.primary.kube, plan.workloads)
-    dr = fetch_workloads(targets.dr.kube, plan.workloads)
+    primary = fetch_workloads(targets, "primary", plan.workloads)
+    dr = fetch_workloads(targets, "dr", plan.workloads)
     missing, not_at_primary, drifted = [], [], []
     failing: list[TierName] = []
     for w in plan.workloads:

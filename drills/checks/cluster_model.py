@@ -16,6 +16,7 @@ from drills.errors import TargetError
 from drills.plan import DrillPlan, Workload
 from drills.targets.kube import KubeTarget
 from drills.targets.kube_quantity import cores, gib, parse_quantity
+from drills.targets.sites import Role, Targets
 
 GPU = "nvidia.com/gpu"
 RESOURCES = ("cpu", "memory", GPU)
@@ -142,11 +143,22 @@ def demand_of(workload: Workload, obj: Mapping[str, Any] | None, source: str) ->
 
 
 def fetch_workloads(
-    kube: KubeTarget, workloads: Iterable[Workload]
+    targets: Targets, role: Role, workloads: Iterable[Workload]
 ) -> dict[str, dict[str, Any] | None]:
-    """Every workload's object at one site, read concurrently; None where it is missing."""
+    """Every workload's object at one site, None where it is missing: read concurrently,
+    once per run for the same site and workloads (the checks of a plan ask for them
+    again and again, and so do the plans of a fleet run over one site)."""
     items = list(workloads)
-    with ThreadPoolExecutor(max_workers=min(8, max(1, len(items)))) as pool:
+    site = targets.site(role)
+    key = ("workloads", site.identity("kube"),
+           tuple((w.namespace, w.kind.value, w.name) for w in items))  # fmt: skip
+    return dict(targets.once(key, lambda: _read_workloads(site.kube, items)))
+
+
+def _read_workloads(kube: KubeTarget, items: list[Workload]) -> dict[str, dict[str, Any] | None]:
+    if not items:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
         found = pool.map(lambda w: kube.workload(w.namespace, w.kind.value, w.name), items)
         return {w.key: obj for w, obj in zip(items, found, strict=True)}
 
@@ -165,16 +177,16 @@ class Templates:
         return dict((obj.get("spec") or {}).get("template") or {})
 
 
-def plan_templates(plan: DrillPlan, primary: KubeTarget, dr: KubeTarget) -> Templates:
+def plan_templates(plan: DrillPlan, targets: Targets) -> Templates:
     """In an incident the primary may be down, and the standby's template is the next
     best source (standby_parity says whether the two agree)."""
     note: str | None = None
     try:
-        primary_objs = fetch_workloads(primary, plan.workloads)
+        primary_objs = fetch_workloads(targets, "primary", plan.workloads)
     except TargetError as exc:
         primary_objs, note = {}, str(exc)
     missing = [w for w in plan.workloads if primary_objs.get(w.key) is None]
-    dr_objs = fetch_workloads(dr, missing) if missing else {}
+    dr_objs = fetch_workloads(targets, "dr", missing) if missing else {}
     objects: dict[str, dict[str, Any] | None] = {}
     sources: dict[str, str] = {}
     for w in plan.workloads:
@@ -186,11 +198,9 @@ def plan_templates(plan: DrillPlan, primary: KubeTarget, dr: KubeTarget) -> Temp
     return Templates(objects, sources, note)
 
 
-def plan_demands(
-    plan: DrillPlan, primary: KubeTarget, dr: KubeTarget
-) -> tuple[list[Demand], str | None]:
+def plan_demands(plan: DrillPlan, targets: Targets) -> tuple[list[Demand], str | None]:
     """Demands of every plan workload, and why the primary could not be read, if it could not."""
-    found = plan_templates(plan, primary, dr)
+    found = plan_templates(plan, targets)
     demands = [demand_of(w, found.objects[w.key], found.sources[w.key]) for w in plan.workloads]
     return demands, found.note
 

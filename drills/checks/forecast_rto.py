@@ -33,7 +33,7 @@ FORECAST_CHECK = "forecast.rto"
 
 def _warm(ctx: CheckContext) -> frozenset[str]:
     taken = [w for w in ctx.plan.workloads if w.tier is not Tier.BATCH and w.dr_replicas > 0]
-    found = fetch_workloads(ctx.targets.dr.kube, taken)
+    found = fetch_workloads(ctx.targets, "dr", taken)
     return frozenset(
         w.key for w in taken
         if found[w.key] is not None and settled(found[w.key] or {}, w.dr_replicas)[1]

@@ -86,7 +86,7 @@ def available(name: str, queues: Mapping[str, Mapping[str, Any]]) -> Resources:
 
 def _queued(ctx: CheckContext) -> dict[tuple[str, str], list[Demand]]:
     """(namespace, LocalQueue) → the demands of the taken-over workloads that name it."""
-    found = plan_templates(ctx.plan, ctx.targets.primary.kube, ctx.targets.dr.kube)
+    found = plan_templates(ctx.plan, ctx.targets)
     queued: dict[tuple[str, str], list[Demand]] = defaultdict(list)
     for w in taken_over(ctx.plan):
         obj = found.objects.get(w.key) or {}

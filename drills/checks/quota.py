@@ -27,9 +27,9 @@ _QUOTA_NAMES = {
 def _added(ctx: CheckContext) -> dict[str, dict[str, Decimal]]:
     """Per namespace, what the takeover adds at DR: the DR replicas not yet running, by
     resource and as pods, critical first (``critical`` and ``with_normal`` totals)."""
-    demands, _ = plan_demands(ctx.plan, ctx.targets.primary.kube, ctx.targets.dr.kube)
+    demands, _ = plan_demands(ctx.plan, ctx.targets)
     by_key = {d.workload.key: d for d in demands}
-    current = fetch_workloads(ctx.targets.dr.kube, taken_over(ctx.plan))
+    current = fetch_workloads(ctx.targets, "dr", taken_over(ctx.plan))
     added: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(lambda: ZERO))
     for w in taken_over(ctx.plan):
         running = int(((current.get(w.key) or {}).get("spec") or {}).get("replicas") or 0)

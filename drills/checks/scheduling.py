@@ -60,7 +60,7 @@ def cluster_schedulable(ctx: CheckContext) -> Outcome:
     """
     plan, targets = ctx.plan, ctx.targets
     nodes = targets.dr.kube.nodes()
-    found = plan_templates(plan, targets.primary.kube, targets.dr.kube)
+    found = plan_templates(plan, targets)
     placements = [
         _placement(w, found.template(w), found.sources[w.key], nodes)
         for w in taken_over(plan)
@@ -93,7 +93,7 @@ def cluster_schedulable(ctx: CheckContext) -> Outcome:
 
 def _used_classes(ctx: CheckContext) -> dict[str, dict[str, Any]]:
     """PriorityClass name → the tiers and workloads whose pod templates name it."""
-    found = plan_templates(ctx.plan, ctx.targets.primary.kube, ctx.targets.dr.kube)
+    found = plan_templates(ctx.plan, ctx.targets)
     used: dict[str, dict[str, Any]] = {}
     for w in ctx.plan.workloads:
         name = (found.template(w).get("spec") or {}).get("priorityClassName")

@@ -103,7 +103,8 @@ def validate(
         typer.Option(
             "--all",
             help="Validate every plan of DRILLS_PLANS (or --plans), and warn about plans "
-            "that claim the same workload or DNS record: their takeovers cannot run at once.",
+            "that claim the same workload, DNS record or bucket: their takeovers cannot run "
+            "at once.",
         ),
     ] = False,
     plans: PlanFiles = None,

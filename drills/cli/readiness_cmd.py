@@ -101,13 +101,20 @@ def readiness(
     from drills.checks.readiness import run_readiness, select_checks
     from drills.orchestrator.placement import gather
 
-    _refuse_mixed_arguments(plan_path, all_plans=all_plans, narrowed=bool(only or category))
+    narrowed = bool(only or category)
+    _refuse_mixed_arguments(plan_path, all_plans=all_plans, narrowed=narrowed, way=direction)
     if all_plans:
         _readiness_all(plans, db, store=store, concurrency=concurrency, as_json=as_json)
         return
     assert plan_path is not None
     plan = load_plan_or_exit(plan_path)
     if _direction(plan, direction, db if store else None, store) == "failback":
+        if narrowed:
+            err.print(
+                "[red]the way-back readiness runs all its checks: --only and --category do "
+                "not apply (give --direction takeover for the takeover's checks)[/]"
+            )
+            raise typer.Exit(2)
         _way_back(plan, db, as_json=as_json, verbose=verbose)
         return
     try:
@@ -151,12 +158,17 @@ def readiness(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _refuse_mixed_arguments(plan_path: Path | None, *, all_plans: bool, narrowed: bool) -> None:
+def _refuse_mixed_arguments(
+    plan_path: Path | None, *, all_plans: bool, narrowed: bool, way: str | None
+) -> None:
     if all_plans == (plan_path is not None):
         err.print("[red]give a plan file, or --all (not both)[/]")
         raise typer.Exit(2)
     if all_plans and narrowed:
         err.print("[red]--all runs every check: --only and --category do not apply[/]")
+        raise typer.Exit(2)
+    if all_plans and way is not None:
+        err.print("[red]--all checks every plan's takeover: --direction applies to one plan[/]")
         raise typer.Exit(2)
 
 

@@ -14,9 +14,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from sqlalchemy import bindparam, func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.orm import load_only
 
+from drills.evidence.findings_sql import OPEN_COUNTS
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
 
@@ -138,42 +139,25 @@ def findings_of_run(store: HistoryStore, run: DrillRun) -> list[Finding]:
     return fold(_runs(store, run.plan, run.started_at))
 
 
-# Each (plan, kind, key)'s newest observation, and how many of them failed: the open findings
-# of each plan, as the fold counts them, in one statement (SQLite's json_each) rather than
-# every run read into Python.
-_OPEN_COUNTS_SQLITE = text("""
-WITH obs AS (
-  SELECT r.plan AS plan, 'readiness' AS kind,
-         coalesce(json_extract(j.value, '$.id'), 'None') AS key,
-         json_extract(j.value, '$.status') IN ('fail', 'error') AS failed,
-         r.started_at AS at, r.id AS run
-  FROM drill_runs r, json_each(r.readiness, '$.results') j
-  WHERE r.plan IN :plans AND json_extract(j.value, '$.status') IN ('fail', 'error', 'pass', 'warn')
-  UNION ALL
-  SELECT r.plan, 'step',
-         coalesce(json_extract(p.value, '$.name'), 'None') || ' / '
-           || coalesce(json_extract(s.value, '$.name'), 'None'),
-         json_extract(s.value, '$.status') = 'failed', r.started_at, r.id
-  FROM drill_runs r, json_each(r.timeline) p, json_each(p.value, '$.steps') s
-  WHERE r.plan IN :plans AND json_extract(s.value, '$.status') IN ('ok', 'failed')
-), newest AS (
-  SELECT plan, failed,
-         row_number() OVER (PARTITION BY plan, kind, key ORDER BY at DESC, run DESC) AS n
-  FROM obs
-)
-SELECT plan, count(*) FROM newest WHERE n = 1 AND failed GROUP BY plan
-""").bindparams(bindparam("plans", expanding=True))
-
-
 def open_counts(store: HistoryStore, plans: Sequence[str]) -> dict[str, int]:
     """How many findings each plan has open (plans with none are left out): exact, over
     the whole history, the same count as :func:`open_findings` gives."""
     if not plans:
         return {}
-    if store.engine.dialect.name == "sqlite":
+    in_database = OPEN_COUNTS.get(store.engine.dialect.name)
+    if in_database is not None:
+        statement, settings = in_database
         with store.engine.connect() as conn:
-            rows = conn.execute(_OPEN_COUNTS_SQLITE, {"plans": list(plans)})
+            for setting in settings:
+                conn.execute(setting)
+            rows = conn.execute(statement, {"plans": list(plans)})
             return {plan: count for plan, count in rows}
+    return folded_open_counts(store, plans)
+
+
+def folded_open_counts(store: HistoryStore, plans: Sequence[str]) -> dict[str, int]:
+    """The same count, every run of ``plans`` read and folded in Python: for a backend
+    without a statement of its own, and the reference the statements are tested against."""
     query = (
         select(DrillRun)
         .options(load_only(DrillRun.id, DrillRun.plan, DrillRun.started_at, DrillRun.t0,

@@ -95,9 +95,10 @@ def plan_claims(plan: DrillPlan) -> tuple[Claim, ...]:
 
 
 def shared_claims(
-    plans: Sequence[DrillPlan], kinds: Iterable[ClaimKind] = ("workload", "dns")
+    plans: Sequence[DrillPlan], kinds: Iterable[ClaimKind] = ("workload", "dns", "bucket")
 ) -> list[SharedClaim]:
-    """Targets that more than one plan claims (by default workloads and DNS records)."""
+    """Targets that more than one plan claims: every kind a run leases, so that a warning
+    names each pair of plans whose takeovers refuse each other."""
     wanted = set(kinds)
     owners: dict[Claim, list[str]] = {}
     for plan in plans:

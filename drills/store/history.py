@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, Select, create_engine, event, select
+from sqlalchemy import CursorResult, Engine, Select, create_engine, event, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -39,6 +39,12 @@ SnapshotRow = tuple[str, dt.datetime, bool, int, dict[str, Any]]
 T = TypeVar("T")
 SQLITE_WAL_WAIT_S = 10.0
 CHAIN_RETRIES = 8  # writers racing for a plan's next link: each loser writes again
+
+
+def rows_matched(result: Any) -> int:
+    """Rows an UPDATE or DELETE matched (their result is always a CursorResult)."""
+    assert isinstance(result, CursorResult)
+    return int(result.rowcount)
 
 
 def database_url() -> str:

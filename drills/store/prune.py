@@ -23,11 +23,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from drills.store import chain
-from drills.store.history import HistoryStore
+from drills.store.history import HistoryStore, rows_matched
 from drills.store.models import EvidenceMeta, PrunedRecord, ReadinessSnapshot
 
 BATCH = 5000  # snapshots removed per transaction and per prune link
@@ -155,11 +156,37 @@ def prune_if_due(
     store: HistoryStore, older_than: dt.timedelta, *, now: dt.datetime | None = None
 ) -> PruneResult | None:
     """Prune once a day at most, for a caller that runs far more often (the readiness
-    deployment, every 15 minutes); None when the last prune is less than a day old."""
+    deployment, every 15 minutes); None when the last prune is less than a day old, or
+    another caller is pruning now. A prune that fails gives the day back: the next call
+    tries again."""
     now = now or dt.datetime.now(dt.UTC)
     with store.session() as s:
         last = s.get(EvidenceMeta, PRUNED_KEY)
-        if last is not None and now - dt.datetime.fromisoformat(last.value) < PRUNE_EVERY:
-            return None
-        s.merge(EvidenceMeta(key=PRUNED_KEY, value=now.isoformat()))
-    return prune_readiness(store, older_than, dry_run=False, now=now)
+        previous = last.value if last is not None else None
+    if previous is not None and now - dt.datetime.fromisoformat(previous) < PRUNE_EVERY:
+        return None
+    mark = now.isoformat()
+    if not _swap_mark(store, previous, mark):
+        return None  # another caller took this day's prune
+    try:
+        return prune_readiness(store, older_than, dry_run=False, now=now)
+    except BaseException:
+        _swap_mark(store, mark, previous)
+        raise
+
+
+def _swap_mark(store: HistoryStore, expected: str | None, new: str | None) -> bool:
+    """Set the last-prune mark to ``new`` only if it is still ``expected`` (None: absent)."""
+    try:
+        with store.session() as s:
+            if expected is None:
+                s.add(EvidenceMeta(key=PRUNED_KEY, value=new))
+                return True
+            where = (EvidenceMeta.key == PRUNED_KEY) & (EvidenceMeta.value == expected)
+            if new is None:
+                done = s.execute(delete(EvidenceMeta).where(where))
+            else:
+                done = s.execute(update(EvidenceMeta).where(where).values(value=new))
+            return rows_matched(done) == 1
+    except IntegrityError:
+        return False  # another caller wrote the first mark

@@ -82,6 +82,7 @@ def ensure_current(engine: Engine) -> None:
     create it waits for the other's version row instead of refusing a store half made.
     """
     deadline = time.monotonic() + CREATING_WAIT_S
+    failed: Exception | None = None  # our own attempt to create it, if it failed
     while True:
         found = state(engine)
         if found.at_head:
@@ -90,13 +91,20 @@ def ensure_current(engine: Engine) -> None:
             try:
                 _create_at_head(engine)
                 return
-            except Exception:  # noqa: BLE001 - someone else created it meanwhile: look again
-                pass
+            except Exception as exc:  # a race, or a real fault: see below
+                failed = exc
+                if VERSION_TABLE not in state(engine).tables:
+                    raise _cannot_create(found, exc) from exc  # nobody else is creating it
         elif not (VERSION_TABLE in found.tables and found.current is None):
             raise _refusal(found)
         if time.monotonic() > deadline:
-            raise _refusal(found)
+            raise _cannot_create(found, failed) if failed else _refusal(found)
         time.sleep(0.1)
+
+
+def _cannot_create(found: SchemaState, cause: Exception) -> SchemaError:
+    reason = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+    return SchemaError(f"cannot create the history store {found.url}: {reason}")
 
 
 def _refusal(found: SchemaState) -> SchemaError:

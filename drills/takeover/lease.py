@@ -3,9 +3,12 @@
 Taking the lease is one atomic statement: an INSERT, or an UPDATE that only
 matches an expired lease (or one whose holder is a process on this host that
 no longer exists). Whoever holds it renews it from a heartbeat thread; it
-expires on its own when the holder dies, so a crashed run never blocks the
-plan for longer than the lease, and `drills recover` can take over at once
+expires on its own when the holder dies, and `drills recover` can take over at once
 after a crash on the same host.
+
+A run's target leases outlive it when it ends unfinished (crashed, or stopped part-way):
+its half-done changes are still on those targets, so another plan's run stays off them,
+expired or not, until `drills recover` (which leases them under the same run) finishes it.
 """
 
 from __future__ import annotations
@@ -16,20 +19,21 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import CursorResult, delete, insert, update
+from sqlalchemy import delete, insert, update
 from sqlalchemy.exc import IntegrityError
 
 from drills.errors import DrillError
 from drills.plan.claims import Claim
-from drills.store.history import HistoryStore
-from drills.store.models import Lease, TargetLease
-from drills.takeover.timeline import utc_now
+from drills.store.clock import database_now
+from drills.store.history import HistoryStore, rows_matched
+from drills.store.models import DrillRun, Lease, TargetLease
 
 log = logging.getLogger("drills.takeover.lease")
 
@@ -67,6 +71,24 @@ class TargetBusyError(LeaseHeldError):
         )
 
 
+class CrashedRunHoldsTargetError(TargetBusyError):
+    """An unfinished run of another plan (its process gone) still holds a target: its
+    half-done changes may be there until it is recovered."""
+
+    def __init__(self, plan: str, held: TargetLease, status: str) -> None:
+        self.plan, self.holder, self.run_id, self.expires_at = (
+            plan, held.holder, held.run_id, held.expires_at,
+        )  # fmt: skip
+        self.other_plan, self.claim, self.status = held.plan, held.claim, status
+        DrillError.__init__(
+            self,
+            f"plan {plan} cannot run now: run {held.run_id} of plan {held.plan} touched "
+            f"{held.claim}, which both takeovers touch, and crashed or stopped part-way "
+            f"(status {status}): its changes may still be there. The target stays held until "
+            f"it is recovered: run `drills recover {held.run_id}` first.",
+        )
+
+
 class UnfinishedRunError(DrillError):
     """The plan has a run that never finished (it crashed): recover it before a new one."""
 
@@ -98,20 +120,23 @@ def holder_is_dead(holder: str) -> bool:
     return False
 
 
-def _rows(result: Any) -> int:
-    """Rows an UPDATE matched (an UPDATE's result is always a CursorResult)."""
-    assert isinstance(result, CursorResult)
-    return int(result.rowcount)
-
-
 def current(store: HistoryStore, plan: str) -> Lease | None:
     with store.session() as s:
         return s.get(Lease, plan)
 
 
-def _take(store: HistoryStore, row: Lease | TargetLease, now: dt.datetime) -> Any:
-    """Insert ``row``, or take over a stale one of its key. None when taken; else the row
-    of whoever holds it."""
+def _stale(existing: Lease | TargetLease, now: dt.datetime) -> bool:
+    return existing.expires_at <= now or holder_is_dead(existing.holder)
+
+
+def _take(
+    store: HistoryStore,
+    row: Lease | TargetLease,
+    now: dt.datetime,
+    keep: Callable[[Any], bool] = lambda _stale_row: False,
+) -> Any:
+    """Insert ``row``, or take over a stale one of its key unless ``keep`` says its holder
+    still has it. None when taken; else the row of whoever holds it."""
     model: Any = type(row)
     table: Any = model.__table__
     key_column = next(iter(table.primary_key.columns))
@@ -126,14 +151,17 @@ def _take(store: HistoryStore, row: Lease | TargetLease, now: dt.datetime) -> An
     with store.session() as s:
         existing: Any = s.get(model, key)
     if existing is None:  # released between our insert and our look: try once more
-        return _take(store, row, now)
-    if existing.expires_at <= now or holder_is_dead(existing.holder):
-        # Compare-and-swap on the holder we saw: two takers cannot both win.
+        return _take(store, row, now, keep)
+    dead = holder_is_dead(existing.holder)
+    if (existing.expires_at <= now or dead) and not keep(existing):
+        # Compare-and-swap on the holder we saw, still expired: two takers cannot both
+        # win, and a holder that renewed meanwhile keeps its lease.
+        stale = model.expires_at <= now if not dead else model.holder == existing.holder
         with store.session() as s:
-            taken = _rows(
+            taken = rows_matched(
                 s.execute(
                     update(model)
-                    .where(key_column == key, model.holder == existing.holder)
+                    .where(key_column == key, model.holder == existing.holder, stale)
                     .values(values)
                 )
             )
@@ -150,7 +178,7 @@ def acquire(
     store: HistoryStore, plan: str, run_id: str, holder: str, lease_s: float = LEASE_S
 ) -> None:
     """Take the plan's lease for ``run_id``, or raise LeaseHeldError naming who has it."""
-    now = utc_now()
+    now = database_now(store)
     expires = now + dt.timedelta(seconds=lease_s)
     row = Lease(plan=plan, holder=holder, run_id=run_id, expires_at=expires)
     existing = _take(store, row, now)
@@ -162,6 +190,25 @@ def target_key(claim: Claim) -> str:
     return hashlib.sha256(str(claim).encode()).hexdigest()
 
 
+def _unfinished(store: HistoryStore, run_id: str) -> DrillRun | None:
+    """The run, if the history has it unfinished (a dry run changes nothing: never)."""
+    run = store.get_run(run_id)
+    if run is None or run.finished_at is not None or run.dry_run:
+        return None
+    return run
+
+
+def _refusal(store: HistoryStore, plan: str, held: TargetLease, now: dt.datetime) -> DrillError:
+    """Why ``held`` keeps ``plan`` off: a live run, or an unfinished one whose process is
+    gone (the same plan's: recover it first, as the plan's own check says)."""
+    crashed = _unfinished(store, held.run_id) if _stale(held, now) else None
+    if crashed is None:
+        return TargetBusyError(plan, held)
+    if held.plan == plan:
+        return UnfinishedRunError(plan, crashed.id, crashed.status)
+    return CrashedRunHoldsTargetError(plan, held, crashed.status)
+
+
 def acquire_targets(
     store: HistoryStore,
     plan: str,
@@ -171,16 +218,22 @@ def acquire_targets(
     lease_s: float = LEASE_S,
 ) -> None:
     """Take every target the run touches, in one order for all runs; or none of them, and
-    raise TargetBusyError naming the plan and run in the way."""
-    now = utc_now()
+    raise TargetBusyError naming the plan and run in the way (CrashedRunHoldsTargetError
+    when that run crashed and waits for `drills recover`; UnfinishedRunError when it is
+    of this plan). A stale lease of an unfinished run is only taken by that run's recover."""
+    now = database_now(store)
     expires = now + dt.timedelta(seconds=lease_s)
+
+    def still_held(stale: TargetLease) -> bool:
+        return stale.run_id != run_id and _unfinished(store, stale.run_id) is not None
+
     for claim in sorted(set(claims)):
         row = TargetLease(target=target_key(claim), claim=str(claim), plan=plan, holder=holder,
                           run_id=run_id, expires_at=expires)  # fmt: skip
-        existing = _take(store, row, now)
+        existing = _take(store, row, now, still_held)
         if existing is not None:
             release_targets(store, holder)
-            raise TargetBusyError(plan, existing)
+            raise _refusal(store, plan, existing, now)
 
 
 def release_targets(store: HistoryStore, holder: str) -> None:
@@ -188,12 +241,20 @@ def release_targets(store: HistoryStore, holder: str) -> None:
         s.execute(delete(TargetLease).where(TargetLease.holder == holder))
 
 
+def lapse_targets(store: HistoryStore, holder: str) -> None:
+    """Let go of the targets without deleting them: expired now, so the run's recover takes
+    them at once, while acquire_targets keeps every other run off them."""
+    with store.session() as s:
+        s.execute(update(TargetLease).where(TargetLease.holder == holder).values(
+            expires_at=database_now(store)))  # fmt: skip
+
+
 def renew(store: HistoryStore, plan: str, holder: str, lease_s: float = LEASE_S) -> bool:
     """Push the expiry out, of the plan's lease and of its targets'; False if the plan's
     lease is no longer ours."""
-    expires = utc_now() + dt.timedelta(seconds=lease_s)
+    expires = database_now(store) + dt.timedelta(seconds=lease_s)
     with store.session() as s:
-        count = _rows(
+        count = rows_matched(
             s.execute(
                 update(Lease)
                 .where(Lease.plan == plan, Lease.holder == holder)
@@ -213,7 +274,12 @@ def release(store: HistoryStore, plan: str, holder: str) -> None:
 
 @dataclass
 class PlanLease:
-    """The lease as a context manager, renewed by a heartbeat thread while held."""
+    """The lease as a context manager, renewed by a heartbeat thread while held.
+
+    When the lease is lost (another holder took it, or it went a whole lease without a
+    renewal, so another may take it), ``on_lost`` is called once with why, from the
+    heartbeat thread: a run stops there. Without it the loss is only logged.
+    """
 
     store: HistoryStore
     plan: str
@@ -221,12 +287,14 @@ class PlanLease:
     lease_s: float = LEASE_S
     renew_s: float | None = None  # RENEW_S, or a third of a shorter lease
     claims: Sequence[Claim] = ()  # the targets the run touches, leased with the plan
+    on_lost: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
         if self.renew_s is None:
             # Renewed well before it expires, however short a lease the caller asks for.
             self.renew_s = min(RENEW_S, self.lease_s / 3)
         self.holder = new_holder()
+        self.lost: str | None = None  # why the lease was lost, once it is
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._heartbeat, name=f"lease-{self.plan}", daemon=True
@@ -234,13 +302,27 @@ class PlanLease:
 
     def _heartbeat(self) -> None:
         assert self.renew_s is not None
+        renewed = time.monotonic()
         while not self._stop.wait(self.renew_s):
             try:
-                if not renew(self.store, self.plan, self.holder, self.lease_s):
-                    log.error("lost the lease of %s (run %s)", self.plan, self.run_id)
-                    return
+                if renew(self.store, self.plan, self.holder, self.lease_s):
+                    renewed = time.monotonic()
+                    continue
+                why = "another holder took it"
             except Exception:  # a store hiccup must not kill the heartbeat
-                log.warning("could not renew the lease of %s; retrying", self.plan, exc_info=True)
+                if time.monotonic() - renewed < self.lease_s:
+                    log.warning("could not renew the lease of %s; retrying", self.plan,
+                                exc_info=True)  # fmt: skip
+                    continue
+                why = f"not renewed for {self.lease_s:.0f}s, so another may take it"
+            self._lose(why)
+            return
+
+    def _lose(self, why: str) -> None:
+        self.lost = f"the run lost the lease of plan {self.plan}: {why}"
+        log.error("run %s: %s", self.run_id, self.lost)
+        if self.on_lost is not None and not self._stop.is_set():
+            self.on_lost(self.lost)
 
     def __enter__(self) -> PlanLease:
         acquire(self.store, self.plan, self.run_id, self.holder, self.lease_s)
@@ -262,13 +344,17 @@ class PlanLease:
     ) -> None:
         self._stop.set()
         self._thread.join(5)
-        release_targets(self.store, self.holder)
+        if _unfinished(self.store, self.run_id) is None:
+            release_targets(self.store, self.holder)
+        else:  # ended part-way: its targets stay held for it until `drills recover`
+            lapse_targets(self.store, self.holder)
         release(self.store, self.plan, self.holder)
 
 
 __all__ = [
     "LEASE_S",
     "RENEW_S",
+    "CrashedRunHoldsTargetError",
     "LeaseHeldError",
     "PlanLease",
     "TargetBusyError",
@@ -277,6 +363,7 @@ __all__ = [
     "acquire_targets",
     "current",
     "holder_is_dead",
+    "lapse_targets",
     "release",
     "release_targets",
     "renew",

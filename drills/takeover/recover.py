@@ -191,7 +191,9 @@ def recover(
             report.status, report.error = RecoverStatus.RECOVER_FAILED, str(exc)
             log.error("recover of run %s failed: %s", run.id, exc)
         report.state = take(plan, targets)
-    _record(history, run, report)
+        # Recorded while the leases are held: a run recovered gives its targets back with
+        # them; one still unfinished keeps them (PlanLease).
+        _record(history, run, report)
     if action == "fail-back":
         _abandoned(history, plan, run, report, operator, reason)
     return report

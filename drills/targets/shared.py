@@ -34,8 +34,9 @@ T = TypeVar("T")
 
 # The read-only calls of each kind of adapter whose answers the run shares.
 KUBE_READS = frozenset(
-    {"version", "nodes", "workload", "pods", "secret", "ingress", "namespace", "config_map"}
-)
+    {"version", "nodes", "workload", "pods", "secret", "ingress", "namespace", "config_map",
+     "read", "list_items"}
+)  # fmt: skip
 REGISTRY_READS = frozenset({"digest", "digests"})
 OBJECTS_READS = frozenset({"newest", "versioning", "lifecycle_rules", "checksums"})
 SECRETS_READS = frozenset({"describe", "value"})
@@ -44,8 +45,8 @@ DNS_READS = frozenset({"read", "check_control"})
 
 
 def _freeze(value: Any) -> Any:
-    """Arguments as a hashable key; an iterable argument becomes a tuple (and is passed on
-    as that tuple, so a generator is read once)."""
+    """Arguments as a hashable key; an iterable argument becomes a tuple (an iterator is
+    passed on as that tuple, so a generator is read once)."""
     if isinstance(value, str | bytes | int | float | bool | type(None)):
         return value
     if isinstance(value, dict):
@@ -54,6 +55,12 @@ def _freeze(value: Any) -> Any:
         items = tuple(_freeze(v) for v in value)
         return tuple(sorted(items, key=repr)) if isinstance(value, set | frozenset) else items
     return value  # hashable values (refs, enums) stay as they are
+
+
+def _passed(given: Any, frozen: Any) -> Any:
+    """What the adapter gets: an iterator as its frozen tuple (it can be read only once),
+    anything else as given (a dict of path parameters stays a dict)."""
+    return frozen if isinstance(given, Iterator) else given
 
 
 class _Once:
@@ -104,7 +111,9 @@ class SharedAdapter:
             frozen_args = tuple(_freeze(a) for a in args)
             frozen_kwargs = {k: _freeze(v) for k, v in kwargs.items()}
             key = (self._identity, name, frozen_args, tuple(sorted(frozen_kwargs.items())))
-            return self._answers.get(key, lambda: value(*frozen_args, **frozen_kwargs))
+            passed_args = tuple(map(_passed, args, frozen_args))
+            passed_kwargs = {k: _passed(v, frozen_kwargs[k]) for k, v in kwargs.items()}
+            return self._answers.get(key, lambda: value(*passed_args, **passed_kwargs))
 
         return shared
 

@@ -94,3 +94,9 @@ def test_readiness_all_gives_one_result_per_plan_and_stores_each(
     assert took < 120
     both = CliRunner().invoke(app, ["readiness", str(paths[0]), "--all"])
     assert both.exit_code == 2 and "not both" in both.output
+    way = CliRunner().invoke(app, ["readiness", "--all", "--direction", "failback"])
+    assert way.exit_code == 2 and "--direction applies to one plan" in way.output
+    narrowed = CliRunner().invoke(
+        app, ["readiness", str(paths[0]), "--direction", "failback", "--only", "dns.control"]
+    )
+    assert narrowed.exit_code == 2 and "runs all its checks" in narrowed.output

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
-from drills.evidence.findings import findings, findings_of_run, fold, open_findings
+from drills.evidence.findings import (
+    findings,
+    findings_of_run,
+    fold,
+    folded_open_counts,
+    open_counts,
+    open_findings,
+)
+from drills.store.history import HistoryStore
 from drills.store.kinds import RunStatus
 from tests.evidence.support import check, make_run, phase, store_with
 from tests.support.drill import drills_cli
@@ -55,6 +64,38 @@ def test_a_finding_that_comes_back_is_a_new_one() -> None:
     found = fold([make_run(f"r{i}", days=i, checks=[c]) for i, c in enumerate([fail, ok, fail])])
     assert [(f.opened_run, f.open) for f in found] == [("r0", False), ("r2", True)]
     assert found[0].id != found[1].id
+
+
+def test_the_open_counts_the_database_gives_are_those_of_the_fold(history: HistoryStore) -> None:
+    """The statement of each backend (SQLite's json_each, PostgreSQL's jsonb) against the
+    fold in Python, over the shapes that could set them apart."""
+    failed, ok = ("GET /health", "failed", "HTTP 503"), ("GET /health", "ok", "HTTP 200")
+    nameless = check("x", "fail") | {"id": None}
+    runs = [
+        make_run("a1", plan="a", checks=[check("dns", "fail"), check("images", "fail"), nameless],
+                 phases=[phase("smoke", failed), phase("fence", failed)]),
+        make_run("a2", plan="a", days=1, checks=[check("dns", "error"), check("images", "pass")],
+                 phases=[phase("smoke", ok), {"name": "no steps"}]),
+        # The same check twice in one run: its last word counts.
+        make_run("a3", plan="a", days=2, checks=[check("dns", "pass"), check("dns", "fail")]),
+        make_run("b1", plan="b", checks=[check("dns", "fail")], phases=[phase("smoke", failed)]),
+        make_run("b2", plan="b", days=1, checks=[check("dns", "pass"), check("images", "warn")],
+                 phases=[phase("smoke", ok)]),
+        make_run("c1", plan="c", checks=[check("dns", "fail")], phases=[]),
+        make_run("c2", plan="c", days=1, dry_run=True,
+                 phases=[phase("smoke", ("GET /health", "planned", ""))]),
+    ]  # fmt: skip
+    for run in runs:
+        history.create_run(run)
+    nothing = make_run("c3", plan="c", days=2)
+    nothing.readiness, nothing.timeline = {"results": None}, [{"name": "p", "steps": None}]
+    history.create_run(nothing)
+    plans = ["a", "b", "c", "never-run"]
+    expected = {"a": 3, "c": 1}  # a: dns, None, fence / GET /health; b: all passed since
+    assert folded_open_counts(history, plans) == expected
+    assert open_counts(history, plans) == expected
+    assert Counter(f.plan for f in open_findings(history)) == expected
+    assert open_counts(history, ["b"]) == {} and open_counts(history, []) == {}
 
 
 def test_drills_report_ends_with_the_findings_as_the_run_ended(tmp_path: Path) -> None:

@@ -187,7 +187,7 @@ def test_real_process_validate_and_schema() -> None:
     assert "sites" in json.loads(schema.stdout)["properties"]
 
 
-def test_validate_all_checks_every_plan_and_warns_about_shared_workloads_and_records(
+def test_validate_all_checks_every_plan_and_warns_about_shared_targets(
     tmp_path: Path,
 ) -> None:
     import yaml
@@ -206,8 +206,9 @@ def test_validate_all_checks_every_plan_and_warns_about_shared_workloads_and_rec
     assert words.count("is valid") == 3
     # valid.yaml switches the same record, not the same workloads.
     assert "plans team-a, team-b, test-plan claim the same 1 target(s): dns api.drills." in words
-    assert "plans team-a, team-b claim the same 25 target(s): workload" in words
-    assert "batch/Deployment/dataset-compactor" in words and "and 22 more" in words
+    # 25 workloads and ingress fences, and 6 buckets (3 datasets, both sides).
+    assert "plans team-a, team-b claim the same 31 target(s): bucket" in words
+    assert "bucket http://127.0.0.1:5999 ckpt-dr;" in words and "and 28 more" in words
     assert "3 plan file(s): 0 invalid, 2 fleet warning(s)" in words
     strict = runner.invoke(app, ["plan", "validate", "--all", "--strict", "--plans", plans])
     assert strict.exit_code == 2

@@ -14,9 +14,11 @@ from alembic.runtime.migration import MigrationContext
 from typer.testing import CliRunner
 
 from drills.cli.app import app
+from drills.lab.postgres import SUPERUSER
 from drills.store import schema
 from drills.store.history import HistoryStore, make_engine
 from drills.store.models import Base
+from tests.support.postgres import PostgresServer
 from tests.support.rawdb import RawDatabase
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -109,3 +111,20 @@ def test_processes_opening_a_new_store_at_once_all_get_it_at_head(db_url: str) -
     engine = make_engine(db_url)
     assert schema.state(engine).at_head
     engine.dispose()
+
+
+def test_a_new_store_that_cannot_be_created_says_why(postgres: PostgresServer) -> None:
+    """A role without CREATE on the schema: the cause, not "written before migrations"."""
+    url = postgres.create_database()
+    role = f"r_{url.rsplit('_', 1)[1]}"
+    postgres.admin(f'CREATE ROLE "{role}" LOGIN')
+    try:
+        as_role = url.replace(f"//{SUPERUSER}@", f"//{role}@")
+        with pytest.raises(schema.SchemaError) as refused:
+            HistoryStore(as_role)
+        assert "cannot create the history store" in str(refused.value)
+        assert "permission denied for schema public" in str(refused.value)
+        assert "drills db upgrade" not in str(refused.value)
+    finally:
+        postgres.drop_database(url)
+        postgres.admin(f'DROP ROLE "{role}"')

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select, update
 
 from drills.store import chain
@@ -179,3 +180,25 @@ def test_scheduled_prune_runs_once_a_day(history: HistoryStore) -> None:
     again = prune_if_due(history, dt.timedelta(days=180), now=NOW + dt.timedelta(hours=25))
     assert again is not None and again.total_removed <= 5  # only the day that aged past it
     assert chain.verify_store(history).ok
+
+
+def test_a_failed_scheduled_prune_is_tried_again_and_one_caller_takes_the_day(
+    history: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from drills.store import prune
+
+    _fill(history)
+
+    def store_gone(*args: Any, **kwargs: Any) -> prune.PruneResult:
+        raise RuntimeError("the store went away")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(prune, "prune_readiness", store_gone)
+        with pytest.raises(RuntimeError):
+            prune.prune_if_due(history, dt.timedelta(days=180), now=NOW)
+    done = prune.prune_if_due(history, dt.timedelta(days=180), now=NOW)  # the day given back
+    assert done is not None and done.total_removed > 150
+    # Two callers that both read the mark before either wrote it: one takes the day.
+    later = NOW + dt.timedelta(days=2)
+    assert prune._swap_mark(history, NOW.isoformat(), later.isoformat())
+    assert not prune._swap_mark(history, NOW.isoformat(), later.isoformat())

@@ -4,26 +4,31 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from drills.cli import app
 from drills.lab.runtime import LabInfo
-from drills.plan import DrillPlan
+from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
-from drills.store.models import DrillRun
-from drills.takeover import lease
+from drills.store.models import DrillRun, Lease, TargetLease
+from drills.takeover import crashpoints, lease
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.lease import LeaseHeldError, PlanLease, UnfinishedRunError
 from drills.takeover.steps.executor import PlannedChange
-from tests.support.drill import lab_plan
+from tests.support.drill import drills_cli, lab_plan
 from tests.support.postgres import PostgresServer
+from tests.support.services import own_lab
 
 
 def _dead_pid() -> int:
@@ -165,7 +170,8 @@ def test_plans_sharing_targets_claim_the_same_workloads_dns_record_and_buckets(
     assert any("llm-server" in c.key and c.key.startswith("https://") for c in claims)
     shared = shared_claims([a, b])
     assert shared and all(s.plans == ("claims-a", "claims-b") for s in shared)
-    assert {s.claim.kind for s in shared} == {"workload", "dns"}  # buckets: not by default
+    assert {s.claim.kind for s in shared} == {"workload", "dns", "bucket"}
+    assert {s.claim.kind for s in shared_claims([a, b], ("dns",))} == {"dns"}
 
 
 def test_a_target_held_by_another_plan_refuses_the_second_with_exit_3_naming_it(
@@ -290,3 +296,143 @@ def test_two_processes_starting_a_plan_on_postgresql_give_exactly_one_run(
     assert lease.current(history, "lab") is None
     history.close()
     postgres.drop_database(db)
+
+
+def test_expiry_is_judged_by_the_database_clock_not_the_host_clock(
+    history: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two hosts whose clocks disagree by two minutes agree on a live lease: the store's
+    server keeps the one clock, and expiry is written and judged by it."""
+    from drills.store.clock import database_now
+    from drills.takeover.orphans import orphans
+
+    db_now = database_now(history)
+    assert db_now.tzinfo is not None
+    assert abs((db_now - dt.datetime.now(dt.UTC)).total_seconds()) < 5
+    history.create_run(
+        DrillRun(id="alive1", plan="skewed", plan_digest="x", mode="drill", operator="t",
+                 status="running", started_at=db_now)
+    )  # fmt: skip
+    lease.acquire(history, "skewed", "alive1", "otherhost:1:a", lease_s=60)
+    held = lease.current(history, "skewed")
+    assert held is not None
+    assert 55 < (held.expires_at - db_now).total_seconds() < 65
+    # This host's clock runs two minutes ahead of the one that took the lease.
+    ahead = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=120)
+    for module in ("drills.takeover.lease", "drills.takeover.orphans"):
+        monkeypatch.setattr(f"{module}.utc_now", lambda: ahead, raising=False)
+    assert [r.id for r in orphans(history)] == []  # alive: not recovered from under it
+    with pytest.raises(LeaseHeldError):
+        lease.acquire(history, "skewed", "recover", "thishost:2:b")
+    assert lease.renew(history, "skewed", "otherhost:1:a", lease_s=60)
+    renewed = lease.current(history, "skewed")
+    assert renewed is not None and renewed.expires_at < ahead  # by the server's clock
+
+
+def test_a_lease_taken_from_its_holder_calls_on_lost_once_and_says_why(
+    history: HistoryStore,
+) -> None:
+    told: list[str] = []
+    held = PlanLease(history, "stolen", "run-a", lease_s=0.6, renew_s=0.1, on_lost=told.append)
+    with held:
+        with history.session() as s:  # another host's recover took it
+            row = s.get(Lease, "stolen")
+            assert row is not None
+            row.holder = "elsewhere:1:x"
+        deadline = time.monotonic() + 5
+        while not told and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # no second call
+    assert len(told) == 1 and "lost the lease of plan stolen" in told[0], told
+    assert held.lost == told[0] and "another holder took it" in told[0]
+    row = lease.current(history, "stolen")
+    assert row is not None and row.holder == "elsewhere:1:x"
+    lease.release(history, "stolen", "elsewhere:1:x")
+
+
+def test_cancel_run_stops_the_main_thread_as_a_sigterm_does_with_the_reason() -> None:
+    from drills.takeover.cancellation import LeaseLost, cancel_on_signals, cancel_run
+
+    with pytest.raises(LeaseLost, match="lost the lease of plan p"), cancel_on_signals():
+        cancel_run(threading.get_ident(), "the run lost the lease of plan p: taken")
+        time.sleep(10)  # a wait on a lock or a sleep is woken: raised well before this ends
+    # Another thread (no signal handler there): raised in it at its next instruction.
+    caught: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for _ in range(200):
+                time.sleep(0.05)
+        except LeaseLost as exc:
+            caught.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert worker.ident is not None
+    cancel_run(worker.ident, "the run lost the lease of plan q")
+    worker.join(5)
+    assert not worker.is_alive() and len(caught) == 1
+
+
+# A drill whose process dies by SIGKILL at a crash point, holding a short lease.
+_CRASHING = """
+import sys
+from drills.plan import load_plan
+from drills.store.history import HistoryStore
+from drills.takeover import crashpoints
+from drills.takeover.drill import Drill, DrillHooks, DrillRequest
+
+plan_file, db, run_id, lease_s = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+request = DrillRequest(load_plan(plan_file), operator="tests", tier_deadline_s=20,
+                       plan_path=plan_file, run_id=run_id, lease_s=lease_s)
+Drill(request, HistoryStore(db), DrillHooks(crash_point=crashpoints.point)).run()
+"""
+
+
+@pytest.fixture(scope="module")
+def crash_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+    with own_lab(tmp_path_factory, "lease-crash-lab", ready_delay=0.1) as info:
+        yield info
+
+
+def _target_rows(history: HistoryStore, run_id: str) -> list[TargetLease]:
+    with history.session() as s:
+        return list(s.scalars(select(TargetLease).where(TargetLease.run_id == run_id)).all())
+
+
+def test_a_crashed_run_keeps_its_targets_past_its_lease_until_recovered(
+    crash_lab: LabInfo, history: HistoryStore
+) -> None:
+    crashed_file, second_file = (_renamed(crash_lab, n) for n in ("crash-a", "crash-b"))
+    lease_s = 1.0
+    died = subprocess.run(
+        [sys.executable, "-c", _CRASHING, str(crashed_file), history.url, "crashrun1",
+         str(lease_s)],
+        env={**os.environ, crashpoints.ENV: "phase:smoke:start"}, timeout=180,
+    )  # fmt: skip
+    assert died.returncode == -signal.SIGKILL
+    run = history.get_run("crashrun1")
+    assert run is not None and run.finished_at is None  # DR up, DNS switched, then killed
+    time.sleep(lease_s + 0.5)
+    held = _target_rows(history, "crashrun1")
+    assert held and all(r.expires_at.replace(tzinfo=dt.UTC) < dt.datetime.now(dt.UTC)
+                        for r in held)  # fmt: skip
+    assert lease.current(history, "crash-a") is not None  # lapsed, never released
+
+    refused = drills_cli("run", str(second_file), "--yes", db=history.url)
+    assert refused.returncode == 3, refused.stderr
+    words = " ".join(refused.stderr.split())
+    assert "run crashrun1 of plan crash-a" in words and "drills recover crashrun1" in words
+    assert "crashed or stopped part-way" in words
+    assert history.list_runs(plan="crash-b") == []
+    with pytest.raises(UnfinishedRunError, match="drills recover crashrun1"):  # its own plan
+        Drill(DrillRequest(load_plan(crashed_file), operator="tests"), history).run()
+
+    recovered = drills_cli("recover", "crashrun1", db=history.url)
+    assert recovered.returncode == 0, recovered.stderr
+    assert _target_rows(history, "crashrun1") == []  # released with the run recovered
+    second = drills_cli("run", str(second_file), "--yes", "--tier-deadline", "20",
+                        db=history.url)  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    [run_b] = history.list_runs(plan="crash-b")
+    assert run_b.status == "succeeded" and run_b.finished_at is not None

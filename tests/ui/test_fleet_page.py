@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 
+import pytest
 import yaml
 
 from drills.store.models import DrillRun
 from tests.support.drill import offline_lab_plan_data
 from tests.support.ui import UiEnv, open_page, shown
+
+
+@pytest.fixture()
+def ui_env(ui_env: UiEnv, db_url: str) -> UiEnv:
+    """The page over each store: SQLite and PostgreSQL (the db_url fixture)."""
+    ui_env.set("DRILLS_DB_URL", db_url)
+    return dataclasses.replace(ui_env, db_url=db_url)
 
 
 def _plans(env: UiEnv, names: list[str], *, cron: str | None = None) -> str:
