@@ -1,7 +1,8 @@
 """The `recover-orphans` flow: runs whose orchestrator died are recovered from elsewhere.
 
 Scheduled every minute on the shared work pool, so whichever worker is alive runs it: a
-drill left behind is rolled back, an incident held and people told (drills.takeover.orphans).
+drill left behind is rolled back, an incident held, a failback undone or completed on its
+side of the DNS switch, and people told once per outcome (drills.takeover.orphans).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from flows.events import notices_as_events
 @flow(name="recover-orphans", log_prints=False)
 def recover_orphans() -> list[dict[str, Any]]:
     """Find unfinished runs whose lease no live holder renews; roll drills back, hold
-    incidents (never failed back automatically), and notify."""
+    incidents (never failed back automatically), take failbacks the way their DNS switch
+    says, and notify."""
     logger = get_run_logger()
     history = HistoryStore()
     try:

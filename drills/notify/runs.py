@@ -210,8 +210,8 @@ def announce_incident_closed(
 def run_orphaned(plan: str, run_id: str, mode: str, outcome: str, error: str | None) -> Notice:
     """A run whose orchestrator died, and what recover-orphans made of it."""
     incident = mode == "incident"
-    changed = [f"{'incident takeover' if incident else 'drill'} run {run_id} lost its "
-               f"orchestrator (its lease expired): {outcome}"]  # fmt: skip
+    what = {"incident": "incident takeover", "failback": "failback"}.get(mode, "drill")
+    changed = [f"{what} run {run_id} lost its orchestrator (its lease expired): {outcome}"]
     if error:
         changed.append(f"error: {error}")
     remediation = (
@@ -233,6 +233,10 @@ def run_orphaned(plan: str, run_id: str, mode: str, outcome: str, error: str | N
 
 
 def announce_orphan(
-    plan: DrillPlan, run_id: str, mode: str, outcome: str, error: str | None
+    plan: DrillPlan | str, run_id: str, mode: str, outcome: str, error: str | None
 ) -> None:
-    notify([run_orphaned(plan.name, run_id, mode, outcome, error)], plan)
+    """``plan`` is its name alone when its file cannot be loaded: DRILLS_NOTIFY is told still."""
+    name = plan if isinstance(plan, str) else plan.name
+    notify(
+        [run_orphaned(name, run_id, mode, outcome, error)], None if isinstance(plan, str) else plan
+    )

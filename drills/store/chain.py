@@ -67,8 +67,20 @@ UPGRADED_KEY = "chain_since"  # evidence_meta: when this store got its chain
 
 
 # -- digests -------------------------------------------------------------------------------
+_AS_IS = frozenset({str, int, float, bool, type(None)})
+
+
 def json_value(value: Any) -> Any:
     """A value as the canonical JSON holds it."""
+    kind = type(value)
+    # Exact types first: a sealed report is thousands of these, and an ABC's isinstance
+    # is slow. Subclasses (a str Enum) take the general path below.
+    if kind in _AS_IS:
+        return value
+    if kind is dict:
+        return {str(k): json_value(v) for k, v in value.items()}
+    if kind is list:
+        return [json_value(v) for v in value]
     if isinstance(value, dt.datetime):
         aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
         return aware.astimezone(dt.UTC).isoformat()

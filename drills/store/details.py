@@ -117,6 +117,14 @@ class RunDetails(_Stored):
     plan_path: str | None = None  # the plan file, so `drills recover` can reload it
     approval: Approval | None = None
     unfenced: bool = False  # an incident went on with the primary unreachable, on request
+    force_unfenced: bool = False  # it was asked to (--force-unfenced): a recover holds it so too
+    # The run stopped part-way on its own (a failure, a cancel, a failed rollback) and left
+    # the decision to a person: recover-orphans, which takes runs whose process died, leaves
+    # it alone.
+    left_for_decision: bool = False
+    # What recover-orphans last told people about this run (its action and outcome): told
+    # again only when that changes, not at every scan.
+    orphan_announced: str | None = None
     # Stored before the first change of a drill or an incident (and of a failback): what
     # failback and recover verify against.
     snapshot_before: dict[str, Any] | None = None

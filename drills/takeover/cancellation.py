@@ -4,10 +4,15 @@ A scheduler cancels a flow run, or an orchestrator evicts a pod, with SIGTERM.
 Python only turns SIGINT into ``KeyboardInterrupt``; ``on_terminate`` makes
 SIGTERM do the same in the main thread, so the drill's own handler rolls back
 (drill mode) or stops and reports (incident mode) instead of dying half-way.
+
+``cancel_run`` is the same stop asked for from inside the process: a run that lost
+its plan's lease (drills.takeover.lease) must not go on changing what another may
+now be recovering.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import signal
 import threading
@@ -23,11 +28,19 @@ class DrillCancelled(KeyboardInterrupt):
     """The run was asked to stop (SIGTERM or SIGINT)."""
 
 
+class LeaseLost(DrillCancelled):
+    """The run lost its plan's lease: it stops as a cancelled run does."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(args or ("stopped: the run lost its plan's lease",)))
+
+
 class _Handler:
     """Raises once; a second signal must not interrupt the rollback the first one started."""
 
     def __init__(self) -> None:
         self.cancelled = False
+        self.reason: str | None = None  # set by cancel_run: why the process signals itself
 
     def __call__(self, signum: int, _frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
@@ -35,8 +48,13 @@ class _Handler:
             log.warning("received %s again: already cancelling, rollback goes on", name)
             return
         self.cancelled = True
+        if self.reason is not None:
+            raise LeaseLost(self.reason)
         log.warning("received %s: cancelling the run", name)
         raise DrillCancelled(f"cancelled by {name}")
+
+
+_active: _Handler | None = None  # the handler of the cancel_on_signals block in force
 
 
 @contextmanager
@@ -48,15 +66,37 @@ def cancel_on_signals() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    global _active
     previous: dict[signal.Signals, Any] = {}
-    handler = _Handler()
+    handler, outer = _Handler(), _active
     for sig in (signal.SIGTERM, signal.SIGINT):
         previous[sig] = signal.signal(sig, handler)
+    _active = handler
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        _active = outer
+        for sig, earlier in previous.items():
+            signal.signal(sig, earlier)
 
 
-__all__ = ["DrillCancelled", "cancel_on_signals"]
+def cancel_run(thread_id: int, reason: str) -> None:
+    """Stop the run going on in thread ``thread_id`` as a cancel would, saying ``reason``.
+
+    In the main thread under ``cancel_on_signals``, by the same SIGTERM a scheduler sends
+    (it also wakes a wait on a lock or a future). Elsewhere, by raising ``LeaseLost`` in
+    that thread, which it meets at its next Python instruction.
+    """
+    handler = _active
+    if handler is not None and thread_id == threading.main_thread().ident:
+        handler.reason = reason
+        signal.pthread_kill(thread_id, signal.SIGTERM)
+        return
+    raised = ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(LeaseLost)
+    )
+    if raised != 1:
+        log.error("could not stop the run's thread %d (%s)", thread_id, reason)
+
+
+__all__ = ["DrillCancelled", "LeaseLost", "cancel_on_signals", "cancel_run"]

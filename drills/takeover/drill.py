@@ -34,6 +34,7 @@ from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.store.serving import serving_from_dr_refusal
+from drills.takeover.cancellation import cancel_run
 from drills.takeover.forecasted import forecast_record
 from drills.takeover.journal import Journal
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
@@ -56,6 +57,8 @@ PhaseRunner = Callable[[str, Callable[[], Any]], Any]
 # (a cancel, which a scheduler follows with a kill) waits less.
 READINESS_WAIT_S = 60.0
 READINESS_WAIT_INTERRUPTED_S = 5.0
+# Phases a run goes through when it stops: a lost lease must not interrupt them.
+STOPPING_PHASES = frozenset({"rollback", "complete forward"})
 # How long an incident waits, after its preflight, for the state before to be read.
 INCIDENT_SNAPSHOT_WAIT_S = 5.0
 
@@ -134,13 +137,21 @@ class Drill:
         self.t0: dt.datetime | None = None
         self.readiness: ReadinessReport | None = None
         self._readiness_beside: threading.Thread | None = None
-        self.details = RunDetails(plan_path=request.plan_path)
+        self.details = RunDetails(
+            plan_path=request.plan_path, force_unfenced=request.force_unfenced
+        )
+        # While the run goes forward, a lost lease stops it; once it stops (rolls back,
+        # completes forward, records), nothing may interrupt that.
+        self._stoppable = False
+        self._stoppable_lock = threading.Lock()
+        self._thread_id = threading.get_ident()
 
     # -- the run ---------------------------------------------------------------
     def run(self) -> DrillResult:
         """Run it, holding the plan's lease; raises LeaseHeldError or UnfinishedRunError
         (before anything is recorded or changed) when another run has the plan, and
         RunRefused when the plan already serves from DR."""
+        self._thread_id = threading.get_ident()
         with self._exclusive():
             return self._run()
 
@@ -151,8 +162,9 @@ class Drill:
             yield
             return
         claims = plan_claims(self.plan)  # targets shared with other plans are leased too
-        lease_s = self.request.lease_s
-        with PlanLease(self.history, self.plan.name, self.run_id, lease_s=lease_s, claims=claims):
+        held = PlanLease(self.history, self.plan.name, self.run_id, lease_s=self.request.lease_s,
+                         claims=claims, on_lost=self._lease_lost)  # fmt: skip
+        with held:
             unfinished = [r for r in self.history.unfinished_runs(self.plan.name) if not r.dry_run]
             if unfinished:
                 raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
@@ -203,13 +215,29 @@ class Drill:
                 dns_deadline_s=req.dns_deadline_s,
             )
             try:
+                self._going_forward(True)
                 result = self._run_phases(ctx)
             finally:
+                self._going_forward(False)
                 self.live.close()
                 # On every path: an incident forced on unfenced that stopped part-way too.
                 self.details.unfenced = bool(ctx.facts.get("unfenced"))
         self._finish(result)
         return result
+
+    def _going_forward(self, forward: bool) -> bool:
+        """Set whether a lost lease may still stop the run; returns whether it could."""
+        with self._stoppable_lock:
+            was, self._stoppable = self._stoppable, forward
+        return was
+
+    def _lease_lost(self, why: str) -> None:
+        """Called by the lease's heartbeat: stop the run as a cancel does (a drill rolls
+        back, an incident stops and reports), before another host recovers it."""
+        if self._going_forward(False):
+            cancel_run(self._thread_id, why)
+        else:
+            log.error("run %s: %s; it is already stopping", self.run_id, why)
 
     def _run_phases(self, ctx: PhaseContext) -> DrillResult:
         before: Snapshot = {}
@@ -289,7 +317,9 @@ class Drill:
     def _interrupted(
         self, ctx: PhaseContext, before: Snapshot, exc: KeyboardInterrupt
     ) -> DrillResult:
-        """A cancel (Ctrl-C, SIGTERM from a scheduler) is not a failure: stop cleanly."""
+        """A cancel (Ctrl-C, SIGTERM from a scheduler, a lost lease) is not a failure:
+        stop cleanly."""
+        self._going_forward(False)
         error = str(exc) or "cancelled by an interrupt"
         log.warning("run %s %s", self.run_id, error)
         if self.request.mode != Mode.DRILL:
@@ -302,6 +332,7 @@ class Drill:
     def _failed(self, ctx: PhaseContext, before: Snapshot, exc: Exception) -> DrillResult:
         """Whatever went wrong, even a bug of ours, must not leave production half failed
         over: a drill rolls back first, and the cause goes with the result."""
+        self._going_forward(False)
         error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, DrillError) else str(exc)
         log.error("run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError))
         if self.request.mode != Mode.DRILL:
@@ -490,6 +521,8 @@ class Drill:
         m = result.measurement
         self.details.planned = [p.describe() for p in result.planned]
         self.details.drift = result.drift
+        left = self._left_part_way(result)
+        self.details.left_for_decision = left
         if m is not None:
             self.details.measurement = m.record()
             self.details.forecast = forecast_record(self.readiness, m.rto_seconds)
@@ -497,7 +530,7 @@ class Drill:
             self.run_id,
             status=result.status,
             verdict=result.verdict,
-            finished_at=None if self._left_part_way(result) else utc_now(),
+            finished_at=None if left else utc_now(),
             rto_seconds=m.rto_seconds if m else None,
             client_rto_seconds=m.client_rto_seconds if m else None,
             rpo_seconds=m.rpo_seconds if m else {},
@@ -513,6 +546,8 @@ class Drill:
         )  # fmt: skip
 
     def _on_event(self, event: str, phase: Any, step: Any) -> None:
+        if event == "phase-start" and phase.name in STOPPING_PHASES:
+            self._going_forward(False)  # a failback's undo or completion, say
         if event == "phase-end":
             self.live.write_now()
         elif event == "step-end":

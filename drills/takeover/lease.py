@@ -19,20 +19,21 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import CursorResult, delete, insert, update
+from sqlalchemy import delete, insert, update
 from sqlalchemy.exc import IntegrityError
 
 from drills.errors import DrillError
 from drills.plan.claims import Claim
-from drills.store.history import HistoryStore
+from drills.store.clock import database_now
+from drills.store.history import HistoryStore, rows_matched
 from drills.store.models import DrillRun, Lease, TargetLease
-from drills.takeover.timeline import utc_now
 
 log = logging.getLogger("drills.takeover.lease")
 
@@ -119,12 +120,6 @@ def holder_is_dead(holder: str) -> bool:
     return False
 
 
-def _rows(result: Any) -> int:
-    """Rows an UPDATE matched (an UPDATE's result is always a CursorResult)."""
-    assert isinstance(result, CursorResult)
-    return int(result.rowcount)
-
-
 def current(store: HistoryStore, plan: str) -> Lease | None:
     with store.session() as s:
         return s.get(Lease, plan)
@@ -157,13 +152,16 @@ def _take(
         existing: Any = s.get(model, key)
     if existing is None:  # released between our insert and our look: try once more
         return _take(store, row, now, keep)
-    if _stale(existing, now) and not keep(existing):
-        # Compare-and-swap on the holder we saw: two takers cannot both win.
+    dead = holder_is_dead(existing.holder)
+    if (existing.expires_at <= now or dead) and not keep(existing):
+        # Compare-and-swap on the holder we saw, still expired: two takers cannot both
+        # win, and a holder that renewed meanwhile keeps its lease.
+        stale = model.expires_at <= now if not dead else model.holder == existing.holder
         with store.session() as s:
-            taken = _rows(
+            taken = rows_matched(
                 s.execute(
                     update(model)
-                    .where(key_column == key, model.holder == existing.holder)
+                    .where(key_column == key, model.holder == existing.holder, stale)
                     .values(values)
                 )
             )
@@ -180,7 +178,7 @@ def acquire(
     store: HistoryStore, plan: str, run_id: str, holder: str, lease_s: float = LEASE_S
 ) -> None:
     """Take the plan's lease for ``run_id``, or raise LeaseHeldError naming who has it."""
-    now = utc_now()
+    now = database_now(store)
     expires = now + dt.timedelta(seconds=lease_s)
     row = Lease(plan=plan, holder=holder, run_id=run_id, expires_at=expires)
     existing = _take(store, row, now)
@@ -223,7 +221,7 @@ def acquire_targets(
     raise TargetBusyError naming the plan and run in the way (CrashedRunHoldsTargetError
     when that run crashed and waits for `drills recover`; UnfinishedRunError when it is
     of this plan). A stale lease of an unfinished run is only taken by that run's recover."""
-    now = utc_now()
+    now = database_now(store)
     expires = now + dt.timedelta(seconds=lease_s)
 
     def still_held(stale: TargetLease) -> bool:
@@ -248,15 +246,15 @@ def lapse_targets(store: HistoryStore, holder: str) -> None:
     them at once, while acquire_targets keeps every other run off them."""
     with store.session() as s:
         s.execute(update(TargetLease).where(TargetLease.holder == holder).values(
-            expires_at=utc_now()))  # fmt: skip
+            expires_at=database_now(store)))  # fmt: skip
 
 
 def renew(store: HistoryStore, plan: str, holder: str, lease_s: float = LEASE_S) -> bool:
     """Push the expiry out, of the plan's lease and of its targets'; False if the plan's
     lease is no longer ours."""
-    expires = utc_now() + dt.timedelta(seconds=lease_s)
+    expires = database_now(store) + dt.timedelta(seconds=lease_s)
     with store.session() as s:
-        count = _rows(
+        count = rows_matched(
             s.execute(
                 update(Lease)
                 .where(Lease.plan == plan, Lease.holder == holder)
@@ -276,7 +274,12 @@ def release(store: HistoryStore, plan: str, holder: str) -> None:
 
 @dataclass
 class PlanLease:
-    """The lease as a context manager, renewed by a heartbeat thread while held."""
+    """The lease as a context manager, renewed by a heartbeat thread while held.
+
+    When the lease is lost (another holder took it, or it went a whole lease without a
+    renewal, so another may take it), ``on_lost`` is called once with why, from the
+    heartbeat thread: a run stops there. Without it the loss is only logged.
+    """
 
     store: HistoryStore
     plan: str
@@ -284,12 +287,14 @@ class PlanLease:
     lease_s: float = LEASE_S
     renew_s: float | None = None  # RENEW_S, or a third of a shorter lease
     claims: Sequence[Claim] = ()  # the targets the run touches, leased with the plan
+    on_lost: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
         if self.renew_s is None:
             # Renewed well before it expires, however short a lease the caller asks for.
             self.renew_s = min(RENEW_S, self.lease_s / 3)
         self.holder = new_holder()
+        self.lost: str | None = None  # why the lease was lost, once it is
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._heartbeat, name=f"lease-{self.plan}", daemon=True
@@ -297,13 +302,27 @@ class PlanLease:
 
     def _heartbeat(self) -> None:
         assert self.renew_s is not None
+        renewed = time.monotonic()
         while not self._stop.wait(self.renew_s):
             try:
-                if not renew(self.store, self.plan, self.holder, self.lease_s):
-                    log.error("lost the lease of %s (run %s)", self.plan, self.run_id)
-                    return
+                if renew(self.store, self.plan, self.holder, self.lease_s):
+                    renewed = time.monotonic()
+                    continue
+                why = "another holder took it"
             except Exception:  # a store hiccup must not kill the heartbeat
-                log.warning("could not renew the lease of %s; retrying", self.plan, exc_info=True)
+                if time.monotonic() - renewed < self.lease_s:
+                    log.warning("could not renew the lease of %s; retrying", self.plan,
+                                exc_info=True)  # fmt: skip
+                    continue
+                why = f"not renewed for {self.lease_s:.0f}s, so another may take it"
+            self._lose(why)
+            return
+
+    def _lose(self, why: str) -> None:
+        self.lost = f"the run lost the lease of plan {self.plan}: {why}"
+        log.error("run %s: %s", self.run_id, self.lost)
+        if self.on_lost is not None and not self._stop.is_set():
+            self.on_lost(self.lost)
 
     def __enter__(self) -> PlanLease:
         acquire(self.store, self.plan, self.run_id, self.holder, self.lease_s)

@@ -3,14 +3,23 @@
 A run holds its plan's lease while it lives and renews it every RENEW_S (a third of a
 short lease); a worker killed with its flow run stops renewing, so the lease expires at
 most LEASE_S after the last renewal. An unfinished run whose plan lease is gone, expired,
-held by a dead process of this host, or held for another run is an orphan. The
-recover-orphans deployment (flows/recover_orphans.py) looks every ORPHAN_SCAN_S, so an
-orphan is recovered within LEASE_S + ORPHAN_SCAN_S (two lease periods) of its death,
-plus the time a worker takes to start the flow run.
+held by a dead process of this host, or held for another run is an orphan. Expiry is
+judged by the database's clock, the one the lease was written with, so hosts whose clocks
+disagree never take a live run for a dead one. The recover-orphans deployment
+(flows/recover_orphans.py) looks every ORPHAN_SCAN_S, so an orphan is recovered within
+LEASE_S + ORPHAN_SCAN_S (two lease periods) of its death, plus the time a worker takes to
+start the flow run.
 
 - A drill is rolled back (`drills recover`): the systems as the snapshot before it.
-- An incident is never failed back: it is held (the fence finished, DR kept as it is),
-  and people are told to decide.
+- An incident is never failed back: it is held (the fence finished, DR kept as it is, an
+  incident declared with --force-unfenced held so too), and people are told to decide.
+- A failback is undone before its DNS switch (DR serves as before it) and completed
+  after it (production home, the incident closed).
+
+A run that stopped part-way by itself and left the decision to a person (an incident
+cancelled or failed after changes, a drill whose rollback failed) is no orphan: its
+process did not die, and nothing here acts on it. People are told of an orphan once per
+outcome (held, recover failed, skipped ...), not at every scan.
 """
 
 from __future__ import annotations
@@ -23,12 +32,13 @@ from sqlalchemy import select
 
 from drills.errors import DrillError
 from drills.notify.runs import announce_orphan
+from drills.plan import DrillPlan
+from drills.store.clock import database_now
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.models import DrillRun, Lease
 from drills.takeover.lease import LEASE_S, holder_is_dead
 from drills.takeover.recover import Action, plan_of, recover
-from drills.takeover.timeline import utc_now
 
 log = logging.getLogger("drills.takeover.orphans")
 
@@ -41,7 +51,7 @@ class OrphanOutcome:
     run_id: str
     plan: str
     mode: Mode
-    action: Action
+    action: Action | None  # None: a failback not taken either way (skipped, say)
     status: str
     error: str | None = None
 
@@ -52,14 +62,15 @@ class OrphanOutcome:
 
 def _lease_alive(lease: Lease | None, run: DrillRun, now: dt.datetime) -> bool:
     if lease is None or lease.run_id != run.id:
-        # A live lease of another run (a recover already at work) keeps us off too.
+        # A live lease of another run (a recover at work) keeps us off too.
         return lease is not None and lease.expires_at > now
     return lease.expires_at > now and not holder_is_dead(lease.holder)
 
 
 def orphans(history: HistoryStore, now: dt.datetime | None = None) -> list[DrillRun]:
-    """Unfinished runs (not dry runs) that no live holder renews, oldest first."""
-    now = now or utc_now()
+    """Unfinished runs (not dry runs, nor left for a person) that no live holder renews,
+    oldest first. ``now`` is the database's clock unless given."""
+    now = now or database_now(history)
     with history.session() as s:
         runs = s.scalars(
             select(DrillRun)
@@ -67,28 +78,80 @@ def orphans(history: HistoryStore, now: dt.datetime | None = None) -> list[Drill
             .order_by(DrillRun.started_at)
         ).all()
         leases = {lease.plan: lease for lease in s.scalars(select(Lease)).all()}
-    return [run for run in runs if not _lease_alive(leases.get(run.plan), run, now)]
+    return [
+        run
+        for run in runs
+        if not run.details.left_for_decision and not _lease_alive(leases.get(run.plan), run, now)
+    ]
+
+
+def _action(run: DrillRun) -> Action | None:
+    """A drill rolls back, an incident is held; a failback (None) goes the way its DNS
+    switch decides: undone before it, completed after it."""
+    return {Mode.DRILL: "rollback", Mode.FAILBACK: None}.get(run.mode, "hold")
+
+
+_WORDS = {
+    "rollback": "rolled back",
+    "hold": "held at DR for a person to decide",
+    None: "failback not recovered",
+}
+_FAILBACK_WORDS = {
+    "rollback": "failback undone: DR serves as before it",
+    "complete": "failback completed: production back at the primary",
+}
+
+
+def _words(run: DrillRun, action: Action | None) -> str:
+    if run.mode == Mode.FAILBACK:
+        return _FAILBACK_WORDS.get(str(action), _WORDS[None])
+    return _WORDS.get(action, str(action))
 
 
 def recover_orphan(history: HistoryStore, run: DrillRun) -> OrphanOutcome:
-    """Roll a drill back, hold an incident; tell people either way. Never raises for one run:
-    the next scan tries again (a failed recover leaves the run unfinished)."""
-    action: Action = "rollback" if run.mode == Mode.DRILL else "hold"
+    """Roll a drill back, hold an incident, take a failback the way its DNS switch says;
+    tell people of what came of it, once per outcome. Never raises for one run: the next
+    scan tries again (a failed recover leaves the run unfinished)."""
+    action = _action(run)
+    plan: DrillPlan | None = None
     try:
         plan = plan_of(run)
     except DrillError as exc:
         log.error("orphaned run %s cannot be recovered: %s", run.id, exc)
-        return OrphanOutcome(run.id, run.plan, run.mode, action, "recover-failed", str(exc))
+        outcome = OrphanOutcome(run.id, run.plan, run.mode, action, "recover-failed", str(exc))
+    else:
+        outcome = _recover(history, plan, run, action)
+    _announce_once(history, plan, run, outcome)
+    return outcome
+
+
+def _recover(
+    history: HistoryStore, plan: DrillPlan, run: DrillRun, action: Action | None
+) -> OrphanOutcome:
+    # An incident declared with --force-unfenced is held so too: its primary may never
+    # answer, and a hold that insists on seeing it fail would fail at every scan.
+    unfenced = run.details.force_unfenced or run.details.unfenced
     try:
-        report = recover(history, plan, run, action=action)
-        outcome = OrphanOutcome(run.id, run.plan, run.mode, action, str(report.status),
-                                report.error)  # fmt: skip
+        report = recover(history, plan, run, action=action, force_unfenced=unfenced)
     except DrillError as exc:  # e.g. its lease taken meanwhile by someone else's recover
         log.warning("orphaned run %s not recovered now: %s", run.id, exc)
         return OrphanOutcome(run.id, run.plan, run.mode, action, "skipped", str(exc))
-    words = "rolled back" if action == "rollback" else "held at DR for a person to decide"
-    announce_orphan(plan, run.id, str(run.mode), f"{words} ({outcome.status})", outcome.error)
-    return outcome
+    return OrphanOutcome(run.id, run.plan, run.mode, report.action, str(report.status),
+                         report.error)  # fmt: skip
+
+
+def _announce_once(
+    history: HistoryStore, plan: DrillPlan | None, run: DrillRun, outcome: OrphanOutcome
+) -> None:
+    """Tell people what came of the orphan, unless they were told this already."""
+    words = f"{_words(run, outcome.action)} ({outcome.status})"
+    latest = history.get_run(run.id) or run  # as the recover left it
+    if latest.details.orphan_announced == words:
+        log.info("orphaned run %s: %s, as already announced", run.id, words)
+        return
+    details = latest.details.model_copy(update={"orphan_announced": words})
+    history.update_run(run.id, details=details)
+    announce_orphan(plan or run.plan, run.id, str(run.mode), words, outcome.error)
 
 
 def recover_orphans(history: HistoryStore) -> list[OrphanOutcome]:

@@ -21,7 +21,7 @@ from drills.cli import app
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
-from drills.store.models import DrillRun, TargetLease
+from drills.store.models import DrillRun, Lease, TargetLease
 from drills.takeover import crashpoints, lease
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.lease import LeaseHeldError, PlanLease, UnfinishedRunError
@@ -296,6 +296,82 @@ def test_two_processes_starting_a_plan_on_postgresql_give_exactly_one_run(
     assert lease.current(history, "lab") is None
     history.close()
     postgres.drop_database(db)
+
+
+def test_expiry_is_judged_by_the_database_clock_not_the_host_clock(
+    history: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two hosts whose clocks disagree by two minutes agree on a live lease: the store's
+    server keeps the one clock, and expiry is written and judged by it."""
+    from drills.store.clock import database_now
+    from drills.takeover.orphans import orphans
+
+    db_now = database_now(history)
+    assert db_now.tzinfo is not None
+    assert abs((db_now - dt.datetime.now(dt.UTC)).total_seconds()) < 5
+    history.create_run(
+        DrillRun(id="alive1", plan="skewed", plan_digest="x", mode="drill", operator="t",
+                 status="running", started_at=db_now)
+    )  # fmt: skip
+    lease.acquire(history, "skewed", "alive1", "otherhost:1:a", lease_s=60)
+    held = lease.current(history, "skewed")
+    assert held is not None
+    assert 55 < (held.expires_at - db_now).total_seconds() < 65
+    # This host's clock runs two minutes ahead of the one that took the lease.
+    ahead = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=120)
+    for module in ("drills.takeover.lease", "drills.takeover.orphans"):
+        monkeypatch.setattr(f"{module}.utc_now", lambda: ahead, raising=False)
+    assert [r.id for r in orphans(history)] == []  # alive: not recovered from under it
+    with pytest.raises(LeaseHeldError):
+        lease.acquire(history, "skewed", "recover", "thishost:2:b")
+    assert lease.renew(history, "skewed", "otherhost:1:a", lease_s=60)
+    renewed = lease.current(history, "skewed")
+    assert renewed is not None and renewed.expires_at < ahead  # by the server's clock
+
+
+def test_a_lease_taken_from_its_holder_calls_on_lost_once_and_says_why(
+    history: HistoryStore,
+) -> None:
+    told: list[str] = []
+    held = PlanLease(history, "stolen", "run-a", lease_s=0.6, renew_s=0.1, on_lost=told.append)
+    with held:
+        with history.session() as s:  # another host's recover took it
+            row = s.get(Lease, "stolen")
+            assert row is not None
+            row.holder = "elsewhere:1:x"
+        deadline = time.monotonic() + 5
+        while not told and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # no second call
+    assert len(told) == 1 and "lost the lease of plan stolen" in told[0], told
+    assert held.lost == told[0] and "another holder took it" in told[0]
+    row = lease.current(history, "stolen")
+    assert row is not None and row.holder == "elsewhere:1:x"
+    lease.release(history, "stolen", "elsewhere:1:x")
+
+
+def test_cancel_run_stops_the_main_thread_as_a_sigterm_does_with_the_reason() -> None:
+    from drills.takeover.cancellation import LeaseLost, cancel_on_signals, cancel_run
+
+    with pytest.raises(LeaseLost, match="lost the lease of plan p"), cancel_on_signals():
+        cancel_run(threading.get_ident(), "the run lost the lease of plan p: taken")
+        time.sleep(10)  # a wait on a lock or a sleep is woken: raised well before this ends
+    # Another thread (no signal handler there): raised in it at its next instruction.
+    caught: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for _ in range(200):
+                time.sleep(0.05)
+        except LeaseLost as exc:
+            caught.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert worker.ident is not None
+    cancel_run(worker.ident, "the run lost the lease of plan q")
+    worker.join(5)
+    assert not worker.is_alive() and len(caught) == 1
 
 
 # A drill whose process dies by SIGKILL at a crash point, holding a short lease.
