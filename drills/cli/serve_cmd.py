@@ -4,7 +4,7 @@ drills serve                 start it all (idempotent), print where it runs
 drills serve status          what runs, whether it answers, the deployments
 drills serve stop            stop the worker and the server (also `drills serve --stop`)
 drills serve run NAME        start a deployment's flow run, follow it, print the report
-                             (in serve_run_cmd, which adds itself to this group)
+                             (in serve_run, which adds itself to this group)
 """
 
 from __future__ import annotations
@@ -228,6 +228,6 @@ def status(
 def register(app: typer.Typer) -> None:
     # `drills serve run` adds itself to serve_app when its module is imported; that module
     # imports this one for what both share, so it is imported here, not at the top.
-    import drills.cli.serve_run_cmd  # noqa: F401
+    import drills.cli.serve_run  # noqa: F401
 
     app.add_typer(serve_app, name="serve")

@@ -408,8 +408,3 @@ def _print_report(history: HistoryStore, run: FlowRunState) -> None:
         return
     typer.echo(render_markdown(report_data(drill, history)))
     err.print(f"The same report later: drills report {drill.id}   (--format json for machines)")
-
-
-def register(app: typer.Typer) -> None:
-    """Nothing at the top level: `run` is a command of the `drills serve` group, added to it
-    above when this module is imported, which serve_cmd's register does."""
