@@ -182,7 +182,7 @@ class Measured:
 
 def _chain_links(history: HistoryStore) -> int | None:
     try:
-        from drills.store.chain import verify_store
+        from drills.store.chain_verify import verify_store
     except ImportError:  # the code compared against predates the chain
         return None
     return verify_store(history).links
@@ -190,7 +190,7 @@ def _chain_links(history: HistoryStore) -> int | None:
 
 def _verify_seconds(history: HistoryStore) -> float | None:
     try:
-        from drills.store.chain import verify_store
+        from drills.store.chain_verify import verify_store
     except ImportError:
         return None
     started = time.perf_counter()

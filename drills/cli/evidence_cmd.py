@@ -135,7 +135,7 @@ def _print_verification(pack: Path, result: Verification, allow_unsigned: bool) 
 
 
 def _verify_db(db: str, as_json: bool) -> None:
-    from drills.store.chain import verify_store
+    from drills.store.chain_verify import verify_store
 
     report = verify_store(open_history(db))
     if as_json:

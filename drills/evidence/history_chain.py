@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drills.evidence.coverage import ChainStatus
-from drills.store.chain import verify_store
+from drills.store.chain_verify import verify_store
 from drills.store.history import HistoryStore
 
 

@@ -27,7 +27,7 @@ from drills.evidence.controls import auditor_answers
 from drills.evidence.findings import findings_of_run
 from drills.evidence.keys import Signer, Verifier
 from drills.evidence.render import pack_markdown, to_html, to_pdf
-from drills.store.chain import run_evidence
+from drills.store.chain_verify import run_evidence
 from drills.store.history import HistoryStore
 from drills.store.models import AuditEvent, DrillRun
 from drills.store.report import report_data

@@ -21,7 +21,8 @@ A link holds the SHA-256 of the record's canonical content (its columns as JSON:
 sorted, no whitespace, times in UTC ISO form, NULLs left out) and the hash of the link
 before it. The newest link of a record is what the record must still hold.
 
-``verify_store`` walks every plan's chain and compares it with the live tables: a record
+``verify_store`` (in :mod:`drills.store.chain_verify`, with the report it returns and
+``run_evidence``) walks every plan's chain and compares it with the live tables: a record
 whose content differs is *changed*, a sealed record that is gone is *removed*, a final
 record with no link that sorts before sealed ones is *inserted* (after them: *unchained*),
 and a link out of place (a seq gap, a broken prev hash) is reported as the chain's own.
@@ -38,12 +39,11 @@ with one kept elsewhere (an evidence pack's manifest) for that.
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -58,7 +58,6 @@ from drills.store.models import (
     EvidenceEntry,
     EvidenceMeta,
     JournalEntry,
-    PrunedRecord,
     ReadinessSnapshot,
 )
 
@@ -71,7 +70,7 @@ UPGRADED_KEY = "chain_since"  # evidence_meta: when this store got its chain
 _AS_IS = frozenset({str, int, float, bool, type(None)})
 
 
-def _plain(value: Any) -> Any:
+def json_value(value: Any) -> Any:
     """A value as the canonical JSON holds it."""
     kind = type(value)
     # Exact types first: a sealed report is thousands of these, and an ABC's isinstance
@@ -79,9 +78,9 @@ def _plain(value: Any) -> Any:
     if kind in _AS_IS:
         return value
     if kind is dict:
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): json_value(v) for k, v in value.items()}
     if kind is list:
-        return [_plain(v) for v in value]
+        return [json_value(v) for v in value]
     if isinstance(value, dt.datetime):
         aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
         return aware.astimezone(dt.UTC).isoformat()
@@ -90,16 +89,16 @@ def _plain(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): json_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [json_value(v) for v in value]
     return value
 
 
 def canonical_json(content: Mapping[str, Any]) -> str:
     """Keys sorted, no whitespace, UTC ISO times; top-level NULLs left out (a column added
     later, NULL in old rows, leaves their digest as it was)."""
-    plain = {str(k): _plain(v) for k, v in content.items() if v is not None}
+    plain = {str(k): json_value(v) for k, v in content.items() if v is not None}
     return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -125,12 +124,14 @@ def _raw_columns(table: Table) -> list[Any]:
     ]
 
 
-def _table(model: type[Any]) -> Table:
+def model_table(model: type[Any]) -> Table:
+    """An ORM model's table, typed as one."""
     table: Table = model.__table__
     return table
 
 
-def _rows(table: Table) -> Select[Any]:
+def raw_rows(table: Table) -> Select[Any]:
+    """A select of the table's rows as they are sealed and verified (see ``_raw_columns``)."""
     return select(*_raw_columns(table))
 
 
@@ -232,7 +233,7 @@ class Sealer:
         A live timeline write of a run in progress reads only what the steps need; the
         whole row is read once the run is final."""
         self.session.flush()
-        runs = _table(DrillRun)
+        runs = model_table(DrillRun)
         head = self.session.execute(
             select(runs.c.plan, runs.c.finished_at, runs.c.timeline).where(runs.c.id == run_id)
         ).first()
@@ -245,33 +246,33 @@ class Sealer:
                 self.append(plan, "step", step.key, step.sha256, run_id=run_id, label=step.label)
         if finished_at is None and ("run", run_id) not in sealed:
             return  # open: sealed when it finishes
-        row = self.session.execute(_rows(runs).where(runs.c.id == run_id)).one()
+        row = self.session.execute(raw_rows(runs).where(runs.c.id == run_id)).one()
         content = dict(row._mapping)
         digest = record_digest(content)
         if sealed.get(("run", run_id)) != digest:
-            label = f"{_plain(content.get('mode'))} run, {_plain(content.get('status'))}"
+            label = f"{json_value(content.get('mode'))} run, {json_value(content.get('status'))}"
             self.append(plan, "run", run_id, digest, run_id=run_id, label=label)
 
     def seal_journal(self, run_id: str, seq: int) -> None:
         self.session.flush()
-        table = _table(JournalEntry)
+        table = model_table(JournalEntry)
         row = self.session.execute(
-            _rows(table).where(table.c.run_id == run_id, table.c.seq == seq)
+            raw_rows(table).where(table.c.run_id == run_id, table.c.seq == seq)
         ).first()
         if row is None:
             return
         content = dict(row._mapping)
         plan = self.session.scalar(select(DrillRun.plan).where(DrillRun.id == run_id)) or ""
         # Written anew (a new entry, a new state, a new updated_at): always a new link.
-        label = f"{content.get('step')} {content.get('target')}: {_plain(content.get('state'))}"
+        label = f"{content.get('step')} {content.get('target')}: {json_value(content.get('state'))}"
         digest = record_digest(content)
         self.append(plan, "journal", journal_key(run_id, seq), digest, run_id=run_id, label=label)
 
     def seal_row(self, model: type[ReadinessSnapshot] | type[AuditEvent], row_id: int) -> None:
         """A readiness snapshot or an audit event, just written (never written again)."""
         self.session.flush()
-        table = _table(model)
-        row = self.session.execute(_rows(table).where(table.c.id == row_id)).first()
+        table = model_table(model)
+        row = self.session.execute(raw_rows(table).where(table.c.id == row_id)).first()
         if row is None:
             return
         content = dict(row._mapping)
@@ -290,8 +291,8 @@ def row_digests(
     session: Session, model: type[ReadinessSnapshot] | type[AuditEvent], ids: list[int]
 ) -> list[tuple[str, str]]:
     """(key, content hash) of some rows, hashed as ``Sealer.seal_row`` hashes them."""
-    table = _table(model)
-    rows = session.execute(_rows(table).where(table.c.id.in_(ids)))
+    table = model_table(model)
+    rows = session.execute(raw_rows(table).where(table.c.id.in_(ids)))
     return [(str(r.id), record_digest(dict(r._mapping))) for r in rows]
 
 
@@ -335,495 +336,21 @@ def _seal_old_run(sealer: Sealer, run_id: str) -> int:
     return count + 1
 
 
-# -- the report ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ChainProblem:
-    """The first place where the store differs from its chain."""
-
-    plan: str
-    kind: str  # run | step | journal | readiness | audit | chain (a link itself)
-    key: str  # run id, RUN/PHASE.STEP, RUN/SEQ, snapshot or audit id, or the link's seq
-    what: str  # changed | removed | inserted | unchained
-    detail: str
-    seq: int | None = None  # the link of the chain where it shows
-    label: str = ""
-
-    def describe(self) -> str:
-        where = f" ({self.label})" if self.label else ""
-        at = f" at link {self.seq}" if self.seq is not None else ""
-        return f"{self.plan}: {self.kind} {self.key}{where} {self.what}{at}: {self.detail}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "plan": self.plan, "kind": self.kind, "key": self.key, "what": self.what,
-            "detail": self.detail, "seq": self.seq, "label": self.label,
-        }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class PlanChain:
-    plan: str
-    links: int
-    records: int  # records checked against their newest link
-    pre_chain: int  # links sealed when the store was upgraded
-    open_runs: int  # runs not finished yet: not sealed, not judged
-    head_sha256: str
-    pruned: int = 0  # sealed records removed by a prune, consistent with their links
-
-
-@dataclass(frozen=True)
-class ChainReport:
-    plans: tuple[PlanChain, ...]
-    problems: tuple[ChainProblem, ...]  # in chain order, the first first
-    chain_since: dt.datetime | None = None  # when the store got its chain
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    @property
-    def first_problem(self) -> ChainProblem | None:
-        return self.problems[0] if self.problems else None
-
-    @property
-    def pre_chain(self) -> int:
-        return sum(p.pre_chain for p in self.plans)
-
-    @property
-    def open_runs(self) -> int:
-        return sum(p.open_runs for p in self.plans)
-
-    @property
-    def links(self) -> int:
-        return sum(p.links for p in self.plans)
-
-    @property
-    def pruned(self) -> int:
-        return sum(p.pruned for p in self.plans)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "chain_since": self.chain_since.isoformat() if self.chain_since else None,
-            "links": self.links,
-            "pre_chain": self.pre_chain,
-            "open_runs": self.open_runs,
-            "pruned": self.pruned,
-            "plans": [vars(p) for p in self.plans],
-            "first_problem": self.first_problem.to_json() if self.first_problem else None,
-            "problems": [p.to_json() for p in self.problems],
-        }
-
-
-@dataclass(frozen=True)
-class ChainLink:
-    """One link as an evidence pack's manifest lists it."""
-
-    plan: str
-    seq: int
-    kind: str
-    key: str
-    label: str
-    content_sha256: str
-    prev_sha256: str
-    entry_sha256: str
-    pre_chain: bool
-    chained_at: dt.datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: _plain(v) for k, v in vars(self).items()}
-
-
-def run_evidence(store: Any, run_id: str) -> list[ChainLink]:
-    """A run's links (the run, its steps, its journal), in chain order. ``store`` is a
-    HistoryStore (not imported here: history imports this module)."""
-    with store.session() as s:
-        rows = s.scalars(
-            select(EvidenceEntry).where(EvidenceEntry.run_id == run_id).order_by(EvidenceEntry.seq)
-        ).all()
-        return [_link(e) for e in rows]
-
-
-def _link(e: EvidenceEntry) -> ChainLink:
-    return ChainLink(
-        e.plan, e.seq, e.kind, e.record_key, e.label, e.content_sha256, e.prev_sha256,
-        e.entry_sha256, e.pre_chain, e.chained_at,
-    )  # fmt: skip
-
-
-# -- verifying ----------------------------------------------------------------------------
-@dataclass
-class _Live:
-    """One record as the live tables hold it now."""
-
-    kind: str
-    key: str
-    sha256: str
-    label: str
-    order: tuple[Any, ...]  # where it sorts among records of its kind and scope
-    scope: str  # plan for runs/readiness/audit, run id for steps/journal
-
-
-@dataclass
-class _PlanState:
-    plan: str
-    live: dict[tuple[str, str], _Live] = field(default_factory=dict)
-    open_runs: int = 0
-    # (kind, key) -> (content hash when pruned, the prune link's seq)
-    pruned: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
-    batches: dict[int, list[tuple[str, str, str]]] = field(default_factory=dict)
-
-
-def verify_store(store: Any) -> ChainReport:
-    """Walk every plan's chain against the live tables, in one consistent read.
-
-    ``store`` is a HistoryStore. The report is ``ok`` when every link is in place and
-    every sealed record still holds what was sealed, with no final record left unsealed.
-    """
-    with _snapshot(store.engine) as conn:
-        since = chain_since(conn)
-        states = _live_records(conn)
-        links = _links(conn)
-    plans = sorted(set(states) | set(links))
-    summaries, problems = [], []
-    for plan in plans:
-        state = states.get(plan) or _PlanState(plan)
-        chain = links.get(plan, [])
-        summaries.append(_summary(state, chain))
-        problems.extend(_plan_problems(state, chain))
-    problems.sort(key=lambda pair: pair[0])
-    return ChainReport(tuple(summaries), tuple(p for _, p in problems), since)
-
-
-class _snapshot:  # noqa: N801 - a context manager, named as one is used
-    """A connection whose reads all see one moment: a drill may be writing meanwhile."""
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-        self.conn: Connection | None = None
-
-    def __enter__(self) -> Connection:
-        if self.engine.dialect.name == "sqlite":
-            self.conn = self.engine.connect()
-            self.conn.exec_driver_sql("BEGIN")  # pysqlite starts none for reads
-        else:
-            self.conn = self.engine.connect().execution_options(isolation_level="REPEATABLE READ")
-        return self.conn
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.conn is not None
-        self.conn.rollback()
-        self.conn.close()
-
-
-def _links(conn: Connection) -> dict[str, list[EvidenceEntry]]:
-    table = _table(EvidenceEntry)
-    chains: dict[str, list[EvidenceEntry]] = {}
-    rows = conn.execute(select(table).order_by(table.c.plan, table.c.seq))
-    for row in rows:
-        entry = EvidenceEntry(**dict(row._mapping))
-        chains.setdefault(entry.plan, []).append(entry)
-    return chains
-
-
-def _live_records(conn: Connection) -> dict[str, _PlanState]:
-    states: dict[str, _PlanState] = {}
-
-    def state(plan: str) -> _PlanState:
-        return states.setdefault(plan, _PlanState(plan))
-
-    plan_of: dict[str, str] = {}
-    for run in _stream(conn, DrillRun):
-        plan_of[run["id"]] = run["plan"]
-        _add_run(state(run["plan"]), run)
-    for entry in _stream(conn, JournalEntry):
-        run_id, seq = entry["run_id"], entry["seq"]
-        live = _Live(
-            "journal", journal_key(run_id, seq), record_digest(entry),
-            f"{entry.get('step')} {entry.get('target')}", (seq,), run_id,
-        )  # fmt: skip
-        state(plan_of.get(run_id, "")).live[("journal", live.key)] = live
-    for model, kind in ((ReadinessSnapshot, "readiness"), (AuditEvent, "audit")):
-        for row in _stream(conn, model):
-            plan = row.get("plan") or ""
-            live = _Live(kind, str(row["id"]), record_digest(row), kind, (row["id"],), plan)
-            state(plan).live[(kind, live.key)] = live
-    for gone in _stream(conn, PrunedRecord):
-        found = state(gone["plan"])
-        kind, key, sha, seq = (
-            gone["kind"],
-            gone["record_key"],
-            gone["content_sha256"],
-            gone["prune_seq"],
-        )
-        found.pruned[(kind, key)] = (sha, seq)
-        found.batches.setdefault(seq, []).append((kind, key, sha))
-    return states
-
-
-def _stream(conn: Connection, model: type[Any]) -> Iterator[dict[str, Any]]:
-    result = conn.execution_options(yield_per=500).execute(_rows(_table(model)))
-    for row in result:
-        yield dict(row._mapping)
-
-
-def _add_run(state: _PlanState, run: dict[str, Any]) -> None:
-    run_id = run["id"]
-    for step in step_digests(run_id, run.get("timeline")):
-        state.live[("step", step.key)] = _Live(
-            "step", step.key, step.sha256, step.label, step.position, run_id
-        )
-    label = f"{_plain(run.get('mode'))} run, {_plain(run.get('status'))}"
-    started = _plain(run.get("started_at")) or ""
-    live = _Live("run", run_id, record_digest(run), label, (started, run_id), state.plan)
-    if run.get("finished_at") is None:
-        state.open_runs += 1
-        live.order = ("open",)  # judged only if it was sealed once
-    state.live[("run", run_id)] = live
-
-
-def _summary(state: _PlanState, chain: list[EvidenceEntry]) -> PlanChain:
-    keys = {(e.kind, e.record_key) for e in chain}
-    return PlanChain(
-        plan=state.plan,
-        links=len(chain),
-        records=len(keys),
-        pre_chain=sum(1 for e in chain if e.pre_chain),
-        open_runs=state.open_runs,
-        head_sha256=chain[-1].entry_sha256 if chain else GENESIS,
-        pruned=len(state.pruned),
-    )
-
-
-# (0 for the chain's own links, else 1; the link where it shows; order within it)
-Ranked = tuple[tuple[int, float, int], ChainProblem]
-
-
-def _plan_problems(state: _PlanState, chain: list[EvidenceEntry]) -> list[Ranked]:
-    problems = _link_problems(state.plan, chain)
-    problems.extend(_prune_problems(state, chain))
-    newest: dict[tuple[str, str], EvidenceEntry] = {}
-    for entry in chain:
-        if entry.kind != "prune":
-            newest[(entry.kind, entry.record_key)] = entry
-    problems.extend(_content_problems(state, newest))
-    problems.extend(_unsealed_problems(state, newest))
-    return problems
-
-
-def _link_problems(plan: str, chain: list[EvidenceEntry]) -> list[Ranked]:
-    """The chain itself: seqs 1, 2, 3…, each link naming the hash of the one before."""
-    found: list[Ranked] = []
-    prev = GENESIS
-    for expected, e in enumerate(chain, start=1):
-        problem = None
-        if e.seq != expected:
-            what = "removed" if e.seq > expected else "inserted"
-            problem = ChainProblem(
-                plan, "chain", str(expected), what,
-                f"link {expected} expected, link {e.seq} found", e.seq, e.label,
-            )  # fmt: skip
-        elif e.prev_sha256 != prev:
-            problem = ChainProblem(
-                plan, "chain", str(e.seq), "inserted",
-                "the link does not follow the one before it (prev hash differs)", e.seq, e.label,
-            )  # fmt: skip
-        elif e.entry_sha256 != entry_digest(
-            e.prev_sha256, e.plan, e.seq, e.kind, e.record_key, e.content_sha256, e.pre_chain
-        ):
-            problem = ChainProblem(
-                plan, "chain", str(e.seq), "changed", "the link's own hash differs", e.seq, e.label
-            )
-        if problem is not None:
-            found.append(((0, e.seq, 0), problem))
-            return found  # everything after a broken link is unproven anyway
-        prev = e.entry_sha256
-    return found
-
-
-def _content_problems(
-    state: _PlanState, newest: dict[tuple[str, str], EvidenceEntry]
-) -> list[Ranked]:
-    found: list[Ranked] = []
-    sealed_steps: dict[str, list[EvidenceEntry]] = {}
-    for (kind, key), entry in newest.items():
-        if kind == "step":
-            sealed_steps.setdefault(entry.run_id or key.rsplit("/", 1)[0], []).append(entry)
-            continue
-        live = state.live.get((kind, key))
-        if live is None and (kind, key) in state.pruned:
-            gone = _pruned_problem(state, entry)
-            if gone is not None:
-                found.append(((1, entry.seq, 1), gone))
-        elif live is None:
-            problem = _problem(state.plan, entry, "removed", "sealed, now gone")
-            found.append(((1, entry.seq, 1), problem))
-        elif live.sha256 != entry.content_sha256:
-            problem = _problem(state.plan, entry, "changed", _changed(entry))
-            found.append(((1, entry.seq, 1), problem))
-    live_steps: dict[str, dict[str, _Live]] = {}
-    for live in state.live.values():
-        if live.kind == "step":
-            live_steps.setdefault(live.scope, {})[live.key] = live
-    for run_id, sealed in sealed_steps.items():
-        found.extend(_step_problems(state.plan, sealed, live_steps.get(run_id, {})))
-    return found
-
-
-def _prune_problems(state: _PlanState, chain: list[EvidenceEntry]) -> list[Ranked]:
-    """Each prune link against the batch it covers; a batch with no link was slipped in."""
-    found: list[Ranked] = []
-    linked = set()
-    for entry in chain:
-        if entry.kind != "prune":
-            continue
-        linked.add(entry.seq)
-        if prune_digest(state.batches.get(entry.seq, ())) != entry.content_sha256:
-            detail = "the records listed as pruned differ from those the prune sealed"
-            found.append(((1, entry.seq, 0), _problem(state.plan, entry, "changed", detail)))
-    for seq in sorted(set(state.batches) - linked):
-        kind, key, _ = state.batches[seq][0]
-        problem = ChainProblem(
-            state.plan, kind, key, "removed",
-            f"listed as pruned by link {seq}, which is no prune of the chain", seq,
-        )  # fmt: skip
-        found.append(((1, seq, 0), problem))
-    return found
-
-
-def _pruned_problem(state: _PlanState, entry: EvidenceEntry) -> ChainProblem | None:
-    """None when the record was pruned after it was sealed, holding what was sealed."""
-    sha, prune_seq = state.pruned[(entry.kind, entry.record_key)]
-    if prune_seq < entry.seq:
-        return _problem(state.plan, entry, "removed", "sealed after the prune that lists it")
-    if sha != entry.content_sha256:
-        return _problem(state.plan, entry, "changed", "pruned, but " + _changed(entry))
-    return None
-
-
-def _problem(plan: str, entry: EvidenceEntry, what: str, detail: str) -> ChainProblem:
-    return ChainProblem(plan, entry.kind, entry.record_key, what, detail, entry.seq, entry.label)
-
-
-def _changed(entry: EvidenceEntry) -> str:
-    since = "at the store's upgrade" if entry.pre_chain else "when sealed"
-    return (
-        f"content differs from {since} {entry.chained_at.isoformat()} "
-        f"(sealed sha256 {entry.content_sha256[:12]}…)"
-    )
-
-
-def _step_problems(plan: str, sealed: list[EvidenceEntry], live: dict[str, _Live]) -> list[Ranked]:
-    """A run's steps in timeline order: a step deleted shifts those after it, so tell a
-    removal or an insertion from a change by where the sealed contents went."""
-    sealed = sorted(sealed, key=lambda e: _position(e.record_key))
-    sealed_shas = {e.content_sha256 for e in sealed}
-    live_shas = {lv.sha256 for lv in live.values()}
-    for entry in sealed:
-        now = live.get(entry.record_key)
-        if now is not None and now.sha256 == entry.content_sha256:
-            continue
-        if now is None or (entry.content_sha256 not in live_shas and now.sha256 in sealed_shas):
-            return [((1, entry.seq, 1), _problem(plan, entry, "removed", "sealed, now gone"))]
-        if entry.content_sha256 in live_shas and now.sha256 not in sealed_shas:
-            detail = f"a step not in the chain stands here: {now.label}"
-            return [((1, entry.seq, 1), _problem(plan, entry, "inserted", detail))]
-        return [((1, entry.seq, 1), _problem(plan, entry, "changed", _changed(entry)))]
-    return []
-
-
-def _position(key: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in key.rsplit("/", 1)[1].split("."))
-
-
-def _unsealed_problems(
-    state: _PlanState, newest: dict[tuple[str, str], EvidenceEntry]
-) -> list[Ranked]:
-    """Final records with no link: inserted when sealed records of their kind and scope
-    sort after them, unchained when they come after all of them."""
-    found: list[Ranked] = []
-    index = _Later(state, newest)
-    for (kind, key), live in state.live.items():
-        if (kind, key) in newest or live.order == ("open",):
-            continue
-        later = index.first_after(kind, live.scope, live.order)
-        if later is not None:
-            problem = ChainProblem(
-                state.plan, kind, key, "inserted",
-                "not in the chain, among records that are", later, live.label,
-            )  # fmt: skip
-            found.append(((1, later, 0), problem))
-        else:
-            problem = ChainProblem(
-                state.plan, kind, key, "unchained", "final, but not in the chain", None,
-                live.label,
-            )  # fmt: skip
-            found.append(((1, float("inf"), 0), problem))
-    return found
-
-
-class _Later:
-    """For a record's place among sealed ones of its kind and scope: the lowest link seq
-    of those that sort after it (bisection over each group, sorted once)."""
-
-    def __init__(self, state: _PlanState, newest: dict[tuple[str, str], EvidenceEntry]) -> None:
-        groups: dict[tuple[str, str], list[tuple[tuple[Any, ...], int]]] = {}
-        for (kind, _), entry in newest.items():
-            order = _order(state, entry)
-            if order is not None:
-                groups.setdefault((kind, _scope(entry, state.plan)), []).append((order, entry.seq))
-        self._orders: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
-        self._min_seq_from: dict[tuple[str, str], list[int]] = {}
-        for group, items in groups.items():
-            items.sort(key=lambda item: item[0])
-            suffix = [seq for _, seq in items]
-            for i in range(len(suffix) - 2, -1, -1):
-                suffix[i] = min(suffix[i], suffix[i + 1])
-            self._orders[group] = [order for order, _ in items]
-            self._min_seq_from[group] = suffix
-
-    def first_after(self, kind: str, scope: str, order: tuple[Any, ...]) -> int | None:
-        orders = self._orders.get((kind, scope))
-        if not orders:
-            return None
-        i = bisect.bisect_right(orders, order)
-        return self._min_seq_from[(kind, scope)][i] if i < len(orders) else None
-
-
-def _scope(entry: EvidenceEntry, plan: str) -> str:
-    return entry.run_id if entry.kind in ("step", "journal") and entry.run_id else plan
-
-
-def _order(state: _PlanState, entry: EvidenceEntry) -> tuple[Any, ...] | None:
-    live = state.live.get((entry.kind, entry.record_key))
-    if live is not None and live.order != ("open",):
-        return live.order
-    if entry.kind == "step":
-        return _position(entry.record_key)
-    if entry.kind == "journal":
-        return (int(entry.record_key.rsplit("/", 1)[1]),)
-    if entry.kind in ("readiness", "audit"):
-        return (int(entry.record_key),)
-    return None
-
-
 __all__ = [
     "GENESIS",
     "KINDS",
-    "ChainLink",
-    "ChainProblem",
-    "ChainReport",
-    "PlanChain",
     "Sealer",
     "StepDigest",
     "canonical_json",
     "chain_since",
     "entry_digest",
+    "journal_key",
+    "json_value",
+    "model_table",
     "prune_digest",
+    "raw_rows",
     "record_digest",
     "row_digests",
-    "run_evidence",
     "step_digests",
     "upgrade",
-    "verify_store",
 ]

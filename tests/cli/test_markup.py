@@ -75,7 +75,7 @@ def test_readiness_keeps_its_own_colours(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_serve_failures_print_outside_text_literally(monkeypatch: pytest.MonkeyPatch) -> None:
     out = capture(monkeypatch, serve_cmd, "err")
-    assert isinstance(serve_cmd._fail(f"run ended Failed: {MARKUP}"), typer.Exit)
+    assert isinstance(serve_cmd.fail(f"run ended Failed: {MARKUP}"), typer.Exit)
     assert f"run ended Failed: {MARKUP}" in out.getvalue()
 
 

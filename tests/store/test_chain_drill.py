@@ -11,7 +11,7 @@ import pytest
 
 from drills.checks.readiness import run_readiness
 from drills.lab.runtime import LabInfo
-from drills.store.chain import run_evidence, verify_store
+from drills.store.chain_verify import run_evidence, verify_store
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest
 from tests.support.drill import lab_plan

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, update
 
-from drills.store import chain
+from drills.store import chain_verify
 from drills.store.history import HistoryStore
 from drills.store.models import (
     AuditEvent,
@@ -140,13 +140,13 @@ def test_tampering_with_pruned_records_shows(history: HistoryStore) -> None:
     from drills.store.prune import prune_readiness
 
     prune_readiness(history, dt.timedelta(days=180), dry_run=False)
-    assert chain.verify_store(history).ok
+    assert chain_verify.verify_store(history).ok
     with history.session() as s:
         victim = s.scalars(select(PrunedRecord).limit(1)).one()
         s.execute(
             update(PrunedRecord).where(PrunedRecord.id == victim.id).values(content_sha256="0" * 64)
         )
-    report = chain.verify_store(history)
+    report = chain_verify.verify_store(history)
     found = {(p.kind, p.key, p.what) for p in report.problems}
     assert ("prune", found and next(k for kd, k, _ in found if kd == "prune"), "changed") in found
     assert ("readiness", victim.record_key, "changed") in found  # its hash is not the sealed one
@@ -160,7 +160,7 @@ def test_a_kept_snapshot_removed_is_still_tampering(history: HistoryStore) -> No
     with history.session() as s:
         oldest = s.scalars(select(ReadinessSnapshot).order_by(ReadinessSnapshot.id).limit(1)).one()
         s.delete(oldest)
-    report = chain.verify_store(history)
+    report = chain_verify.verify_store(history)
     assert report.first_problem is not None
     assert (report.first_problem.kind, report.first_problem.what) == ("readiness", "removed")
 
@@ -179,7 +179,7 @@ def test_scheduled_prune_runs_once_a_day(history: HistoryStore) -> None:
     assert prune_if_due(history, dt.timedelta(days=180), now=NOW + dt.timedelta(hours=23)) is None
     again = prune_if_due(history, dt.timedelta(days=180), now=NOW + dt.timedelta(hours=25))
     assert again is not None and again.total_removed <= 5  # only the day that aged past it
-    assert chain.verify_store(history).ok
+    assert chain_verify.verify_store(history).ok
 
 
 def test_a_failed_scheduled_prune_is_tried_again_and_one_caller_takes_the_day(
