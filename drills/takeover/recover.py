@@ -160,9 +160,16 @@ def recover(
 ) -> RecoverReport:
     """Recover ``run``; in incident mode ``action`` None only reports."""
     journal = Journal(history, run.id)
-    action = _choose(run, action, journal)
     if action == "fail-back" and not (operator.strip() and reason.strip()):
         raise RecoverError("--fail-back abandons an incident: name the --operator and a --reason")
+    try:
+        action = _choose(run, action, journal)
+    except RunRefused as refused:  # an abandon refused is audited as one that ran
+        history.audit(
+            who=operator, action=AUDIT_FAIL_BACK, plan=plan.name, accepted=False,
+            reason=reason, detail={"run_id": run.id, "refused": str(refused)},
+        )  # fmt: skip
+        raise
     # The lease keeps a new drill (or a second recover) off the plan meanwhile; a crashed
     # holder on this host is taken over at once, one elsewhere once its lease expires.
     # The targets the run touched are leased too: another plan's takeover stays off them

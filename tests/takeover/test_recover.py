@@ -266,6 +266,10 @@ def test_recover_fail_back_is_refused_once_an_incident_switched_dns(
         assert snapshot(plan) == at_dr  # nothing undone
         stored = history.get_run(run_id)
         assert stored is not None and stored.details.recover == []
+        with history.session() as s:
+            (event,) = s.query(AuditEvent).filter(AuditEvent.action == "recover-fail-back").all()
+            assert event.who == "alice" and not event.accepted
+            assert "switched DNS to DR" in event.detail["refused"]
 
         done = CliRunner().invoke(app, ["recover", run_id, "--complete", "--db", db])
         assert done.exit_code == 0, done.output
