@@ -84,7 +84,7 @@ def recover_cmd(
             "undo its journal in the safe order (DNS back, DR to standby, the primary "
             "reopened) and close it. Refused (exit 3) once its DNS switch was made or a "
             "recover completed it: DR may hold writes, so --complete, then `drills run PLAN "
-            "--mode failback`. Audited: needs --operator and --reason.",
+            "--mode failback`. Audited: needs --reason (--operator defaults to the login name).",
         ),
     ] = False,
     operator: Annotated[
