@@ -81,6 +81,9 @@ def reverse_sync(
 def _written_since(store: ObjectStore, ds: Dataset, since: dt.datetime | None) -> tuple[int, int]:
     if since is None:
         return 0, 0
+    # S3 gives LastModified in whole seconds: an object written in T0's own second is
+    # listed as older than T0, so the second T0 falls in counts whole.
+    since = since.replace(microsecond=0)
     count = size = 0
     listing = store.objects(ds.primary_bucket, ds.prefix)
     try:

@@ -444,3 +444,26 @@ def test_delete_that_propagated_to_dr_fails(
         ("p/replicated-delete", "delete marker"),
     ]
     assert "DeleteMarkerReplication" in result.remediation
+
+
+def test_an_object_written_at_dr_in_the_second_of_t0_counts_as_written_since(
+    moto_server: MotoServer, pair: tuple[str, str]
+) -> None:
+    """S3 lists LastModified in whole seconds: an object written 0.3 s after T0, in the
+    same second, is listed as before T0; the failback's count of DR writes keeps it."""
+    from drills.checks.wayback import reverse_sync
+    from drills.plan.reverse import reversed_plan
+
+    put(pair[1], "p/at-dr.bin", b"written at DR")
+    plan = plan_over(moto_server.url, dataset(*pair))
+    reverse = reversed_plan(plan)
+    with Targets(reverse, reverse=True) as targets:
+        listed = next(iter(targets.primary.objects.objects(pair[1], "p/")))
+        assert listed.last_modified.microsecond == 0  # as S3 lists it
+        t0 = listed.last_modified + dt.timedelta(microseconds=700_000)
+        now = t0 + dt.timedelta(seconds=1)
+        row = reverse_sync(targets, reverse.datasets[0], since=t0, now=now)
+        assert row.written_at_dr == 1 and row.bytes_written_at_dr == len(b"written at DR")
+        later = reverse_sync(targets, reverse.datasets[0], since=t0 + dt.timedelta(seconds=1),
+                             now=now)  # fmt: skip
+        assert later.written_at_dr == 0  # a second later than its write: not since
