@@ -166,7 +166,23 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from drills import __version__
+
+        typer.echo(f"drills {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the version of drills and exit.",
+    ),
+) -> None:
     # A callback makes Typer build a group even before any command is registered eagerly.
     pass
