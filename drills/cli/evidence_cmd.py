@@ -124,14 +124,13 @@ def _print_verification(pack: Path, result: Verification, allow_unsigned: bool) 
     if not result.signed:
         err.print(Text(f"! {pack} is UNSIGNED: its files match its statement, but nothing "
                        "proves who made it", style="yellow"))  # fmt: skip
-        return result.files_ok and allow_unsigned
-    if result.signature_ok is None:
-        err.print(Text(f"✗ signature: not checked; give --public-key (pack signed by key "
-                       f"{result.keyid})", style="red"))  # fmt: skip
-        return False
-    if result.signature_ok:
+    elif result.signature_ok is None:
+        err.print(Text(f"✗ signature: not checked; give --public-key (pack labelled as signed "
+                       f"by key {result.keyid})", style="red"))  # fmt: skip
+    elif result.signature_ok:
+        # The id computed from the key that verified; a different label is a problem above.
         console.print(Text(f"✓ signature holds: key {result.keyid}"))
-    return result.files_ok and bool(result.signature_ok)
+    return result.ok(allow_unsigned)
 
 
 def _verify_db(db: str, as_json: bool) -> None:
@@ -170,7 +169,11 @@ def verify(
     ] = None,
     allow_unsigned: Annotated[
         bool,
-        typer.Option("--allow-unsigned", help="Exit 0 for an unsigned pack whose files match."),
+        typer.Option(
+            "--allow-unsigned",
+            help="Exit 0 for an unsigned pack whose files match; ignored with --public-key "
+            "(a key given asks for a signature by it).",
+        ),
     ] = False,
     db: Annotated[
         str | None,
@@ -184,8 +187,11 @@ def verify(
 ) -> None:
     """Verify a pack with no database and no network: every file against the signed statement,
     and the signature against --public-key. Exit 0 when all hold; 1 naming each file or the
-    signature that does not (an unsigned pack is 1 unless --allow-unsigned); 2 bad input.
-    With --db, verify the history store's tamper-evident chain instead."""
+    signature that does not (an unsigned pack is 1 unless --allow-unsigned and no key is
+    given; a key id label that is not the verifying key's is 1); 2 bad input. The pack and
+    the key must be regular files; a pack's members are bounded in size and inflation
+    ratio, so a zip bomb is refused unread. With --db, verify the history store's
+    tamper-evident chain instead."""
     from drills.evidence.keys import SigningKeyError, load_verifier
     from drills.evidence.pack import verify as verify_pack
 
@@ -201,10 +207,11 @@ def verify(
         raise _fail(str(exc), EXIT_INVALID) from None
     result = verify_pack(pack, verifier)
     if as_json:
-        ok = result.files_ok and bool(result.signature_ok or (not result.signed and allow_unsigned))
+        ok = result.ok(allow_unsigned)
         typer.echo(json.dumps({
             "ok": ok, "signed": result.signed, "signature_ok": result.signature_ok,
-            "keyid": result.keyid, "run_id": result.run_id, "problems": result.problems,
+            "keyid": result.keyid, "keyid_label": result.keyid_label, "run_id": result.run_id,
+            "problems": result.problems,
         }, indent=2))  # fmt: skip
     else:
         ok = _print_verification(pack, result, allow_unsigned)
