@@ -17,6 +17,7 @@ from drills.cli.common import EXIT_FAILED, EXIT_INVALID, DbUrl, open_history
 from drills.cli.console import err_console, out_console
 
 if TYPE_CHECKING:
+    from drills.evidence.coverage import UnreadablePlan
     from drills.evidence.pack import Verification
 
 evidence_app = typer.Typer(
@@ -219,21 +220,26 @@ def verify(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _plan_names(plans: str | None) -> list[str]:
+def _plan_names(plans: str | None) -> tuple[list[str], list[UnreadablePlan]]:
+    """The names of the plans configured, and the plan files that cannot be read."""
     from drills.errors import PlanError
+    from drills.evidence.coverage import UnreadablePlan
     from drills.lab.control import DEFAULT_STATE_DIR
     from drills.plan import load_plan
     from drills.plan.discovery import default_plan_patterns, plan_paths
 
     lab_plan = DEFAULT_STATE_DIR / "plan.yaml"
     defaults = default_plan_patterns(lab_plan)
-    names = []
+    names, unreadable = [], []
     for path in plan_paths(plans, defaults):
         try:
             names.append(load_plan(path).name)
-        except (PlanError, OSError):
-            err.print(Text(f"! {path}: not a valid plan; left out of the coverage", style="yellow"))
-    return names
+        except (PlanError, OSError) as exc:
+            # One line: the file and what is wrong; its plan's coverage is then unknown.
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            unreadable.append(UnreadablePlan(str(path), first))
+            err.print(Text(f"✗ {path}: cannot be read as a plan: {first}", style="red"))
+    return names, unreadable
 
 
 @evidence_app.command("coverage")
@@ -265,8 +271,10 @@ def coverage_cmd(
 ) -> None:
     """Per plan over the period: drilled or not and when last, failback drilled (a drill whose
     failback phase succeeded), incidents, open findings, whether the history's chain verifies;
-    headed by one line a compliance officer can read. Exit 0 when every plan was drilled in
-    the period, 1 when one was not (or the chain does not verify), 2 bad input."""
+    headed by one line a compliance officer can read. A plan file that cannot be read is a
+    finding: counted in the headline, listed, and exit 1. Exit 0 when every plan was drilled
+    in the period, 1 when one was not (or a plan file cannot be read, or the chain does not
+    verify), 2 bad input."""
     from drills.evidence.coverage import Period, coverage, coverage_markdown
     from drills.evidence.history_chain import chain_status
     from drills.evidence.render import RenderError, to_html, to_pdf
@@ -279,7 +287,8 @@ def coverage_cmd(
         span = Period.parse(period)
     except ValueError as exc:
         raise _fail(str(exc), EXIT_INVALID) from None
-    report = coverage(open_history(db), _plan_names(plans), span, chain=chain_status)
+    names, unreadable = _plan_names(plans)
+    report = coverage(open_history(db), names, span, chain=chain_status, unreadable=unreadable)
     text = coverage_markdown(report)
     data: bytes
     if fmt == "json":
@@ -296,5 +305,5 @@ def coverage_cmd(
     else:
         out.write_bytes(data)
         err.print(Text(report.headline()))
-    if report.undrilled or not report.chain.verifies:
+    if not report.complete:
         raise typer.Exit(EXIT_FAILED)
