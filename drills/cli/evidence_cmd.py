@@ -55,7 +55,8 @@ def keygen(
     ] = False,
 ) -> None:
     """Write an Ed25519 key pair: DIR/signing.key (mode 0600) and DIR/signing.pub. Exit 0, or 1
-    when a key is already there (without --force)."""
+    when a key is already there (without --force); anything at either name counts, a symbolic
+    link too, and --force replaces the link itself: the key is never written through one."""
     from drills.evidence.keys import keygen as make_pair
 
     try:
