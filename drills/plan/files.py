@@ -1,6 +1,7 @@
-"""Reading the small files a plan names (the plan itself, kubeconfigs, secret files) safely.
+"""Reading the files a user names (a plan, kubeconfigs, secret files, evidence packs and
+public keys) safely.
 
-A path in a plan is input like any other: it may name a FIFO (an open for reading
+A path given is input like any other: it may name a FIFO (an open for reading
 blocks until a writer comes, which may be never), ``/dev/zero`` (endless), or a
 huge file. So the file is opened non-blocking, checked to be a regular file on
 the open descriptor (no race with a rename), and read up to a limit.
@@ -10,9 +11,12 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["FileRefusedError", "read_regular_file"]
+__all__ = ["FileRefusedError", "open_regular_file", "read_regular_file"]
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -45,8 +49,10 @@ def _open_flags() -> int:
     return os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
-def read_regular_file(path: Path, limit: int) -> bytes:
-    """The bytes of the regular file at ``path``, at most ``limit`` of them.
+@contextmanager
+def open_regular_file(path: Path, limit: int) -> Iterator[BinaryIO]:
+    """The regular file at ``path``, open for (blocking) binary reads, if it holds at most
+    ``limit`` bytes; for a file read in pieces, as a zip is.
 
     Raises :class:`FileRefusedError` for anything else (FIFO, device, socket, directory,
     a file over ``limit``), and the usual ``OSError`` subclasses (FileNotFoundError,
@@ -65,16 +71,25 @@ def read_regular_file(path: Path, limit: int) -> bytes:
         if info.st_size > limit:
             raise FileRefusedError(path, f"is larger than {_size(limit)}")
         os.set_blocking(fd, True)  # a regular file: blocking reads are the normal kind
-        chunks = []
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as stream:
+        yield stream
+
+
+def read_regular_file(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``limit`` of them; refused as
+    :func:`open_regular_file` refuses."""
+    chunks = []
+    with open_regular_file(path, limit) as stream:
         remaining = limit + 1  # one byte more: a file that grew since fstat is caught too
         while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
+            chunk = stream.read(min(remaining, 1 << 20))
             if not chunk:
                 break
             chunks.append(chunk)
             remaining -= len(chunk)
-    finally:
-        os.close(fd)
     data = b"".join(chunks)
     if len(data) > limit:
         raise FileRefusedError(path, f"is larger than {_size(limit)}")
