@@ -36,7 +36,9 @@ DbUrl = Annotated[
     typer.Option(
         "--db",
         envvar="DRILLS_DB_URL",
-        help="SQLAlchemy URL of the history store (default sqlite:///.drills/history.db).",
+        help="The history store: sqlite:///PATH or postgresql+psycopg://USER@HOST/DB (default "
+        "sqlite:///.drills/history.db). One it cannot open is one line: exit 2 for a URL it "
+        "cannot use, 1 for a store that does not answer.",
         show_default=False,
     ),
 ]
