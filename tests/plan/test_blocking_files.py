@@ -1,8 +1,9 @@
 """Files whose read blocks: a FIFO with no writer, and /proc/kmsg, a "regular file" that
 waits for the next kernel message. Given as the plan, as a `file:` secret or as a
-kubeconfig, each once hung `plan validate` and `readiness` for ever. One bounded reader
-reads every file a plan names: kernel file systems are refused unread, and a read has a
-deadline. Each answer is one clear line within seconds.
+kubeconfig (or as a file the kubeconfig names), each once hung `plan validate` and
+`readiness` for ever. One bounded reader reads every file a plan names: kernel file
+systems are refused unread, and a read has a deadline. Each answer is one clear line
+within seconds.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from drills.plan.files import KERNEL_FILE_SYSTEMS, FileRefusedError, call_within, read_regular_file
+from drills.plan.kubeconfig import KubeconfigError, load_kubeconfig
 from tests.support.drill import offline_lab_plan_data
 
 # Each command must answer well within this; the hang it guards against never ends.
@@ -137,3 +139,28 @@ def test_an_ordinary_file_is_still_read(tmp_path: Path) -> None:
     assert read_regular_file(path, 1024) == b"value\n"
     with pytest.raises(FileRefusedError, match="is larger than 4 bytes"):
         read_regular_file(path, 4)
+
+
+@pytest.mark.parametrize("field", ["certificate-authority", "client-key", "tokenFile"])
+@pytest.mark.parametrize("blocking", ["fifo", "/proc/kmsg"])
+def test_a_file_the_kubeconfig_names(tmp_path: Path, fifo: Path, field: str, blocking: str) -> None:
+    """The Kubernetes client reads these itself: each is read first, bounded."""
+    path, says = (fifo, FIFO_REASON) if blocking == "fifo" else (Path(blocking), KERNEL_REASON)
+    kind = "cluster" if field == "certificate-authority" else "user"
+    config = {
+        "apiVersion": "v1",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.3:6443"}}],
+        "users": [{"name": "u", "user": {}}],
+        "contexts": [{"name": "dr", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "dr",
+    }
+    entries = config["clusters" if kind == "cluster" else "users"]
+    assert isinstance(entries, list)
+    entries[0][kind][field] = str(path)
+    kubeconfig = tmp_path / "dr.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    started = time.monotonic()
+    with pytest.raises(KubeconfigError) as info:
+        load_kubeconfig(kubeconfig, None)
+    assert time.monotonic() - started < 5
+    assert str(info.value) == f"{kubeconfig}: {kind} {field} {path} {says}"
