@@ -13,9 +13,13 @@ from collections.abc import Sequence
 
 from drills.errors import DrillError, RunRefused, StepFailed
 from drills.plan import DrillPlan
+from drills.plan.files import call_within
 from drills.takeover.steps.changes import KINDS, record_address
 from drills.takeover.timeline import Timeline
-from drills.targets.dns import RecordAnswer, dns_for, normalize_value
+from drills.targets.dns import DnsTarget, RecordAnswer, dns_for, normalize_value
+
+# How long an incident's preflight looks at the record before it goes on without it.
+INCIDENT_LOOK_S = 3.0
 
 
 def planned_values(plan: DrillPlan) -> dict[str, str]:
@@ -56,6 +60,14 @@ def check_switch(plan: DrillPlan, answers: Sequence[RecordAnswer], value: str) -
         )
 
 
+def _read(target: DnsTarget, name: str, rtype: str, *, incident: bool) -> list[RecordAnswer]:
+    if not incident:
+        return target.read(name, rtype)
+    # An incident's fence must not wait out a DNS outage here: its switch waits for the
+    # servers, within its own deadline, after the fence.
+    return call_within(INCIDENT_LOOK_S, lambda: target.read(name, rtype), "read the record")
+
+
 def record_where_planned(plan: DrillPlan, timeline: Timeline, *, incident: bool) -> None:
     """Preflight: a drill starts only with the record at the primary's value (and one value,
     which it can switch back); an incident at the primary's or DR's. A record at any other
@@ -67,8 +79,8 @@ def record_where_planned(plan: DrillPlan, timeline: Timeline, *, incident: bool)
     with timeline.step("DNS record at a planned value") as step:
         target = dns_for(plan)  # its own: the run's is made (credentials read) at the switch
         try:
-            answers = target.read(record.name, str(record.type))
-        except DrillError as exc:
+            answers = _read(target, record.name, str(record.type), incident=incident)
+        except (DrillError, TimeoutError) as exc:
             if not incident:
                 raise
             step.result = f"not read now ({exc}); the switch reads it again"
