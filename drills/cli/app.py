@@ -61,7 +61,7 @@ COMMANDS: dict[str, Entry] = {
         "drills.cli.status_cmd",
         "Where the plan serves from (primary, dr or in-transition), since when, the run that put "
         "it there, the open incident and the run holding the plan. Exit 4 when the live DNS or "
-        "the endpoints disagree with the history.",
+        "the endpoints disagree with the history, 5 when the DNS record could not be read.",
     ),
     "plan": Entry("drills.cli.plan_cmd", "Validate, inspect and describe drill plans."),
     "lab": Entry("drills.cli.lab_cmd", "The local lab: two stand-in sites on loopback."),

@@ -4,6 +4,8 @@ option, and how a `status` says that nothing runs."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -34,7 +36,9 @@ DbUrl = Annotated[
     typer.Option(
         "--db",
         envvar="DRILLS_DB_URL",
-        help="SQLAlchemy URL of the history store (default sqlite:///.drills/history.db).",
+        help="The history store: sqlite:///PATH or postgresql+psycopg://USER@HOST/DB (default "
+        "sqlite:///.drills/history.db). One it cannot open is one line: exit 2 for a URL it "
+        "cannot use, 1 for a store that does not answer.",
         show_default=False,
     ),
 ]
@@ -80,13 +84,25 @@ def load_plan_or_exit(path: Path) -> DrillPlan:
 
 def open_history(url: str | None) -> HistoryStore:
     from drills.store.history import HistoryStore  # SQLAlchemy: only for commands that keep runs
+
+    with store_guard():
+        return HistoryStore(url)
+
+
+@contextmanager
+def store_guard() -> Iterator[None]:
+    """A store that cannot be opened (a bad URL, a server down, an old schema) is one line
+    naming `drills db upgrade` or what is wrong, and exit 2 (bad URL, schema) or 1 (down);
+    never a traceback, never the URL's password."""
     from drills.store.schema import SchemaError
+    from drills.store.url import StoreUnreachableError, StoreUrlError
 
     try:
-        return HistoryStore(url)
-    except SchemaError as exc:  # one line naming `drills db upgrade`, not a traceback
+        yield
+    except (SchemaError, StoreUrlError) as exc:
         err_console(highlight=False, soft_wrap=True).print(Text(f"✗ {exc}", style="bold red"))
-        raise typer.Exit(EXIT_INVALID) from None
+        code = EXIT_FAILED if isinstance(exc, StoreUnreachableError) else EXIT_INVALID
+        raise typer.Exit(code) from None
 
 
 def exit_not_running(as_json: bool, message: str) -> NoReturn:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from drills.cli.common import EXIT_INVALID, DbUrl, open_history
+from drills.cli.common import EXIT_INVALID, DbUrl, open_history, store_guard
 from drills.cli.console import err_console, out_console
 
 db_app = typer.Typer(
@@ -35,15 +35,18 @@ def upgrade(db: DbUrl = None, as_json: JsonFlag = False) -> None:
     A store already there is left as it is, so running it again is safe. A store written by
     drills 0.1.0 (before migrations) is adopted first."""
     from drills.store import schema
-    from drills.store.history import HistoryStore, database_url, make_engine
+    from drills.store.history import database_url, make_engine
+    from drills.store.url import store_errors
 
-    engine = make_engine(db or database_url())
-    try:
-        was_empty = schema.state(engine).empty
-        before, after = schema.upgrade(engine)
-    finally:
-        engine.dispose()
-    HistoryStore(db).close()  # a store older than the evidence chain gets its chain now
+    url = db or database_url()
+    with store_guard(), store_errors(url):
+        engine = make_engine(url)
+        try:
+            was_empty = schema.state(engine).empty
+            before, after = schema.upgrade(engine)
+        finally:
+            engine.dispose()
+    open_history(db).close()  # a store older than the evidence chain gets its chain now
     if as_json:
         typer.echo(json.dumps({"before": before, "after": after, "changed": before != after}))
         return
@@ -62,12 +65,15 @@ def current(db: DbUrl = None, as_json: JsonFlag = False) -> None:
     they match, 1 when `drills db upgrade` is due. Changes nothing."""
     from drills.store import schema
     from drills.store.history import database_url, make_engine
+    from drills.store.url import store_errors
 
-    engine = make_engine(db or database_url())
-    try:
-        found = schema.state(engine)
-    finally:
-        engine.dispose()
+    url = db or database_url()
+    with store_guard(), store_errors(url):
+        engine = make_engine(url)
+        try:
+            found = schema.state(engine)
+        finally:
+            engine.dispose()
     if as_json:
         typer.echo(json.dumps(found.to_json()))
     elif found.at_head:

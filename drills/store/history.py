@@ -31,6 +31,7 @@ from drills.store.models import (
     JournalEntry,
     ReadinessSnapshot,
 )
+from drills.store.url import check_store_url, store_errors
 
 DEFAULT_URL = "sqlite:///.drills/history.db"
 Query = TypeVar("Query", bound=Select[Any])
@@ -95,9 +96,12 @@ def filter_runs(
 
 
 def make_engine(url: str) -> Engine:
-    if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, future=True)
+    """An engine for the store at ``url``; StoreUrlError (one line) for a URL it cannot be."""
+    parsed = check_store_url(url)
+    with store_errors(url):
+        if parsed.get_backend_name() == "sqlite" and parsed.database:
+            Path(parsed.database).parent.mkdir(exist_ok=True)  # .drills/ of the default
+        engine = create_engine(url, future=True)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
@@ -108,7 +112,8 @@ class HistoryStore:
         self.url = url or database_url()
         self.engine = make_engine(self.url)
         try:
-            schema.ensure_current(self.engine)  # refused before anything reads or writes it
+            with store_errors(self.url):  # unreachable, refused: one line, not a traceback
+                schema.ensure_current(self.engine)  # refused before anything reads or writes it
         except BaseException:
             self.engine.dispose()
             raise
