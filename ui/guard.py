@@ -53,7 +53,9 @@ def allowed(
         reason=f"{what} from the dashboard", detail={**(detail or {}), "outcome": why},
     )  # fmt: skip
     log.warning("%s on %s by %s: %s", action, plan, actor(access), why)
-    st.error(f"Not done: {what} needs the operator role — {access.why_not}.", icon=":material/lock:")
+    st.error(
+        f"Not done: {what} needs the operator role — {access.why_not}.", icon=":material/lock:"
+    )
     return False
 
 

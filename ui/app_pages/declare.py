@@ -12,6 +12,8 @@ import streamlit as st
 
 from drills.orchestrator.flow_runs import FlowRunProgress
 from drills.store.kinds import Mode, RunStatus
+from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
+from drills.takeover.incident import ACTION as DECLARE_ACTION
 from drills.text import for_markdown
 from ui import auth, components, data, guard
 from ui.auth import Access

@@ -91,8 +91,10 @@ def _plan_tab(settings: UISettings, access: Access, entry: PlanEntry) -> None:
     left.caption(f"Plan file `{entry.shown}`")
     # Shown to everyone, so that a click without the operator role is refused and audited
     # rather than lost; the checks reach the real sites.
-    if right.button("Re-run checks", key=f"{KEY}.rerun.{entry.name}", type="secondary",
-                    help="Runs every check against the real sites: needs the operator role."):  # fmt: skip
+    if right.button(
+        "Re-run checks", key=f"{KEY}.rerun.{entry.name}", type="secondary",
+        help="Runs every check against the real sites: needs the operator role.",
+    ):  # fmt: skip
         _start(settings, access, entry)
     flow_run_id = st.session_state.get(_flow_run_key(entry))
     if flow_run_id:
