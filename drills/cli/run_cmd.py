@@ -158,7 +158,8 @@ def run(
     db: DbUrl = None,
 ) -> None:
     """Run a minimum-takeover drill (or a real incident takeover, or the failback after one)
-    and print its report."""
+    and print its report. A refused incident or failback exits 3 and is written to the audit
+    log, as the dashboard's refusals are."""
     _check_mode(mode, force_unfenced)
     plan = load_plan_or_exit(plan_path)
     history = open_history(db)

@@ -40,3 +40,17 @@ def test_a_refused_cli_incident_exits_3_and_is_audited(history: HistoryStore) ->
     # The same refusal of a drill changes nothing that stays: not an audited action.
     again = CliRunner().invoke(app, [*args[:2], "--yes", "--db", history.url])
     assert again.exit_code == 3 and len(_audit(history)) == 1
+
+
+def test_a_refused_cli_failback_is_audited(history: HistoryStore) -> None:
+    """The plan serves from its primary: there is no way home to take."""
+    args = ["run", str(EXAMPLE_PLAN), "--mode", "failback", "--yes", "--operator", "pete",
+            "--reason", "primary is back", "--db", history.url]  # fmt: skip
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == 3, refused.output
+    [event] = _audit(history)
+    assert (event.action, event.who, event.plan, event.accepted, event.reason) == (
+        "fail-back", "pete", PLAN, False, "primary is back"
+    )  # fmt: skip
+    assert "does not serve from DR" in event.detail["outcome"]
+    assert event.detail["source"] == "cli" and "declared_at" not in event.detail
