@@ -136,7 +136,8 @@ def current_access(settings: UISettings) -> Access:
 
 
 def _client_address() -> str | None:
-    """The address the browser's connection came from (None when unknown, as in tests)."""
+    """The address the browser's connection came from; None when unknown (AppTest) or on
+    loopback, where Streamlit gives none."""
     try:
         address = st.context.ip_address
     except (AttributeError, RuntimeError):
