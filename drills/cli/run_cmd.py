@@ -7,6 +7,7 @@ import datetime as dt
 import getpass
 import json
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -34,6 +35,7 @@ console = out_console()
 err = err_console()
 
 EXIT_REFUSED = 3
+ECHO_WAIT_EVERY_S = 5.0  # a wait echoed as a line (no live table) at most this often
 STATUS_STYLE = {
     "ok": "green",
     "failed": "red",
@@ -51,6 +53,9 @@ class LiveView:
         self.phases: list[PhaseRecord] = []
         self.t0: dt.datetime | None = None
         self.lock = threading.Lock()
+        # Without the live table (not a terminal, --json): each wait as a line on stderr.
+        self.echo_waits = False
+        self._echoed = float("-inf")
 
     def on_event(self, event: str, phase: PhaseRecord, step: StepRecord | None) -> None:
         with self.lock:
@@ -58,6 +63,10 @@ class LiveView:
                 self.phases.append(phase)
             if step is not None and step.name == "record T0" and event == "step-end":
                 self.t0 = dt.datetime.fromisoformat(step.evidence["t0"])
+        due = time.monotonic() - self._echoed >= ECHO_WAIT_EVERY_S
+        if event == "step-wait" and step is not None and self.echo_waits and due:
+            self._echoed = time.monotonic()
+            err.print(Text(f"waiting: {phase.name}: {step.waiting}", style="yellow"))
 
     def __rich__(self) -> Group:
         table = Table(title=self.title, expand=False)
@@ -77,6 +86,8 @@ class LiveView:
                     table.add_row(
                         "", step.name, f"[{style}]{step.status}[/]", f"{step.seconds:.2f}"
                     )
+                    if step.status == "running" and step.waiting:
+                        table.add_row("", Text(f"↻ {step.waiting}", style="yellow"), "", "")
             clock = ""
             if self.t0 is not None:
                 since = (dt.datetime.now(dt.UTC) - self.t0).total_seconds()
@@ -175,7 +186,9 @@ def run(
         sync_deadline=sync_deadline,
     )
     hooks = _hooks(view, confirm=not (yes or dry_run))
-    run_id, status = _execute(request, history, hooks, view, live=not as_json and err.is_terminal)
+    live = not as_json and err.is_terminal
+    view.echo_waits = not live
+    run_id, status = _execute(request, history, hooks, view, live=live)
     _print_report(history, run_id, as_json=as_json)
     if not status.succeeded:
         raise typer.Exit(EXIT_FAILED)

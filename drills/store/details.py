@@ -76,6 +76,21 @@ class RecoverAttempt(_Stored):
     error: str | None = None
 
 
+class StuckRecord(_Stored):
+    """An incident whose deadline passed with the takeover part-way: held as it stood, and
+    announced (``incident.stuck``); recover-orphans retries its completion until it is done."""
+
+    at: IsoDatetime
+    error: str
+    state: str  # what was serving, in words, as seen from outside when it stopped
+    serving: bool  # whether users reached a serving site then (DNS at a site that serves)
+    dns: str  # "primary", "dr", "mixed", "other" or "unknown"
+    dns_values: list[str] = Field(default_factory=list)
+    endpoints: dict[str, bool] = Field(default_factory=dict)  # role → serves (HTTP 200)
+    command: str  # the one command that continues it
+    completed_at: IsoDatetime | None = None  # a recover --complete finished the takeover
+
+
 class DatasetCopiedBack(_Stored):
     """One dataset at a failback's final sync: what DR wrote while it served, checked at
     the primary."""
@@ -135,6 +150,7 @@ class RunDetails(_Stored):
     recover: list[RecoverAttempt] = Field(default_factory=list)
     incident: IncidentLink | None = None  # an incident or a failback: the incident record
     failback: FailbackRecord | None = None  # a failback run: downtime and the data copied back
+    stuck: StuckRecord | None = None  # an incident held when a deadline passed part-way
 
     @property
     def full_capacity_seconds(self) -> float | None:
@@ -155,4 +171,5 @@ __all__ = [
     "MeasurementRecord",
     "RecoverAttempt",
     "RunDetails",
+    "StuckRecord",
 ]

@@ -3,7 +3,9 @@
 ``Drill.run()`` goes through the phases of DESIGN.md in order, records each in
 the timeline and the history store, and on any failure in drill mode rolls
 back to the exact starting state (verified by snapshot). In incident mode a
-failure stops and reports; it never fails back on its own.
+failure stops and reports; it never fails back on its own: one stopped part-way is held
+as stuck and retried (drills.takeover.stuck). A target that fails for now is retried
+until the phase's own deadline, in either mode (drills.takeover.steps.phases).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
 from drills.takeover.steps.phases import PhaseContext, preflight_guard
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
+from drills.takeover.stuck import hold_stuck
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline, utc_now
 from drills.targets.sites import Targets
 
@@ -374,8 +377,16 @@ class Drill:
         return self._rollback(ctx, before, error)
 
     def _incident_stopped(self, status: RunStatus, error: str) -> DrillResult:
-        """An incident never fails back on its own: it stops, and says what the operator may do."""
-        if self.journal.to_undo():
+        """An incident never fails back on its own: it stops, and says what the operator may
+        do. One that failed part-way (a deadline passed) is held and announced as stuck,
+        and recover-orphans retries it (drills.takeover.stuck)."""
+        if self.journal.to_undo() and status == RunStatus.FAILED:
+            stuck = self.details.stuck = hold_stuck(self.plan, self.run_id, error)
+            error += (
+                f"; held, stuck: {stuck.state}. `{stuck.command}` continues it (recover-orphans "
+                "retries it every minute); `--hold` keeps DR as it is."
+            )
+        elif self.journal.to_undo():
             error += (
                 f"; the takeover stopped part-way, see the journal. `drills recover "
                 f"{self.run_id} --complete` finishes it, `--hold` keeps DR as it is."
@@ -557,7 +568,8 @@ class Drill:
         self.details.planned = [p.describe() for p in result.planned]
         self.details.drift = result.drift
         left = self._left_part_way(result)
-        self.details.left_for_decision = left
+        # A stuck incident is retried by recover-orphans: it waits for no one.
+        self.details.left_for_decision = left and self.details.stuck is None
         if m is not None:
             self.details.measurement = m.record()
             self.details.forecast = forecast_record(self.readiness, m.rto_seconds)
@@ -585,7 +597,7 @@ class Drill:
             self._going_forward(False)  # a failback's undo or completion, say
         if event == "phase-end":
             self.live.write_now()
-        elif event == "step-end":
+        elif event in ("step-end", "step-wait"):
             self.live.write_soon()  # seen live, without holding up the next step
         if self.hooks.listener is not None:
             self.hooks.listener(event, phase, step)

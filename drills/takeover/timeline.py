@@ -45,10 +45,15 @@ class _Span:
 class StepRecord(_Span):
     result: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
+    # A target that did not answer, retried until the phase's deadline: the last wait in
+    # words, and how many there were.
+    waiting: str = ""
+    waits: int = 0
 
     def to_json(self) -> dict[str, Any]:
         # A copy: the live timeline is written while other threads may still add to it.
-        return self._span_json() | {"result": self.result, "evidence": dict(self.evidence)}
+        waited = {"waiting": self.waiting, "waits": self.waits} if self.waits else {}
+        return self._span_json() | {"result": self.result, "evidence": dict(self.evidence)} | waited
 
 
 @dataclass
@@ -118,6 +123,13 @@ class Timeline:
                 seconds=time.perf_counter() - started
             )
             self._emit("step-end", phase, record)
+
+    def waiting(self, step: StepRecord, text: str) -> None:
+        """``step`` waits for a target that does not answer: shown live ("step-wait")."""
+        step.waiting, step.waits = text, step.waits + 1
+        phase = next((p for p in reversed(self.phases) if any(s is step for s in p.steps)), None)
+        if phase is not None:
+            self._emit("step-wait", phase, step)
 
     def to_json(self) -> list[dict[str, Any]]:
         return [p.to_json() for p in list(self.phases)]
