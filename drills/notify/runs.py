@@ -259,8 +259,13 @@ def incident_stuck(plan: str, run_id: str, stuck: StuckRecord, *, retried: bool 
         tuple(changed),
         Severity.FAILURE,
         (
-            f"Continue it: `{stuck.command}` (recover-orphans retries this every minute). "
-            f"To keep it as it is instead: `drills recover {run_id} --hold`.",
+            f"Continue it: `{stuck.command}`"
+            + (
+                " (recover-orphans retries this every minute). "
+                if stuck.auto_retry
+                else " once its cause is fixed (a refusal: nothing retries it by itself). "
+            )
+            + f"To keep it as it is instead: `drills recover {run_id} --hold`.",
         ),
         "history",
         {
@@ -271,6 +276,7 @@ def incident_stuck(plan: str, run_id: str, stuck: StuckRecord, *, retried: bool 
             "dns_values": list(stuck.dns_values),
             "endpoints": dict(stuck.endpoints),
             "command": stuck.command,
+            "auto_retry": stuck.auto_retry,
             "retried": retried,
         },
     )

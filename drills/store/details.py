@@ -88,6 +88,9 @@ class StuckRecord(_Stored):
     dns_values: list[str] = Field(default_factory=list)
     endpoints: dict[str, bool] = Field(default_factory=dict)  # role → serves (HTTP 200)
     command: str  # the one command that continues it
+    # A deadline passed (what it waited for may still come): recover-orphans retries it.
+    # Otherwise (a refusal) it waits for a person to fix the cause and continue it.
+    auto_retry: bool = True
     completed_at: IsoDatetime | None = None  # a recover --complete finished the takeover
 
 
@@ -133,9 +136,9 @@ class RunDetails(_Stored):
     approval: Approval | None = None
     unfenced: bool = False  # an incident went on with the primary unreachable, on request
     force_unfenced: bool = False  # it was asked to (--force-unfenced): a recover holds it so too
-    # The run stopped part-way on its own (a failure, a cancel, a failed rollback) and left
-    # the decision to a person: recover-orphans, which takes runs whose process died, leaves
-    # it alone.
+    # The run stopped part-way on its own (a cancel, a failed rollback) and left the
+    # decision to a person: recover-orphans, which takes runs whose process died, leaves it
+    # alone. A stuck incident (``stuck``) is not left: recover-orphans retries it.
     left_for_decision: bool = False
     # What recover-orphans last told people about this run (its action and outcome): told
     # again only when that changes, not at every scan.

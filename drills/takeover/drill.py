@@ -47,7 +47,7 @@ from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
 from drills.takeover.steps.phases import PhaseContext, preflight_guard
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
-from drills.takeover.stuck import hold_stuck
+from drills.takeover.stuck import hold_stuck, transient
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline, utc_now
 from drills.targets.sites import Targets
 
@@ -373,18 +373,23 @@ class Drill:
         error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, DrillError) else str(exc)
         log.error("run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError))
         if self.request.mode != Mode.DRILL:
-            return self._incident_stopped(RunStatus.FAILED, error)
+            return self._incident_stopped(RunStatus.FAILED, error, retry=transient(exc))
         return self._rollback(ctx, before, error)
 
-    def _incident_stopped(self, status: RunStatus, error: str) -> DrillResult:
+    def _incident_stopped(
+        self, status: RunStatus, error: str, *, retry: bool = False
+    ) -> DrillResult:
         """An incident never fails back on its own: it stops, and says what the operator may
-        do. One that failed part-way (a deadline passed) is held and announced as stuck,
-        and recover-orphans retries it (drills.takeover.stuck)."""
+        do. One that failed part-way is held and announced as stuck; recover-orphans retries
+        it when a deadline stopped it (``retry``; drills.takeover.stuck)."""
         if self.journal.to_undo() and status == RunStatus.FAILED:
-            stuck = self.details.stuck = hold_stuck(self.plan, self.run_id, error)
+            stuck = hold_stuck(self.plan, self.run_id, error, auto_retry=retry)
+            self.details.stuck = stuck
             error += (
-                f"; held, stuck: {stuck.state}. `{stuck.command}` continues it (recover-orphans "
-                "retries it every minute); `--hold` keeps DR as it is."
+                f"; the takeover stopped part-way and is held, stuck: {stuck.state}. "
+                f"`{stuck.command}` continues it"
+                + (" (recover-orphans retries it every minute)" if retry else "")
+                + ", `--hold` keeps DR as it is."
             )
         elif self.journal.to_undo():
             error += (
@@ -568,8 +573,10 @@ class Drill:
         self.details.planned = [p.describe() for p in result.planned]
         self.details.drift = result.drift
         left = self._left_part_way(result)
-        # A stuck incident is retried by recover-orphans: it waits for no one.
-        self.details.left_for_decision = left and self.details.stuck is None
+        # A stuck incident stopped by a deadline is retried by recover-orphans: it waits for
+        # no one.
+        stuck = self.details.stuck
+        self.details.left_for_decision = left and not (stuck is not None and stuck.auto_retry)
         if m is not None:
             self.details.measurement = m.record()
             self.details.forecast = forecast_record(self.readiness, m.rto_seconds)

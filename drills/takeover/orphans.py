@@ -20,7 +20,7 @@ start the flow run.
   after it (production home, the incident closed).
 
 A run that stopped part-way by itself and left the decision to a person (an incident
-cancelled or failed after changes, a drill whose rollback failed) is no orphan: its
+cancelled after changes, a drill whose rollback failed) is no orphan: its
 process did not die, and nothing here acts on it. People are told of an orphan once per
 outcome (held, recover failed, skipped ...), not at every scan.
 """

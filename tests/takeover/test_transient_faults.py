@@ -225,7 +225,7 @@ def test_an_incident_past_its_deadline_is_held_stuck_announced_and_completed_fro
             stored = store.get_run(run_id)
             assert stored is not None and stored.finished_at is None and stored.rto_seconds is None
             stuck = stored.details.stuck
-            assert stuck is not None and not stuck.serving
+            assert stuck is not None and not stuck.serving and stuck.auto_retry
             assert not stuck.endpoints["primary"] and stuck.endpoints["dr"], stuck
             assert "NO SITE SERVING" in stuck.state and stuck.dns == "unknown"
             assert not stored.details.left_for_decision  # recover-orphans retries it

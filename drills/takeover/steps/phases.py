@@ -52,6 +52,11 @@ SIGHT_POLL_S = 0.2
 LOG_WAIT_EVERY_S = 5.0  # a step that waits on a target says so in the log at most this often
 
 
+class DeadlinePassed(StepFailed):
+    """A phase waited for something until its deadline, in vain: what it waited for may
+    still come (a retry later may pass), unlike a refusal."""
+
+
 @dataclass
 class PhaseContext:
     plan: DrillPlan
@@ -112,7 +117,7 @@ def wait_until(what: str, test: Callable[[], tuple[bool, str]], deadline_s: floa
         if ok:
             return detail
         if time.monotonic() >= deadline:
-            raise StepFailed(what, f"not true after {deadline_s:.0f}s: {detail}")
+            raise DeadlinePassed(what, f"not true after {deadline_s:.0f}s: {detail}")
         time.sleep(POLL_S)
 
 
@@ -491,6 +496,6 @@ def smoke(ctx: PhaseContext, site: Role = "dr") -> dt.datetime:
         with ctx.timeline.step(f"smoke {probe.name}") as step:
             step.evidence = {"url": str(probe.url), "address": result.address,
                              "status": result.status, "body": result.detail}  # fmt: skip
-            if not result.ok:
-                raise StepFailed(f"smoke {probe.name}", f"{probe.url}: {result.detail}")
+            if not result.ok:  # probed until its timeout
+                raise DeadlinePassed(f"smoke {probe.name}", f"{probe.url}: {result.detail}")
     return restored
