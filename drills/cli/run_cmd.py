@@ -7,7 +7,6 @@ import datetime as dt
 import getpass
 import json
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -35,7 +34,6 @@ console = out_console()
 err = err_console()
 
 EXIT_REFUSED = 3
-ECHO_WAIT_EVERY_S = 5.0  # a wait echoed as a line (no live table) at most this often
 STATUS_STYLE = {
     "ok": "green",
     "failed": "red",
@@ -53,9 +51,11 @@ class LiveView:
         self.phases: list[PhaseRecord] = []
         self.t0: dt.datetime | None = None
         self.lock = threading.Lock()
+        from drills.takeover.timeline import every
+
         # Without the live table (not a terminal, --json): each wait as a line on stderr.
         self.echo_waits = False
-        self._echoed = float("-inf")
+        self._due = every()
 
     def on_event(self, event: str, phase: PhaseRecord, step: StepRecord | None) -> None:
         with self.lock:
@@ -63,9 +63,7 @@ class LiveView:
                 self.phases.append(phase)
             if step is not None and step.name == "record T0" and event == "step-end":
                 self.t0 = dt.datetime.fromisoformat(step.evidence["t0"])
-        due = time.monotonic() - self._echoed >= ECHO_WAIT_EVERY_S
-        if event == "step-wait" and step is not None and self.echo_waits and due:
-            self._echoed = time.monotonic()
+        if event == "step-wait" and step is not None and self.echo_waits and self._due(step):
             err.print(Text(f"waiting: {phase.name}: {step.waiting}", style="yellow"))
 
     def __rich__(self) -> Group:
@@ -151,7 +149,11 @@ def run(
     tier_deadline: Annotated[
         float,
         typer.Option(
-            "--tier-deadline", min=1.0, help="Seconds each tier may take to become ready."
+            "--tier-deadline",
+            min=1.0,
+            help="Seconds each tier may take to become ready. A target that fails for now "
+            "(a timeout, a refusal, a 5xx) is retried until then, each wait shown; an "
+            "incident past it is held as stuck and announced (incident.stuck).",
         ),
     ] = 600.0,
     sync_deadline: Annotated[

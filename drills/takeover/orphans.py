@@ -101,7 +101,7 @@ def _action(run: DrillRun) -> Action | None:
 
 _WORDS = {
     "rollback": "rolled back",
-    "complete": "stuck incident completed: DR serves",
+    "complete": "stuck incident completed: DR serves",  # only a stuck incident completes
     "hold": "held at DR for a person to decide",
     None: "failback not recovered",
 }
@@ -153,15 +153,16 @@ def _announce_once(
     history: HistoryStore, plan: DrillPlan | None, run: DrillRun, outcome: OrphanOutcome
 ) -> None:
     """Tell people what came of the orphan, unless they were told this already."""
+    stuck = is_stuck(run)  # as the scan found it: a stuck incident, retried
     words = f"{_words(run, outcome.action)} ({outcome.status})"
-    if outcome.action == "complete" and outcome.status != "recovered":
+    if stuck and outcome.status != "recovered":
         words = "stuck incident not completed yet (retried every scan)"
     latest = history.get_run(run.id) or run  # as the recover left it
     if latest.details.orphan_announced == words:
         log.info("orphaned run %s: %s, as already announced", run.id, words)
         return
     details = latest.details.model_copy(update={"orphan_announced": words})
-    if outcome.action == "complete" and plan is not None:
+    if stuck and plan is not None:
         # A stuck incident: told as stuck again with its state now, or as finished.
         _announce_stuck_retry(plan, latest, details, outcome)
     else:

@@ -65,6 +65,22 @@ class PhaseRecord(_Span):
 
 
 Listener = Callable[[str, PhaseRecord, StepRecord | None], None]
+WAIT_TOLD_EVERY_S = 5.0  # a step's waits, told as lines (a log, stderr), at most this often
+
+
+def every(seconds: float = WAIT_TOLD_EVERY_S) -> Callable[[object], bool]:
+    """Whether a line about ``key`` (a step, say) is due: at most once every ``seconds``
+    per key, so that a log of waits is not a ticker."""
+    last: dict[int, float] = {}
+
+    def due(key: object) -> bool:
+        now = time.monotonic()
+        if now - last.get(id(key), float("-inf")) < seconds:
+            return False
+        last[id(key)] = now
+        return True
+
+    return due
 
 
 class Timeline:

@@ -31,7 +31,7 @@ from drills.takeover.steps.changes import (
     workload_address,
 )
 from drills.takeover.steps.executor import ChangeExecutor
-from drills.takeover.timeline import StepRecord, Timeline, utc_now
+from drills.takeover.timeline import StepRecord, Timeline, every, utc_now
 from drills.targets.dns import dns_for
 from drills.targets.http import new_client
 from drills.targets.probe import ProbeResult, serving, smoke_until
@@ -49,7 +49,6 @@ STOPPED_PROBES = 3
 # How long the preflight looks for an endpoint's answer: long enough to ride out a blip.
 SIGHT_WINDOW_S = 5.0
 SIGHT_POLL_S = 0.2
-LOG_WAIT_EVERY_S = 5.0  # a step that waits on a target says so in the log at most this often
 
 
 class DeadlinePassed(StepFailed):
@@ -79,12 +78,11 @@ def shown_waits(timeline: Timeline, step: StepRecord) -> Callable[[Waiting], Non
     """How a step tells of each wait on a target that does not answer: in the run's log,
     and live in its timeline (the CLI's table, the dashboard)."""
 
-    logged = [float("-inf")]
+    due = every()
 
     def show(waiting: Waiting) -> None:
         text = waiting.describe()
-        if time.monotonic() - logged[0] >= LOG_WAIT_EVERY_S:  # the log is not a ticker
-            logged[0] = time.monotonic()
+        if due(step):
             log.warning("%s: %s", step.name, text)
         timeline.waiting(step, text)
 
