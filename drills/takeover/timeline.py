@@ -71,13 +71,15 @@ WAIT_TOLD_EVERY_S = 5.0  # a step's waits, told as lines (a log, stderr), at mos
 def every(seconds: float = WAIT_TOLD_EVERY_S) -> Callable[[object], bool]:
     """Whether a line about ``key`` (a step, say) is due: at most once every ``seconds``
     per key, so that a log of waits is not a ticker."""
-    last: dict[int, float] = {}
+    last: dict[object, float] = {}
 
     def due(key: object) -> bool:
+        # A step record is mutable (unhashable): it is its own identity.
+        k = key if getattr(key, "__hash__", None) is not None else id(key)
         now = time.monotonic()
-        if now - last.get(id(key), float("-inf")) < seconds:
+        if now - last.get(k, float("-inf")) < seconds:
             return False
-        last[id(key)] = now
+        last[k] = now
         return True
 
     return due

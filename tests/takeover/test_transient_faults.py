@@ -10,6 +10,7 @@ Kubernetes client's read timeout (10 s) to be a fault at all.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import os
 import signal
@@ -21,13 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from drills.cli.run_cmd import LiveView
 from drills.lab import topology
 from drills.lab.runtime import NAMED_DIR, LabInfo
 from drills.notify.deliver import subscribe
 from drills.notify.events import EventKind, Notice
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
+from drills.store.report import render_markdown, report_data
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest, DrillResult
 from drills.takeover.orphans import orphans, recover_orphan
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, utc_now
@@ -134,12 +138,16 @@ def test_an_incident_waits_out_a_stalled_dr_api_and_a_stopped_dns_server(
     stop = at_phase("dns", lambda: os.kill(pid, signal.SIGSTOP),
                     lambda: os.kill(pid, signal.SIGCONT), 5.0)  # fmt: skip
     seen_live: list[str] = []
+    table = LiveView(plan.name, "incident")  # the table `drills run` shows on a terminal
 
     def listener(event: str, phase: PhaseRecord, step: StepRecord | None) -> None:
         stall(event, phase, step)
         stop(event, phase, step)
+        table.on_event(event, phase, step)
         if event == "step-wait" and step is not None:
-            seen_live.append(step.waiting)
+            screen = Console(width=400, record=True, file=io.StringIO())
+            screen.print(table)
+            seen_live.append(screen.export_text())
 
     declared = utc_now() - dt.timedelta(seconds=5)
     try:
@@ -158,8 +166,9 @@ def test_an_incident_waits_out_a_stalled_dr_api_and_a_stopped_dns_server(
         assert "timed out" in bring_up.waiting and "retrying until" in bring_up.waiting
         [dns] = waits_of(result, "dns")[:1]
         assert "rfc2136" in dns.waiting and "retrying until" in dns.waiting
-        assert any("kubernetes dr" in w for w in seen_live), seen_live
-        assert any("dns rfc2136" in w for w in seen_live), seen_live
+        assert any("↻ kubernetes dr" in w and "retrying until" in w for w in seen_live)
+        assert any("↻ dns rfc2136" in w for w in seen_live), seen_live[-1:]
+        assert "waited" in render_markdown(report_data(stored, store))
         # The stored timeline keeps them: the dashboard's live view reads it.
         steps = [s for p in stored.timeline for s in p["steps"]]
         assert any(s.get("waits", 0) > 0 and "retrying until" in s["waiting"] for s in steps)
