@@ -3,9 +3,7 @@
 ``Drill.run()`` goes through the phases of DESIGN.md in order, records each in
 the timeline and the history store, and on any failure in drill mode rolls
 back to the exact starting state (verified by snapshot). In incident mode a
-failure stops and reports; it never fails back on its own: one stopped part-way is held
-as stuck and retried (drills.takeover.stuck). A target that fails for now is retried
-until the phase's own deadline, in either mode (drills.takeover.steps.phases).
+failure stops and reports; it never fails back on its own.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ import contextvars
 import datetime as dt
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -44,7 +43,7 @@ from drills.takeover.live import LiveTimeline
 from drills.takeover.measure import Measurement, measure
 from drills.takeover.snapshot import Snapshot, differences, take
 from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
-from drills.takeover.steps.phases import PhaseContext, preflight_guard
+from drills.takeover.steps.phases import PhaseContext, persist, preflight_guard
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
 from drills.takeover.stuck import hold_stuck, transient
@@ -64,6 +63,8 @@ READINESS_WAIT_INTERRUPTED_S = 5.0
 STOPPING_PHASES = frozenset({"rollback", "complete forward"})
 # How long an incident waits, after its preflight, for the state before to be read.
 INCIDENT_SNAPSHOT_WAIT_S = 5.0
+# How long the state after a failback or rollback may take to be read, its targets retried.
+VERIFY_DEADLINE_S = 60.0
 
 
 class DrillAborted(DrillError):  # noqa: N818 - it is not an error of ours: the drill stopped on purpose
@@ -514,7 +515,10 @@ class Drill:
 
     def _verify(self, ctx: PhaseContext, before: Snapshot, name: str) -> dict[str, Any]:
         with self.timeline.phase(name), self.timeline.step("compare with the snapshot") as step:
-            drift = differences(before, take(self.plan, ctx.targets))
+            # A target that fails for now (a DNS server not answering yet) is read again.
+            deadline = time.monotonic() + VERIFY_DEADLINE_S
+            now = persist(ctx, step, partial(take, self.plan, ctx.targets), deadline)
+            drift = differences(before, now)
             step.evidence = {"addresses": len(before), "differences": drift}
             step.result = "identical" if not drift else f"{len(drift)} difference(s)"
             if drift:
