@@ -39,7 +39,7 @@ from drills.takeover.drill import (
 )
 from drills.takeover.failback import Failback
 from drills.takeover.lease import LEASE_S
-from drills.takeover.timeline import Listener, PhaseRecord, StepRecord
+from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, every
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
 
@@ -102,13 +102,17 @@ def wait_for_approval(request: DrillRequest) -> Approval:
 
 
 def _phase_logger(logger: logging.LoggerAdapter[Any] | logging.Logger) -> Listener:
-    """Phase ends in the flow run's log, so the Prefect UI reads like the timeline."""
+    """Phase ends in the flow run's log, so the Prefect UI reads like the timeline; and a
+    step's waits on a target that does not answer, every few seconds while they last."""
+    due = every()
 
     def on_event(event: str, phase: PhaseRecord, step: StepRecord | None) -> None:
         if event == "phase-end":
             logger.info("phase %s: %s in %.2fs", phase.name, phase.status, phase.seconds)
         elif event == "step-end" and step is not None and step.status == "failed":
             logger.warning("step %s failed: %s", step.name, step.result)
+        elif event == "step-wait" and step is not None and due(step):
+            logger.warning("step %s waits: %s", step.name, step.waiting)
 
     return on_event
 

@@ -47,6 +47,8 @@ def _print(report: RecoverReport) -> None:
         console.print(Text(f"undone: {', '.join(report.undone)}"))
     for address, diff in report.drift.items():
         console.print(Text(f"differs from before: {address}: {diff}", style="red"))
+    if report.measurement is not None:
+        console.print(Text(f"completed: {report.measurement.summary()}, from the incident's T0"))
     style = "green" if report.status == RecoverStatus.RECOVERED else "bold red"
     console.print(Text(f"{report.status} ({report.action or 'report only'})", style=style))
     if report.error:
@@ -70,7 +72,11 @@ def recover_cmd(
     ] = None,
     complete: Annotated[
         bool,
-        typer.Option("--complete", help="Incident: finish the takeover (idempotent)."),
+        typer.Option(
+            "--complete",
+            help="Incident: finish the takeover (idempotent), its RTO recorded from the "
+            "incident's T0. The command a stuck incident's notice names.",
+        ),
     ] = False,
     hold: Annotated[
         bool,

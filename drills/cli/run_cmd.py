@@ -51,6 +51,11 @@ class LiveView:
         self.phases: list[PhaseRecord] = []
         self.t0: dt.datetime | None = None
         self.lock = threading.Lock()
+        from drills.takeover.timeline import every
+
+        # Without the live table (not a terminal, --json): each wait as a line on stderr.
+        self.echo_waits = False
+        self._due = every()
 
     def on_event(self, event: str, phase: PhaseRecord, step: StepRecord | None) -> None:
         with self.lock:
@@ -58,6 +63,8 @@ class LiveView:
                 self.phases.append(phase)
             if step is not None and step.name == "record T0" and event == "step-end":
                 self.t0 = dt.datetime.fromisoformat(step.evidence["t0"])
+        if event == "step-wait" and step is not None and self.echo_waits and self._due(step):
+            err.print(Text(f"waiting: {phase.name}: {step.waiting}", style="yellow"))
 
     def __rich__(self) -> Group:
         table = Table(title=self.title, expand=False)
@@ -77,6 +84,8 @@ class LiveView:
                     table.add_row(
                         "", step.name, f"[{style}]{step.status}[/]", f"{step.seconds:.2f}"
                     )
+                    if step.status == "running" and step.waiting:
+                        table.add_row("", Text(f"↻ {step.waiting}", style="yellow"), "", "")
             clock = ""
             if self.t0 is not None:
                 since = (dt.datetime.now(dt.UTC) - self.t0).total_seconds()
@@ -140,7 +149,11 @@ def run(
     tier_deadline: Annotated[
         float,
         typer.Option(
-            "--tier-deadline", min=1.0, help="Seconds each tier may take to become ready."
+            "--tier-deadline",
+            min=1.0,
+            help="Seconds each tier may take to become ready. A target that fails for now "
+            "(a timeout, a refusal, a 5xx) is retried until then, each wait shown; an "
+            "incident past it is held as stuck and announced (incident.stuck).",
         ),
     ] = 600.0,
     sync_deadline: Annotated[
@@ -176,7 +189,9 @@ def run(
         sync_deadline=sync_deadline,
     )
     hooks = _hooks(view, confirm=not (yes or dry_run))
-    run_id, status = _execute(request, history, hooks, view, live=not as_json and err.is_terminal)
+    live = not as_json and err.is_terminal
+    view.echo_waits = not live
+    run_id, status = _execute(request, history, hooks, view, live=live)
     _print_report(history, run_id, as_json=as_json)
     if not status.succeeded:
         raise typer.Exit(EXIT_FAILED)

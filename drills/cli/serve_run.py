@@ -67,9 +67,12 @@ class StepPrinter:
     each step as it ends), timed from T0: the click, for a declared incident."""
 
     def __init__(self, history: HistoryStore, t0: dt.datetime | None = None) -> None:
+        from drills.takeover.timeline import every
+
         self.history = history
         self.t0 = t0
         self.printed: set[tuple[str, str, str]] = set()
+        self.wait_due = every()  # a step waiting on a target: a line every few seconds
 
     def __call__(self, flow_run_id: str) -> None:
         from drills.orchestrator.flow_runs import drill_run_of
@@ -84,6 +87,8 @@ class StepPrinter:
                 if step["ended_at"] and key not in self.printed:
                     self.printed.add(key)
                     err.print(escape(_step_line(phase["name"], step, t0)))
+                elif not step["ended_at"] and step.get("waiting") and self.wait_due(key):
+                    err.print(escape(f"  waiting  {phase['name']}: {step['waiting']}"))
 
 
 def _step_line(phase: str, step: dict[str, Any], t0: dt.datetime | None) -> str:

@@ -24,6 +24,9 @@ class EventKind(StrEnum):
     # Sent by the failback run when it ends; closed also by `drills recover RUN --fail-back`.
     INCIDENT_FAILED_BACK = "incident.failed_back"
     INCIDENT_CLOSED = "incident.closed"
+    # An incident whose deadline passed part-way: held as it stands, with the state and the
+    # one command that continues it; recover-orphans retries it (told again if it fails).
+    INCIDENT_STUCK = "incident.stuck"
 
     @property
     def event_name(self) -> str:

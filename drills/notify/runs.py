@@ -9,7 +9,7 @@ from drills.notify.deliver import notify
 from drills.notify.events import EventKind, Notice, Severity
 from drills.plan import DrillPlan
 from drills.plan.durations import format_duration
-from drills.store.details import FailbackRecord
+from drills.store.details import FailbackRecord, StuckRecord
 
 WHAT = {"incident": "incident takeover", "failback": "failback"}
 
@@ -240,3 +240,48 @@ def announce_orphan(
     notify(
         [run_orphaned(name, run_id, mode, outcome, error)], None if isinstance(plan, str) else plan
     )
+
+
+def incident_stuck(plan: str, run_id: str, stuck: StuckRecord, *, retried: bool = False) -> Notice:
+    """An incident held part-way when a deadline passed: the state, and what continues it."""
+    where = "still stuck after recover-orphans retried it" if retried else "stuck: held"
+    changed = [
+        f"incident takeover run {run_id} {where}",
+        f"state: {stuck.state}",
+        f"error: {stuck.error}",
+    ]
+    return Notice(
+        EventKind.INCIDENT_STUCK,
+        plan,
+        f"{plan}: incident {run_id} stuck"
+        + ("" if stuck.serving else ": no site serving")
+        + f"; `{stuck.command}` continues it",
+        tuple(changed),
+        Severity.FAILURE,
+        (
+            f"Continue it: `{stuck.command}`"
+            + (
+                " (recover-orphans retries this every minute). "
+                if stuck.auto_retry
+                else " once its cause is fixed (a refusal: nothing retries it by itself). "
+            )
+            + f"To keep it as it is instead: `drills recover {run_id} --hold`.",
+        ),
+        "history",
+        {
+            "run_id": run_id,
+            "mode": "incident",
+            "serving": stuck.serving,
+            "dns": stuck.dns,
+            "dns_values": list(stuck.dns_values),
+            "endpoints": dict(stuck.endpoints),
+            "command": stuck.command,
+            "auto_retry": stuck.auto_retry,
+            "retried": retried,
+        },
+    )
+
+
+def announce_stuck(plan: DrillPlan, run_id: str, stuck: StuckRecord, *, retried: bool) -> None:
+    """Tell every notifier that an incident is held part-way, and what continues it."""
+    notify([incident_stuck(plan.name, run_id, stuck, retried=retried)], plan)

@@ -76,6 +76,24 @@ class RecoverAttempt(_Stored):
     error: str | None = None
 
 
+class StuckRecord(_Stored):
+    """An incident whose deadline passed with the takeover part-way: held as it stood, and
+    announced (``incident.stuck``); recover-orphans retries its completion until it is done."""
+
+    at: IsoDatetime
+    error: str
+    state: str  # what was serving, in words, as seen from outside when it stopped
+    serving: bool  # whether users reached a serving site then (DNS at a site that serves)
+    dns: str  # "primary", "dr", "mixed", "other" or "unknown"
+    dns_values: list[str] = Field(default_factory=list)
+    endpoints: dict[str, bool] = Field(default_factory=dict)  # role → serves (HTTP 200)
+    command: str  # the one command that continues it
+    # A deadline passed (what it waited for may still come): recover-orphans retries it.
+    # Otherwise (a refusal) it waits for a person to fix the cause and continue it.
+    auto_retry: bool = True
+    completed_at: IsoDatetime | None = None  # a recover --complete finished the takeover
+
+
 class DatasetCopiedBack(_Stored):
     """One dataset at a failback's final sync: what DR wrote while it served, checked at
     the primary."""
@@ -118,9 +136,9 @@ class RunDetails(_Stored):
     approval: Approval | None = None
     unfenced: bool = False  # an incident went on with the primary unreachable, on request
     force_unfenced: bool = False  # it was asked to (--force-unfenced): a recover holds it so too
-    # The run stopped part-way on its own (a failure, a cancel, a failed rollback) and left
-    # the decision to a person: recover-orphans, which takes runs whose process died, leaves
-    # it alone.
+    # The run stopped part-way on its own (a cancel, a failed rollback) and left the
+    # decision to a person: recover-orphans, which takes runs whose process died, leaves it
+    # alone. A stuck incident (``stuck``) is not left: recover-orphans retries it.
     left_for_decision: bool = False
     # What recover-orphans last told people about this run (its action and outcome): told
     # again only when that changes, not at every scan.
@@ -135,6 +153,7 @@ class RunDetails(_Stored):
     recover: list[RecoverAttempt] = Field(default_factory=list)
     incident: IncidentLink | None = None  # an incident or a failback: the incident record
     failback: FailbackRecord | None = None  # a failback run: downtime and the data copied back
+    stuck: StuckRecord | None = None  # an incident held when a deadline passed part-way
 
     @property
     def full_capacity_seconds(self) -> float | None:
@@ -155,4 +174,5 @@ __all__ = [
     "MeasurementRecord",
     "RecoverAttempt",
     "RunDetails",
+    "StuckRecord",
 ]

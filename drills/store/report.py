@@ -169,6 +169,8 @@ def _phase_steps(phase: dict[str, Any]) -> list[str]:
             f"- {_code(step['status'])} {for_terminal(step['name'])} "
             f"({_secs(step['seconds'])}){result}"
         )
+        if step.get("waits"):  # a target that did not answer, retried until the deadline
+            lines.append(f"  - waited {step['waits']} time(s); last: {_text(step['waiting'])}")
     return lines
 
 

@@ -13,6 +13,7 @@ import contextvars
 import datetime as dt
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -43,9 +44,10 @@ from drills.takeover.live import LiveTimeline
 from drills.takeover.measure import Measurement, measure
 from drills.takeover.snapshot import Snapshot, differences, take
 from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
-from drills.takeover.steps.phases import PhaseContext, preflight_guard
+from drills.takeover.steps.phases import PhaseContext, persist, preflight_guard
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
+from drills.takeover.stuck import hold_stuck, transient
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline, utc_now
 from drills.targets.sites import Targets
 
@@ -62,6 +64,8 @@ READINESS_WAIT_INTERRUPTED_S = 5.0
 STOPPING_PHASES = frozenset({"rollback", "complete forward"})
 # How long an incident waits, after its preflight, for the state before to be read.
 INCIDENT_SNAPSHOT_WAIT_S = 5.0
+# How long the state after a failback or rollback may take to be read, its targets retried.
+VERIFY_DEADLINE_S = 60.0
 
 
 class DrillAborted(DrillError):  # noqa: N818 - it is not an error of ours: the drill stopped on purpose
@@ -371,12 +375,25 @@ class Drill:
         error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, DrillError) else str(exc)
         log.error("run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError))
         if self.request.mode != Mode.DRILL:
-            return self._incident_stopped(RunStatus.FAILED, error)
+            return self._incident_stopped(RunStatus.FAILED, error, retry=transient(exc))
         return self._rollback(ctx, before, error)
 
-    def _incident_stopped(self, status: RunStatus, error: str) -> DrillResult:
-        """An incident never fails back on its own: it stops, and says what the operator may do."""
-        if self.journal.to_undo():
+    def _incident_stopped(
+        self, status: RunStatus, error: str, *, retry: bool = False
+    ) -> DrillResult:
+        """An incident never fails back on its own: it stops, and says what the operator may
+        do. One that failed part-way is held and announced as stuck; recover-orphans retries
+        it when a deadline stopped it (``retry``; drills.takeover.stuck)."""
+        if self.journal.to_undo() and status == RunStatus.FAILED:
+            stuck = hold_stuck(self.plan, self.run_id, error, auto_retry=retry)
+            self.details.stuck = stuck
+            error += (
+                f"; the takeover stopped part-way and is held, stuck: {stuck.state}. "
+                f"`{stuck.command}` continues it"
+                + (" (recover-orphans retries it every minute)" if retry else "")
+                + ", `--hold` keeps DR as it is."
+            )
+        elif self.journal.to_undo():
             error += (
                 f"; the takeover stopped part-way, see the journal. `drills recover "
                 f"{self.run_id} --complete` finishes it, `--hold` keeps DR as it is."
@@ -499,7 +516,10 @@ class Drill:
 
     def _verify(self, ctx: PhaseContext, before: Snapshot, name: str) -> dict[str, Any]:
         with self.timeline.phase(name), self.timeline.step("compare with the snapshot") as step:
-            drift = differences(before, take(self.plan, ctx.targets))
+            # A target that fails for now (a DNS server not answering yet) is read again.
+            deadline = time.monotonic() + VERIFY_DEADLINE_S
+            now = persist(ctx, step, partial(take, self.plan, ctx.targets), deadline)
+            drift = differences(before, now)
             step.evidence = {"addresses": len(before), "differences": drift}
             step.result = "identical" if not drift else f"{len(drift)} difference(s)"
             if drift:
@@ -558,7 +578,10 @@ class Drill:
         self.details.planned = [p.describe() for p in result.planned]
         self.details.drift = result.drift
         left = self._left_part_way(result)
-        self.details.left_for_decision = left
+        # A stuck incident stopped by a deadline is retried by recover-orphans: it waits for
+        # no one.
+        stuck = self.details.stuck
+        self.details.left_for_decision = left and not (stuck is not None and stuck.auto_retry)
         if m is not None:
             self.details.measurement = m.record()
             self.details.forecast = forecast_record(self.readiness, m.rto_seconds)
@@ -586,7 +609,7 @@ class Drill:
             self._going_forward(False)  # a failback's undo or completion, say
         if event == "phase-end":
             self.live.write_now()
-        elif event == "step-end":
+        elif event in ("step-end", "step-wait"):
             self.live.write_soon()  # seen live, without holding up the next step
         if self.hooks.listener is not None:
             self.hooks.listener(event, phase, step)

@@ -13,11 +13,14 @@ start the flow run.
 - A drill is rolled back (`drills recover`): the systems as the snapshot before it.
 - An incident is never failed back: it is held (the fence finished, DR kept as it is, an
   incident declared with --force-unfenced held so too), and people are told to decide.
+- A stuck incident (one whose deadline passed part-way, drills.takeover.stuck) is no run
+  left for a person: its completion is retried at every scan until it is done, and people
+  are told it is still stuck, with its state, once per outcome.
 - A failback is undone before its DNS switch (DR serves as before it) and completed
   after it (production home, the incident closed).
 
 A run that stopped part-way by itself and left the decision to a person (an incident
-cancelled or failed after changes, a drill whose rollback failed) is no orphan: its
+cancelled after changes, a drill whose rollback failed) is no orphan: its
 process did not die, and nothing here acts on it. People are told of an orphan once per
 outcome (held, recover failed, skipped ...), not at every scan.
 """
@@ -31,14 +34,16 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from drills.errors import DrillError
-from drills.notify.runs import announce_orphan
+from drills.notify.runs import announce_finish, announce_orphan
 from drills.plan import DrillPlan
 from drills.store.clock import database_now
+from drills.store.details import RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.models import DrillRun, Lease
 from drills.takeover.lease import LEASE_S, holder_is_dead
 from drills.takeover.recover import Action, plan_of, recover
+from drills.takeover.stuck import hold_stuck, is_stuck
 
 log = logging.getLogger("drills.takeover.orphans")
 
@@ -86,13 +91,17 @@ def orphans(history: HistoryStore, now: dt.datetime | None = None) -> list[Drill
 
 
 def _action(run: DrillRun) -> Action | None:
-    """A drill rolls back, an incident is held; a failback (None) goes the way its DNS
-    switch decides: undone before it, completed after it."""
+    """A drill rolls back, an incident is held (a stuck one completed: it exists to restore
+    service); a failback (None) goes the way its DNS switch decides: undone before it,
+    completed after it."""
+    if is_stuck(run):
+        return "complete"
     return {Mode.DRILL: "rollback", Mode.FAILBACK: None}.get(run.mode, "hold")
 
 
 _WORDS = {
     "rollback": "rolled back",
+    "complete": "stuck incident completed: DR serves",  # only a stuck incident completes
     "hold": "held at DR for a person to decide",
     None: "failback not recovered",
 }
@@ -144,14 +153,33 @@ def _announce_once(
     history: HistoryStore, plan: DrillPlan | None, run: DrillRun, outcome: OrphanOutcome
 ) -> None:
     """Tell people what came of the orphan, unless they were told this already."""
+    stuck = is_stuck(run)  # as the scan found it: a stuck incident, retried
     words = f"{_words(run, outcome.action)} ({outcome.status})"
+    if stuck and outcome.status != "recovered":
+        words = "stuck incident not completed yet (retried every scan)"
     latest = history.get_run(run.id) or run  # as the recover left it
     if latest.details.orphan_announced == words:
         log.info("orphaned run %s: %s, as already announced", run.id, words)
         return
     details = latest.details.model_copy(update={"orphan_announced": words})
+    if stuck and plan is not None:
+        # A stuck incident: told as stuck again with its state now, or as finished.
+        _announce_stuck_retry(plan, latest, details, outcome)
+    else:
+        announce_orphan(plan or run.plan, run.id, str(run.mode), words, outcome.error)
     history.update_run(run.id, details=details)
-    announce_orphan(plan or run.plan, run.id, str(run.mode), words, outcome.error)
+
+
+def _announce_stuck_retry(
+    plan: DrillPlan, run: DrillRun, details: RunDetails, outcome: OrphanOutcome
+) -> None:
+    if outcome.status == "recovered":
+        announce_finish(
+            plan, run.id, str(run.mode), status=outcome.status, verdict=run.verdict,
+            rto_s=run.rto_seconds, rpo_s=run.rpo_seconds or {}, error=None, dry_run=False,
+        )  # fmt: skip
+        return
+    details.stuck = hold_stuck(plan, run.id, outcome.error or "not completed", retried=True)
 
 
 def recover_orphans(history: HistoryStore) -> list[OrphanOutcome]:

@@ -6,7 +6,8 @@ compare the state with the snapshot the run stored before its first change.
 
 Incident mode: never fail back on its own. It reports the journal and the
 current state, then does what the operator chose:
-- ``complete``: walk the takeover again (fence, bring up, DNS), then smoke.
+- ``complete``: walk the takeover again (fence, bring up, DNS), then smoke. The RTO is
+  recorded from the incident's own T0: the outage lasted since it was declared.
   Changes already made are skipped by the executor, so this is idempotent.
 - ``hold``: keep what was done, finish only the fence (the primary closed and
   verified from outside, so both sites can never serve), and settle the
@@ -38,16 +39,18 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
+from drills.checks.runner import ReadinessReport
 from drills.errors import DrillError, RunRefused
 from drills.plan import DrillPlan, load_plan
 from drills.plan.claims import plan_claims
-from drills.store.details import RecoverAttempt
+from drills.store.details import RecoverAttempt, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.takeover.failback import close_incident
 from drills.takeover.journal import Journal
 from drills.takeover.lease import LeaseHeldError, PlanLease, holder_role
+from drills.takeover.measure import Measurement, measure
 from drills.takeover.recover_failback import failback_action, recover_failback
 from drills.takeover.snapshot import differences, take
 from drills.takeover.steps.changes import KINDS
@@ -114,6 +117,8 @@ class RecoverReport:
     drift: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     timeline: Timeline = field(default_factory=Timeline)
+    # An incident completed here: its RTO, from the T0 it was declared at.
+    measurement: Measurement | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -127,6 +132,7 @@ class RecoverReport:
             "undone": self.undone,
             "drift": self.drift,
             "error": self.error,
+            "rto_seconds": self.measurement.rto_seconds if self.measurement else None,
         }
 
 
@@ -223,7 +229,7 @@ def recover(
                 elif action in ("rollback", "fail-back"):
                     _roll_back(report, executor, plan, run, deadline_s)
                 else:
-                    _take_over(report, executor, plan, action, force_unfenced, deadline_s)
+                    _take_over(report, executor, plan, run, action, force_unfenced, deadline_s)
             report.status = (
                 RecoverStatus.RECOVERED if not report.drift else RecoverStatus.RECOVER_FAILED
             )
@@ -336,6 +342,7 @@ def _take_over(
     report: RecoverReport,
     executor: ChangeExecutor,
     plan: DrillPlan,
+    run: DrillRun,
     action: Action,
     force_unfenced: bool,
     deadline_s: float,
@@ -353,6 +360,23 @@ def _take_over(
     )
     resume(ctx, complete=action == "complete")
     _settle_pending(executor)
+    if action == "complete":
+        report.measurement = _measured(plan, run, ctx.facts)
+
+
+def _measured(plan: DrillPlan, run: DrillRun, facts: dict[str, Any]) -> Measurement | None:
+    """The RTO of an incident completed by recover, from the T0 it was declared at: the
+    outage lasted since then, whoever finished the takeover."""
+    restored = facts.get("restored_at")
+    if run.t0 is None or restored is None:
+        return None
+    readiness = ReadinessReport.from_json(run.readiness) if run.readiness else None
+    return measure(
+        plan, t0=run.t0, restored=restored,
+        dns_switched=facts.get("dns_switched_at", restored),
+        full_capacity=facts.get("full_capacity_at", restored),
+        old_ttl=float(facts.get("old_ttl", 0)), readiness=readiness,
+    )  # fmt: skip
 
 
 def _settle_pending(executor: ChangeExecutor) -> None:
@@ -365,6 +389,21 @@ def _settle_pending(executor: ChangeExecutor) -> None:
             executor.journal.mark(change.seq, EntryState.APPLIED)
         elif now == change.original:
             executor.journal.mark(change.seq, EntryState.FAILED)
+
+
+def _completed(details: RunDetails, m: Measurement | None) -> dict[str, Any]:
+    """What an incident completed by recover records: its RTO from T0, and a stuck one
+    marked completed (recover-orphans stops retrying it)."""
+    if details.stuck is not None and details.stuck.completed_at is None:
+        details.stuck = details.stuck.model_copy(update={"completed_at": utc_now()})
+    if m is None:
+        return {"details": details}
+    details.measurement = m.record()
+    return {
+        "details": details, "restored_at": m.restored, "rto_seconds": m.rto_seconds,
+        "client_rto_seconds": m.client_rto_seconds, "rpo_seconds": m.rpo_seconds,
+        "verdict": m.verdict,
+    }  # fmt: skip
 
 
 def _record(history: HistoryStore, run: DrillRun, report: RecoverReport) -> None:
@@ -389,6 +428,8 @@ def _record(history: HistoryStore, run: DrillRun, report: RecoverReport) -> None
         fields["verdict"] = run.verdict or Verdict.FAILED
         if report.action == "complete" and run.restored_at is None:
             fields["restored_at"] = utc_now()
+        if report.action == "complete":
+            fields.update(_completed(details, report.measurement))
     else:
         fields["error"] = report.error or f"state differs from before: {sorted(report.drift)}"
     history.update_run(run.id, **fields)

@@ -45,10 +45,15 @@ class _Span:
 class StepRecord(_Span):
     result: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
+    # A target that did not answer, retried until the phase's deadline: the last wait in
+    # words, and how many there were.
+    waiting: str = ""
+    waits: int = 0
 
     def to_json(self) -> dict[str, Any]:
         # A copy: the live timeline is written while other threads may still add to it.
-        return self._span_json() | {"result": self.result, "evidence": dict(self.evidence)}
+        waited = {"waiting": self.waiting, "waits": self.waits} if self.waits else {}
+        return self._span_json() | {"result": self.result, "evidence": dict(self.evidence)} | waited
 
 
 @dataclass
@@ -60,6 +65,24 @@ class PhaseRecord(_Span):
 
 
 Listener = Callable[[str, PhaseRecord, StepRecord | None], None]
+WAIT_TOLD_EVERY_S = 5.0  # a step's waits, told as lines (a log, stderr), at most this often
+
+
+def every(seconds: float = WAIT_TOLD_EVERY_S) -> Callable[[object], bool]:
+    """Whether a line about ``key`` (a step, say) is due: at most once every ``seconds``
+    per key, so that a log of waits is not a ticker."""
+    last: dict[object, float] = {}
+
+    def due(key: object) -> bool:
+        # A step record is mutable (unhashable): it is its own identity.
+        k = key if getattr(key, "__hash__", None) is not None else id(key)
+        now = time.monotonic()
+        if now - last.get(k, float("-inf")) < seconds:
+            return False
+        last[k] = now
+        return True
+
+    return due
 
 
 class Timeline:
@@ -118,6 +141,13 @@ class Timeline:
                 seconds=time.perf_counter() - started
             )
             self._emit("step-end", phase, record)
+
+    def waiting(self, step: StepRecord, text: str) -> None:
+        """``step`` waits for a target that does not answer: shown live ("step-wait")."""
+        step.waiting, step.waits = text, step.waits + 1
+        phase = next((p for p in reversed(self.phases) if any(s is step for s in p.steps)), None)
+        if phase is not None:
+            self._emit("step-wait", phase, step)
 
     def to_json(self) -> list[dict[str, Any]]:
         return [p.to_json() for p in list(self.phases)]

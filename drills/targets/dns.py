@@ -11,14 +11,17 @@ fenced primary for as long as it stays stale.
 
 from __future__ import annotations
 
+import datetime as dt
 import ipaddress
 import logging
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from drills.errors import TemporaryError
 from drills.plan import DrillPlan, Rfc2136Dns
+from drills.targets.retry import Waiting
 
 log = logging.getLogger("drills.targets.dns")
 
@@ -104,22 +107,27 @@ class DnsTarget(ABC):
         *,
         previous_serial: int | None = None,
         deadline_s: float = 60.0,
+        on_wait: Callable[[Waiting], None] | None = None,
     ) -> list[RecordAnswer]:
         """Poll until every authoritative server answers exactly ``value``.
 
         For RFC 2136 each server's SOA serial must also have moved past
         ``previous_serial`` (when given); for Route 53 the change must be INSYNC.
-        Raises TemporaryError at the deadline, naming every server still stale and why.
+        A server that does not answer is asked again until the deadline; each wait is
+        told to ``on_wait``. Raises TemporaryError at the deadline, naming every server
+        still stale and why.
         """
         want = normalize_value(rtype, value)
-        deadline = time.monotonic() + deadline_s
+        started = time.monotonic()
+        deadline = started + deadline_s
+        polls = 0
         while True:
             answers, stale = self._staleness(name, rtype, want, previous_serial)
             if not stale:
                 return answers
             remaining = deadline - time.monotonic()
+            detail = "; ".join(f"{server}: {why}" for server, why in sorted(stale.items()))
             if remaining <= 0:
-                detail = "; ".join(f"{server}: {why}" for server, why in sorted(stale.items()))
                 raise TemporaryError(
                     self.target,
                     f"{name} {rtype} not yet {want} on every server after {deadline_s:g}s; "
@@ -127,6 +135,12 @@ class DnsTarget(ABC):
                     delay=self.poll_interval_s,
                 )
             log.debug("%s: waiting for %s", self.target, ", ".join(sorted(stale)))
+            polls += 1
+            if on_wait is not None:
+                until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=remaining)
+                failing = time.monotonic() - started
+                wait = min(self.poll_interval_s, remaining)
+                on_wait(Waiting(self.target, f"still stale: {detail}", failing, until, wait, polls))
             time.sleep(min(self.poll_interval_s, remaining))
 
     def __enter__(self) -> DnsTarget:

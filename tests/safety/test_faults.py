@@ -7,8 +7,10 @@ Each test gives its adapter short timeouts, so a hang costs a fraction of a seco
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,7 +30,7 @@ from drills.targets.dns_rfc2136 import Rfc2136Target
 from drills.targets.kube import KubeTarget
 from drills.targets.objects import ObjectStore
 from drills.targets.registry_oci import OciDistribution
-from drills.targets.retry import RetryPolicy, TimedOut, retry_call
+from drills.targets.retry import RetryPolicy, TimedOut, Waiting, retry_call, retry_until
 from tests.support.faultproxy import FaultProxy, UdpFaultProxy
 from tests.support.kube_sites import plan_for
 
@@ -144,6 +146,57 @@ def test_kube_retries_are_bounded(kube_http: KubeApiServer, tmp_path: Path) -> N
         assert time.monotonic() - started < 2
         assert proxy.counters.requests == 3
         assert_clear(caught.value, proxy.address, TOKEN)
+        kube.close()
+
+
+def test_a_phase_retries_past_the_adapters_count_until_its_deadline(
+    kube_http: KubeApiServer, tmp_path: Path
+) -> None:
+    """The adapter alone gives up after 3 attempts; a takeover's phase goes on until its
+    own deadline, telling each wait, and never retries a permanent refusal."""
+    with FaultProxy(upstream(kube_http.url), http=True) as proxy:
+        kube = kube_via(proxy, kube_http, tmp_path)
+        waits: list[Waiting] = []
+        proxy.answer_next(8, 503)
+        until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=20)
+        nodes = retry_until(kube.nodes, deadline=time.monotonic() + 20, on_wait=waits.append)
+        assert nodes == [] and proxy.counters.injected == 8
+        assert waits and all("HTTP 503" in w.cause for w in waits)
+        assert all(abs((w.until - until).total_seconds()) < 1 for w in waits)
+        assert "retrying until" in waits[-1].describe()
+
+        proxy.answer_next(1000, 503)
+        started = time.monotonic()
+        with pytest.raises(TemporaryError, match=r"HTTP 503.*to the deadline"):
+            retry_until(kube.nodes, deadline=time.monotonic() + 1.5)
+        assert 1.0 <= time.monotonic() - started < 1.5 + MARGIN
+        assert proxy.counters.requests > 8 + 3  # more than one adapter's count of 3
+
+        proxy.pass_through()
+        proxy.answer_next(1, 404)
+        before = proxy.counters.requests
+        with pytest.raises(PermanentError, match="HTTP 404"):
+            retry_until(kube.nodes, deadline=time.monotonic() + 20)
+        assert proxy.counters.requests == before + 1
+        kube.close()
+
+
+def test_a_stalled_api_is_waited_out_within_the_deadline(
+    kube_tls: KubeApiServer, tmp_path: Path
+) -> None:
+    """Stalled past the read timeout (its connections held open and silent), then
+    released: the phase's retry sees it again."""
+    with FaultProxy(upstream(kube_tls.url)) as proxy:
+        kube = kube_via(proxy, kube_tls, tmp_path)
+        assert kube.version()[0] == 1
+        proxy.stall()
+        threading.Timer(TIMEOUT * 3, proxy.pass_through).start()
+        waits: list[Waiting] = []
+        major = retry_until(
+            lambda: kube.version()[0], deadline=time.monotonic() + 10, on_wait=waits.append
+        )
+        assert major == 1
+        assert any("timed out" in w.cause for w in waits), waits
         kube.close()
 
 

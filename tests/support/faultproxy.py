@@ -2,10 +2,12 @@
 
 :class:`FaultProxy` sits on loopback TCP between drills and a real service and
 relays bytes, unless told to add latency, reset connections (RST, via SO_LINGER 0),
-answer the next N HTTP requests with an error status, or swallow every connection
-(blackhole). With ``http=True`` it parses just enough HTTP/1.1 (request head and
-Content-Length body) to count requests and to answer some of them itself; without
-it, it relays any protocol, TLS included, and counts connections only.
+answer the next N HTTP requests with an error status, swallow every connection
+(blackhole), or stall: hold every byte of every connection, open ones too, until
+released (a server stopped, as SIGSTOP stops it). With ``http=True`` it parses just
+enough HTTP/1.1 (request head and Content-Length body) to count requests and to answer
+some of them itself; without it, it relays any protocol, TLS included, and counts
+connections only.
 
 :class:`UdpFaultProxy` does the same for DNS over UDP: pass, drop the next N
 datagrams, garble or shorten the next N answers, or drop everything.
@@ -74,6 +76,8 @@ class FaultProxy:
         self._resets_left = 0
         self._statuses: list[int] = []
         self._blackhole = False
+        self._flowing = threading.Event()  # cleared while stalled
+        self._flowing.set()
         self._stop = threading.Event()
         self._open: set[socket.socket] = set()
         self._listener = socket.socket()
@@ -93,6 +97,16 @@ class FaultProxy:
         with self._lock:
             self._latency, self._resets_left, self._statuses = 0.0, 0, []
             self._blackhole = False
+        self._flowing.set()
+
+    def stall(self) -> None:
+        """Hold every byte both ways, on open connections too, until ``pass_through``:
+        connections stay up and silent, and what was held flows on once released."""
+        self._flowing.clear()
+
+    def _wait_flowing(self) -> None:
+        while not self._flowing.wait(0.1) and not self._stop.is_set():
+            pass
 
     def latency(self, seconds: float) -> None:
         """Delay every chunk the upstream sends back by ``seconds``."""
@@ -119,6 +133,7 @@ class FaultProxy:
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
         self._stop.set()
+        self._flowing.set()
         self._listener.close()
         with self._lock:
             held, self._open = list(self._open), set()
@@ -201,6 +216,7 @@ class FaultProxy:
     def _forward_raw(self, client: socket.socket, upstream: socket.socket) -> None:
         try:
             while data := client.recv(_CHUNK):
+                self._wait_flowing()
                 upstream.sendall(data)
         except OSError:
             pass
@@ -212,6 +228,7 @@ class FaultProxy:
                     delay = self._latency
                 if delay:
                     time.sleep(delay)
+                self._wait_flowing()
                 client.sendall(data)
         except OSError:
             pass
@@ -240,6 +257,7 @@ class FaultProxy:
                         "Connection: close\r\n\r\n".encode()
                     )
                     return
+                self._wait_flowing()
                 upstream.sendall(request)
         except OSError:
             return

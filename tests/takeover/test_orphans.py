@@ -183,6 +183,8 @@ def test_an_incident_left_part_way_for_a_person_is_not_taken_by_the_scan(
     assert result.status == RunStatus.FAILED and "part-way" in (result.error or "")
     run = history.get_run(result.run_id)
     assert run is not None and run.finished_at is None and run.details.left_for_decision
+    # Held and announced as stuck, but a refusal, not a deadline: nothing retries it.
+    assert run.details.stuck is not None and not run.details.stuck.auto_retry
     assert lease.current(history, plan.name) is None  # its process let go of the lease ...
     assert orphans(history) == []  # ... but it waits for a person, not for the scan
     back_to_normal(plan, history, run.id)

@@ -380,9 +380,10 @@ def test_the_live_view_lists_each_step_of_the_running_phase_as_it_ends(
 
     # What the flow run has stored so far: the fence going on, its first step done.
     preflight = step("preflight", 0.4, 0.9) | {"steps": [step("site endpoints seen", 0.5, 0.9)]}
+    waiting = "kubernetes primary: timed out; failing for 4 s; retrying until 02:14:05 UTC"
     fence = step("fence", 1.0, None) | {
         "steps": [step("close primary ingress", 1.0, 1.3, "2 ingresses closed"),
-                  step("stop primary writers", 1.3, None)]
+                  step("stop primary writers", 1.3, None) | {"waiting": waiting, "waits": 3}]
     }  # fmt: skip
     store = declare_env.store()
     started = t0 + dt.timedelta(seconds=0.3)
@@ -392,7 +393,7 @@ def test_the_live_view_lists_each_step_of_the_running_phase_as_it_ends(
     at.run()
     page = shown(at)
     assert "close primary ingress (T0+1.3 s, 0.3 s): 2 ingresses closed" in page, page
-    assert "stop primary writers (running)" in page, page
+    assert f"stop primary writers (running): ↻ {waiting}" in page, page
     assert "**fence** (going on)" in page or "fence (going on)" in page, page
     current = {m.label: m.value for m in at.metric}
     assert current["Current phase"] == "fence", current

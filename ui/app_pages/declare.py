@@ -72,6 +72,8 @@ def _step_line(step: dict[str, Any], t0: dt.datetime | None) -> str:
         when = f"T0+{(dt.datetime.fromisoformat(ended) - t0).total_seconds():.1f} s, "
     took = f"{step['seconds']:.1f} s" if ended else "running"
     result = f": {step['result']}" if step.get("result") else ""
+    if not ended and step.get("waiting"):  # a target not answering, retried to the deadline
+        result = f": ↻ {step['waiting']}"
     return f"- {STEP_ICON.get(step['status'], '')} {step['name']} ({when}{took}){result}"
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from drills.errors import DrillError, RollbackIncompleteError, UndoFailure
 from drills.store.kinds import EntryState
 from drills.takeover.journal import Change, Journal
 from drills.takeover.steps.changes import KINDS, State
+from drills.targets.retry import Waiting, retry_until
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.steps")
@@ -91,21 +93,28 @@ class ChangeExecutor:
         if now == original:
             self.journal.mark(seq, EntryState.FAILED)
 
-    def rollback(self, select: Callable[[Change], bool] = lambda _: True) -> list[Change]:
+    def rollback(
+        self,
+        select: Callable[[Change], bool] = lambda _: True,
+        *,
+        deadline: float | None = None,
+        on_wait: Callable[[Waiting], None] | None = None,
+    ) -> list[Change]:
         """Undo every applied or possibly applied change (of those selected), newest first.
 
-        An undo that fails does not stop the others; the failures are raised
-        together at the end and stay in the journal for `drills recover`.
+        With a ``deadline`` (``time.monotonic()``), a target that fails for now is retried
+        until it, each wait told to ``on_wait``. An undo that fails does not stop the
+        others; the failures are raised together at the end and stay in the journal for
+        `drills recover`.
         """
         undone: list[Change] = []
         failures: list[UndoFailure] = []
         for change in filter(select, self.journal.to_undo()):
-            kind = KINDS[change.kind]
             try:
-                # Already back (a second recover, or a change that never took): no write.
-                if kind.read(self.targets, change.target) != change.original:
-                    kind.write(self.targets, change.target, change.original)
-                    self._crash_point(f"undo {change.kind} {change.target} written")
+                if deadline is None:
+                    self._undo(change)
+                else:
+                    retry_until(partial(self._undo, change), deadline=deadline, on_wait=on_wait)
             except DrillError as exc:
                 failures.append(UndoFailure(change.seq, change.kind, change.target, str(exc)))
                 continue
@@ -115,3 +124,10 @@ class ChangeExecutor:
         if failures:
             raise RollbackIncompleteError(failures)
         return undone
+
+    def _undo(self, change: Change) -> None:
+        kind = KINDS[change.kind]
+        # Already back (a second recover, or a change that never took): no write.
+        if kind.read(self.targets, change.target) != change.original:
+            kind.write(self.targets, change.target, change.original)
+            self._crash_point(f"undo {change.kind} {change.target} written")

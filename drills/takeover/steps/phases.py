@@ -9,19 +9,20 @@ executor only lists the changes and the waits are skipped.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from drills.checks.base import Status
 from drills.checks.identity import distinct_result
 from drills.checks.runner import ReadinessReport
 from drills.checks.wayback import running_writers
-from drills.errors import RunRefused, StepFailed, TargetError
+from drills.errors import RunRefused, StepFailed, TargetError, TemporaryError
 from drills.plan import ControllerFence, DrillPlan, Workload
 from drills.takeover.steps.changes import (
     ingress_address,
@@ -30,10 +31,14 @@ from drills.takeover.steps.changes import (
 )
 from drills.takeover.steps.dns_values import check_switch, record_where_planned
 from drills.takeover.steps.executor import ChangeExecutor
-from drills.takeover.timeline import Timeline, utc_now
+from drills.takeover.timeline import StepRecord, Timeline, every, utc_now
 from drills.targets.http import new_client
 from drills.targets.probe import ProbeResult, serving, smoke_until
+from drills.targets.retry import Waiting, retry_until
 from drills.targets.sites import Role, Targets
+
+log = logging.getLogger("drills.takeover.steps")
+T = TypeVar("T")
 
 FENCED_CLASS = "drills-fenced"  # an IngressClass no controller serves
 POLL_S = 0.05
@@ -43,6 +48,11 @@ STOPPED_PROBES = 3
 # How long the preflight looks for an endpoint's answer: long enough to ride out a blip.
 SIGHT_WINDOW_S = 5.0
 SIGHT_POLL_S = 0.2
+
+
+class DeadlinePassed(StepFailed):
+    """A phase waited for something until its deadline, in vain: what it waited for may
+    still come (a retry later may pass), unlike a refusal."""
 
 
 @dataclass
@@ -63,15 +73,48 @@ class PhaseContext:
         return self.executor.dry_run
 
 
+def shown_waits(timeline: Timeline, step: StepRecord) -> Callable[[Waiting], None]:
+    """How a step tells of each wait on a target that does not answer: in the run's log,
+    and live in its timeline (the CLI's table, the dashboard)."""
+
+    due = every()
+
+    def show(waiting: Waiting) -> None:
+        text = waiting.describe()
+        if due(step):
+            log.warning("%s: %s", step.name, text)
+        timeline.waiting(step, text)
+
+    return show
+
+
+def persist(
+    ctx: PhaseContext,
+    step: StepRecord,
+    call: Callable[[], T],
+    deadline: float,
+    stop: threading.Event | None = None,
+) -> T:
+    """``call()``, its temporary failures retried until ``deadline`` (the phase's own, as
+    ``time.monotonic()``), each wait shown: a blip costs a wait, never the phase."""
+    return retry_until(call, deadline=deadline, on_wait=shown_waits(ctx.timeline, step), stop=stop)
+
+
 def wait_until(what: str, test: Callable[[], tuple[bool, str]], deadline_s: float) -> str:
-    """Poll ``test`` until it holds; raise StepFailed with its last word on the deadline."""
+    """Poll ``test`` until it holds; raise StepFailed with its last word on the deadline.
+
+    A target that fails for now (a timeout, a 503) is one more "not yet", never the end.
+    """
     deadline = time.monotonic() + deadline_s
     while True:
-        ok, detail = test()
+        try:
+            ok, detail = test()
+        except TemporaryError as exc:
+            ok, detail = False, str(exc)
         if ok:
             return detail
         if time.monotonic() >= deadline:
-            raise StepFailed(what, f"not true after {deadline_s:.0f}s: {detail}")
+            raise DeadlinePassed(what, f"not true after {deadline_s:.0f}s: {detail}")
         time.sleep(POLL_S)
 
 
@@ -235,8 +278,12 @@ def fence_primary(ctx: PhaseContext) -> None:
     seen = None if ctx.dry_run else ctx.facts.get("primary_seen") or _look_before_fence(ctx, url)
     if seen is not None and not seen.answered:
         _unfenced(ctx, f"its endpoint {url} does not answer ({seen.detail})")
+    # A primary seen answering is fenced within the fence's deadline, its blips retried; one
+    # that never answered (an incident forced unfenced) is tried once, not waited for.
+    answered = seen is not None and seen.answered
+    deadline = time.monotonic() + (ctx.fence_deadline_s if answered else 0.0)
     try:
-        _close_primary(ctx)
+        _close_primary(ctx, deadline)
     except TargetError as exc:
         if not ctx.incident:
             raise
@@ -262,25 +309,29 @@ def _look_before_fence(ctx: PhaseContext, url: str) -> ProbeResult:
         return seen
 
 
-def _close_primary(ctx: PhaseContext) -> None:
+def _close_primary(ctx: PhaseContext, deadline: float) -> None:
     site = ctx.plan.sites.primary
+
+    def apply(step: StepRecord, kind: str, address: str, intended: dict[str, Any]) -> Any:
+        return persist(ctx, step, lambda: ctx.executor.apply(kind, address, intended), deadline)
+
     with ctx.timeline.step("close primary ingress") as step:
         if isinstance(site.ingress, ControllerFence):
             d = site.ingress.deployment
             address = workload_address("primary", "Deployment", d.namespace, d.name)
-            before = ctx.executor.apply("workload.scale", address, {"replicas": 0})
+            before = apply(step, "workload.scale", address, {"replicas": 0})
         else:
             before = {}
             for obj in site.ingress.objects:
                 address = ingress_address("primary", obj.namespace, obj.name)
-                before[address] = ctx.executor.apply(
-                    "ingress.class", address, {"ingressClassName": FENCED_CLASS}
+                before[address] = apply(
+                    step, "ingress.class", address, {"ingressClassName": FENCED_CLASS}
                 )
         step.evidence = {"before": before}
     with ctx.timeline.step("stop primary writers") as step:
         for w in ctx.plan.writers:
             address = workload_address("primary", str(w.kind), w.namespace, w.name)
-            ctx.executor.apply("workload.scale", address, {"replicas": 0})
+            apply(step, "workload.scale", address, {"replicas": 0})
         step.evidence = {"writers": [w.key for w in ctx.plan.writers]}
 
 
@@ -341,14 +392,22 @@ def _bring_up_tier(ctx: PhaseContext, tier: str, workloads: list[Workload]) -> N
     def one(w: Workload) -> None:
         with ctx.timeline.step(f"{tier}: {w.key} → {w.dr_replicas}") as step:
             address = workload_address("dr", str(w.kind), w.namespace, w.name)
-            before = ctx.executor.apply("workload.scale", address, {"replicas": w.dr_replicas})
+            intended = {"replicas": w.dr_replicas}
+            before = persist(
+                ctx, step, lambda: ctx.executor.apply("workload.scale", address, intended),
+                deadline, stop,
+            )  # fmt: skip
             step.evidence = {"before": before.get("replicas"), "replicas": w.dr_replicas}
             if ctx.dry_run:
                 step.status = "planned"
                 return
-            left = max(0.0, deadline - time.monotonic())
             kube = ctx.targets.dr.kube
-            final = kube.wait_ready(w.namespace, str(w.kind), w.name, w.dr_replicas, left, stop)
+
+            def ready() -> dict[str, Any]:
+                left = max(0.0, deadline - time.monotonic())
+                return kube.wait_ready(w.namespace, str(w.kind), w.name, w.dr_replicas, left, stop)
+
+            final = persist(ctx, step, ready, deadline, stop)
             step.evidence["ready"] = (final.get("status") or {}).get("readyReplicas", 0)
 
     # The whole tier at once: its RTO is the slowest workload, not the sum.
@@ -364,17 +423,20 @@ def switch_dns(ctx: PhaseContext, value: str | None = None) -> None:
     dns = ctx.plan.dns
     value = value or dns.dr_value
     name, rtype = dns.record.name, str(dns.record.type)
+    # One deadline for the switch and its confirmation; a DNS server that does not answer
+    # for a while inside it is waited for.
+    deadline = time.monotonic() + ctx.dns_deadline_s
     with ctx.timeline.step(f"switch {name} {rtype} → {value}") as step:
-        answers = ctx.targets.dns.read(name, rtype)
+        answers = persist(ctx, step, lambda: ctx.targets.dns.read(name, rtype), deadline)
         check_switch(ctx.plan, answers, value)  # what it holds now is what a rollback restores
         ttl = max(a.ttl or 0 for a in answers)
         # Already at DR (a resumed takeover): no change, so no serial will move.
         already = all(list(a.values) == [value] for a in answers)
         serials = [a.serial for a in answers if a.serial is not None and not already]
         ctx.facts["old_ttl"] = ttl
-        ctx.executor.apply(
-            "dns.record", record_address(name, rtype), {"values": [value], "ttl": ttl}
-        )
+        intended = {"values": [value], "ttl": ttl}
+        address = record_address(name, rtype)
+        persist(ctx, step, lambda: ctx.executor.apply("dns.record", address, intended), deadline)
         step.evidence = {"ttl": ttl, "before": sorted({v for a in answers for v in a.values})}
         if ctx.dry_run:
             step.status = "planned"
@@ -385,7 +447,8 @@ def switch_dns(ctx: PhaseContext, value: str | None = None) -> None:
             rtype,
             value,
             previous_serial=max(serials) if serials else None,
-            deadline_s=ctx.dns_deadline_s,
+            deadline_s=max(0.0, deadline - time.monotonic()),
+            on_wait=shown_waits(ctx.timeline, step),
         )
         ctx.facts["dns_switched_at"] = utc_now()
         step.evidence = {"servers": [a.server for a in confirmed], "ttl": ttl}
@@ -410,6 +473,6 @@ def smoke(ctx: PhaseContext, site: Role = "dr") -> dt.datetime:
         with ctx.timeline.step(f"smoke {probe.name}") as step:
             step.evidence = {"url": str(probe.url), "address": result.address,
                              "status": result.status, "body": result.detail}  # fmt: skip
-            if not result.ok:
-                raise StepFailed(f"smoke {probe.name}", f"{probe.url}: {result.detail}")
+            if not result.ok:  # probed until its timeout
+                raise DeadlinePassed(f"smoke {probe.name}", f"{probe.url}: {result.detail}")
     return restored
