@@ -78,15 +78,27 @@ def load_plan_or_exit(path: Path) -> DrillPlan:
         raise typer.Exit(EXIT_INVALID) from None
 
 
-def open_history(url: str | None) -> HistoryStore:
+def open_history(url: str | None, *, read_only: bool = False) -> HistoryStore:
+    """The store, its checkpoints signed with the evidence key when one is configured.
+    ``read_only``: nothing is created or changed, and a store that is not there is exit 2.
+    A store whose chain was removed or cut short is refused (exit 1) unless read-only:
+    the reader (`drills evidence verify`) reports it itself."""
+    from drills.evidence.checkpoints import configured_sign
+    from drills.evidence.keys import SigningKeyError
+    from drills.store.checkpoints import ChainTamperedError
     from drills.store.history import HistoryStore  # SQLAlchemy: only for commands that keep runs
     from drills.store.schema import SchemaError
 
+    err = err_console(highlight=False, soft_wrap=True)
     try:
-        return HistoryStore(url)
-    except SchemaError as exc:  # one line naming `drills db upgrade`, not a traceback
-        err_console(highlight=False, soft_wrap=True).print(Text(f"✗ {exc}", style="bold red"))
+        sign = None if read_only else configured_sign()
+        return HistoryStore(url, read_only=read_only, sign=sign)
+    except (SchemaError, SigningKeyError) as exc:  # one line, not a traceback
+        err.print(Text(f"✗ {exc}", style="bold red"))
         raise typer.Exit(EXIT_INVALID) from None
+    except ChainTamperedError as exc:
+        err.print(Text(f"✗ {exc}", style="bold red"))
+        raise typer.Exit(EXIT_FAILED) from None
 
 
 def exit_not_running(as_json: bool, message: str) -> NoReturn:

@@ -1,8 +1,8 @@
 """Evidence packs: one zip per run, every file hashed, the hashes signed.
 
 A pack holds the report (Markdown, JSON, PDF), the readiness snapshot at T0, the journal,
-the timeline, the audit entries of the run, its links in the history's chain, the control
-mapping and the findings, a
+the timeline, the audit entries of the run, its links in the history's chain, the plan's
+newest checkpoint of that chain, the control mapping and the findings, a
 manifest of every file's SHA-256, and ``attestation.dsse.json``: a DSSE envelope signing an
 in-toto Statement whose subjects are all those files. Verifying one needs the pack and the
 public key only: no database, no network.
@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import select
 
 from drills.evidence import dsse
+from drills.evidence.checkpoints import pack_checkpoint, pack_problems
 from drills.evidence.controls import auditor_answers
 from drills.evidence.findings import findings_of_run
 from drills.evidence.keys import Signer, Verifier
@@ -38,7 +39,8 @@ PACK_FORMAT = "drills-evidence-pack/1"
 # Every file of a pack, in the order they are written; the envelope comes last.
 CONTENT = (
     "report.md", "report.json", "report.pdf", "readiness-t0.json", "journal.json",
-    "timeline.json", "audit.json", "chain.json", "controls.json", "findings.json",
+    "timeline.json", "audit.json", "chain.json", "checkpoint.json", "controls.json",
+    "findings.json",
 )  # fmt: skip
 # A fixed time on every zip entry: the same pack twice holds the same bytes.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
@@ -103,6 +105,8 @@ def build(store: HistoryStore, run: DrillRun, signer: Signer | None) -> Pack:
         "audit.json": _json(audit_entries(store, run)),
         # The run's links in the history's chain: what `drills evidence verify --db` checks.
         "chain.json": _json([link.to_json() for link in run_evidence(store, run.id)]),
+        # The plan's newest checkpoint: the chain's length and head, to hold the store to.
+        "checkpoint.json": pack_checkpoint(store, run.plan),
         "controls.json": _json({k: v for k, v in answers.items() if k != "open_findings"}),
         "findings.json": _json([f.to_json() for f in found]),
     }
@@ -247,6 +251,7 @@ def verify(path: Path, verifier: Verifier | None) -> Verification:
         return result
     _check_signature(opened, verifier, result)
     _check_files(files, signed, result)
+    result.problems += pack_problems(files, verifier)
     if MANIFEST in files:
         _check_manifest(files, signed, result)
     return result
