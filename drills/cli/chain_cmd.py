@@ -87,8 +87,8 @@ def verify_db(db: str, place: str | None, public_key: Path | None, as_json: bool
 def _print(report: ChainReport, untrusted: list[str], external: int | None) -> None:
     for problem in report.problems:
         err.print(Text(f"✗ {problem.describe()}", style="red"))
-    for problem in untrusted:
-        err.print(Text(f"✗ checkpoint {problem}", style="red"))
+    for line in untrusted:
+        err.print(Text(f"✗ checkpoint {line}", style="red"))
     if not report.ok or untrusted:
         return
     pre = f"; {report.pre_chain} sealed at upgrade (pre-chain)" if report.pre_chain else ""
