@@ -238,8 +238,8 @@ PACK_NAME = "checkpoint.json"
 def pack_checkpoint(store: HistoryStore, plan: str) -> bytes:
     """The plan's newest checkpoint, for a pack (``null`` when the store has none yet)."""
     with store.session() as s:
-        newest = latest(s, [plan])
-    return json.dumps(newest[0].to_json() if newest else None, indent=2).encode() + b"\n"
+        newest = latest(s, plan)
+    return json.dumps(newest.to_json() if newest else None, indent=2).encode() + b"\n"
 
 
 def pack_problems(files: dict[str, bytes], verifier: Verifier | None) -> list[str]:

@@ -21,15 +21,10 @@ from sqlalchemy import Connection, Select, String, bindparam, select
 from drills.checks.base import Status
 from drills.checks.cadence import MAX_DRILL_AGE_DAYS
 from drills.plan import DrillPlan
+from drills.store.checkpoints import chain_length
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
-from drills.store.models import (
-    DrillRun,
-    EvidenceEntry,
-    Lease,
-    ReadinessSnapshot,
-    details_value,
-)
+from drills.store.models import DrillRun, Lease, ReadinessSnapshot, details_value
 from drills.store.serving import RecordedServing, recorded_serving_of
 
 DEFAULT_READINESS_INTERVAL_S = 900.0  # the readiness-check deployment of prefect.yaml
@@ -161,7 +156,7 @@ class Snapshotter:
             in_progress=unfinished.in_progress,
             stuck=unfinished.stuck,
             oldest_unfinished_start=unfinished.oldest,
-            chain_length=_chain_length(conn, plan.name),
+            chain_length=chain_length(conn, plan.name),
         )
 
     def _readiness(
@@ -257,12 +252,6 @@ def _last_measured(conn: Connection, plan: str, mode: Mode) -> RunFigures | None
         full_capacity_s=None if full_capacity is None else float(full_capacity),
         rpo_s={k: float(v) for k, v in (rpo or {}).items() if isinstance(v, int | float)},
     )
-
-
-def _chain_length(conn: Connection, plan: str) -> int:
-    """The head's seq: one step down the unique (plan, seq) index."""
-    query = select(EvidenceEntry.seq).where(EvidenceEntry.plan == plan)
-    return int(conn.scalar(query.order_by(EvidenceEntry.seq.desc()).limit(1)) or 0)
 
 
 def _last_drill_success(conn: Connection, plan: str) -> float:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, exists, func, select
+from sqlalchemy import Connection, exists, select
 from sqlalchemy.orm import Session
 
 from drills.errors import DrillError
@@ -126,15 +126,12 @@ def record(session: Session, plan: str, length: int, head: str, reason: str,
     return checkpoint
 
 
-def latest(conn: Session | Connection, plans: Iterable[str] | None = None) -> list[Checkpoint]:
-    """The newest checkpoint of each plan (of ``plans`` only, when given)."""
+def latest(conn: Session | Connection, plan: str) -> Checkpoint | None:
+    """The plan's checkpoint of its longest chain, the newest of those (an index seek)."""
     table = EvidenceCheckpoint
-    newest = select(table.plan, func.max(table.id).label("id")).group_by(table.plan)
-    if plans is not None:
-        newest = newest.where(table.plan.in_(list(plans)))
-    ids = newest.subquery()
-    rows = conn.execute(select(table.__table__).join(ids, table.id == ids.c.id))
-    return [Checkpoint.from_row(EvidenceCheckpoint(**dict(r._mapping))) for r in rows]
+    query = select(table.__table__).where(table.plan == plan)
+    row = conn.execute(query.order_by(table.length.desc(), table.id.desc()).limit(1)).first()
+    return Checkpoint.from_row(EvidenceCheckpoint(**dict(row._mapping))) if row else None
 
 
 def all_checkpoints(conn: Session | Connection) -> list[Checkpoint]:
@@ -176,10 +173,13 @@ def disagreements(
 
 
 # -- the opener's check -------------------------------------------------------------------
+OPEN_CHECKS = 200  # checkpoints the opener compares: the newest, a few index seeks each
+
+
 def opening_problems(conn: Session | Connection) -> list[str]:
-    """Why this store's chain cannot be trusted, checked in a few indexed queries on each
-    open: its marker gone, its links gone while final records remain, or a plan's chain
-    shorter than the store's own newest checkpoint of it.
+    """Why this store's chain cannot be trusted, in a few indexed queries on each open: its
+    marker gone, its links gone while final records remain, or a plan's chain shorter than
+    one of the store's newest checkpoints (verify_store holds it to every one).
 
     Each statement may see a later moment than the one before (SQLite and PostgreSQL's
     read committed both allow it) while others write; records, links and checkpoints
@@ -190,19 +190,29 @@ def opening_problems(conn: Session | Connection) -> list[str]:
     if marker.first() is None:
         found.append("its evidence chain marker is gone (the chain was removed)")
     has_final = _has_final_records(conn)
-    newest = latest(conn)
-    per_plan = select(EvidenceEntry.plan, func.max(EvidenceEntry.seq)).group_by(EvidenceEntry.plan)
-    lengths = {plan: seq for plan, seq in conn.execute(per_plan)}
-    if not lengths and has_final:
+    table = EvidenceCheckpoint
+    recent = select(table.plan, table.length, table.at).order_by(table.id.desc()).limit(OPEN_CHECKS)
+    claimed: dict[str, tuple[int, dt.datetime]] = {}
+    for plan, length, at in conn.execute(recent):
+        if length > claimed.get(plan, (-1, at))[0]:
+            claimed[plan] = (length, at)
+    has_links = conn.execute(select(exists().where(EvidenceEntry.id.isnot(None)))).scalar()
+    if not has_links and has_final:
         found.append("it holds final records but no evidence chain (the chain was emptied)")
-    for cp in newest:
-        have = int(lengths.get(cp.plan) or 0)
-        if have < cp.length:
+    for plan, (length, at) in sorted(claimed.items()):
+        have = chain_length(conn, plan)
+        if have < length:
             found.append(
-                f"the chain of plan {cp.plan} has {have} links, fewer than its checkpoint "
-                f"of {cp.at.isoformat()} ({cp.length})"
+                f"the chain of plan {plan} has {have} links, fewer than its checkpoint "
+                f"of {at.isoformat()} ({length})"
             )
     return found
+
+
+def chain_length(conn: Session | Connection, plan: str) -> int:
+    """The plan's head's seq: one step down the unique (plan, seq) index."""
+    query = select(EvidenceEntry.seq).where(EvidenceEntry.plan == plan)
+    return int(conn.scalar(query.order_by(EvidenceEntry.seq.desc()).limit(1)) or 0)
 
 
 def _has_final_records(conn: Session | Connection) -> bool:
@@ -221,6 +231,7 @@ __all__ = [
     "Disagreement",
     "Sign",
     "all_checkpoints",
+    "chain_length",
     "disagreements",
     "latest",
     "opening_problems",
