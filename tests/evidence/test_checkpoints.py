@@ -23,6 +23,7 @@ from drills.lab.moto_server import MotoServer
 from drills.plan.types import check_checkpoint_place
 from drills.store.chain_verify import verify_store
 from drills.store.history import HistoryStore
+from drills.store.prune import prune_readiness
 from tests.evidence.packs import drills
 from tests.store.test_chain import db, record_drill
 
@@ -149,3 +150,25 @@ def test_the_plan_names_a_directory_or_a_bucket(place: str, ok: bool) -> None:
     else:
         with pytest.raises(ValueError):
             check_checkpoint_place(place)
+
+
+def test_a_readiness_batch_and_a_prune_each_keep_a_checkpoint_per_plan(
+    history: HistoryStore,
+) -> None:
+    old = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
+    rows = [
+        (plan, old + dt.timedelta(hours=hour), True, 0, {"results": [], "hour": hour})
+        for hour in range(4)
+        for plan in ("east", "west")
+    ]
+    history.save_readiness_many(rows)
+    removed = prune_readiness(history, dt.timedelta(days=30), dry_run=False)
+    assert removed.removed == {"east": 2, "west": 2}
+    with db(history) as conn:
+        kept = conn.execute(
+            "SELECT plan, reason, length FROM evidence_checkpoints ORDER BY id"
+        ).fetchall()
+    assert [(p, r) for p, r, _ in kept[:2]] == [("east", "readiness"), ("west", "readiness")]
+    pruned = {p: n for p, r, n in kept if r == "prune"}
+    assert pruned == {"east": 4 + 1, "west": 4 + 1}  # the 4 snapshots' links, then the prune
+    assert verify_store(history).ok
