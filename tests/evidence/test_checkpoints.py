@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 import pytest
+import yaml
 
 from drills.evidence.checkpoints import (
     configured_sign,
@@ -26,6 +27,7 @@ from drills.store.history import HistoryStore
 from drills.store.prune import prune_readiness
 from tests.evidence.packs import drills
 from tests.store.test_chain import db, record_drill
+from tests.support.ui import EXAMPLE_PLAN
 
 
 @pytest.fixture()
@@ -172,3 +174,16 @@ def test_a_readiness_batch_and_a_prune_each_keep_a_checkpoint_per_plan(
     pruned = {p: n for p, r, n in kept if r == "prune"}
     assert pruned == {"east": 4 + 1, "west": 4 + 1}  # the 4 snapshots' links, then the prune
     assert verify_store(history).ok
+
+
+def test_checkpoint_goes_where_the_plan_says(
+    signed: tuple[HistoryStore, Path, str], tmp_path: Path
+) -> None:
+    store, _, _ = signed
+    data = yaml.safe_load(EXAMPLE_PLAN.read_text())
+    kept = tmp_path / "kept"
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump({**data, "name": "lab", "evidence": {"checkpoints": str(kept)}}))
+    code, out = drills("evidence", "checkpoint", "--plan", str(plan), "--db", store.url)
+    assert code == 0, out
+    assert [p.parent.name for p in kept.glob("*/*.json")] == ["lab"]
