@@ -12,12 +12,21 @@ export STREAMLIT_BROWSER_GATHER_USAGE_STATS := false
 .PHONY: help venv sysdeps lint typecheck test demo serve down lab-up lab-down lock bench screenshots clean
 
 help:
-	@echo "make demo   start the lab and a local Prefect server, run a whole drill as a flow run"
-	@echo "make serve  start a local Prefect server, the drills deployments and a worker"
-	@echo "make test   install what the tests need, then ruff, mypy and pytest"
-	@echo "make down   stop everything the demo started"
-	@echo "make bench  run the benchmarks in bench/"
-	@echo "make lock   re-pin constraints.txt from a fresh resolve"
+	@echo "make demo         start the lab and a local Prefect server, run a whole drill as a flow run"
+	@echo "make ui           the dashboard (in lab mode while the lab runs)"
+	@echo "make down         stop everything the demo started"
+	@echo "make test         install what the tests need, then lint, typecheck and pytest"
+	@echo "make serve        start a local Prefect server, the drills deployments and a worker"
+	@echo "make lab-up       start the local lab only (two stand-in sites on loopback)"
+	@echo "make lab-down     stop the local lab"
+	@echo "make lint         ruff, the format check and the import contracts"
+	@echo "make typecheck    mypy"
+	@echo "make screenshots  re-take the dashboard screenshots in docs/screenshots"
+	@echo "make bench        run the benchmarks in bench/"
+	@echo "make lock         re-pin constraints.txt from a fresh resolve"
+	@echo "make venv         create .venv and install drills with its test extras"
+	@echo "make sysdeps      install the Debian packages the lab and the tests need (as root)"
+	@echo "make clean        remove the venv, caches, and the state of the lab, the local server and the default history (.drills)"
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

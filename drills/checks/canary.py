@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
+from drills.checks.identity import one_bucket
 from drills.errors import TargetError
 
 # Outside every dataset's prefix (unless a dataset covers the whole bucket), and named
@@ -68,6 +69,8 @@ def data_dr_writable(ctx: CheckContext) -> Outcome:
     the takeover's workloads write there. Plans checked together (`--all`) that reach a
     bucket with the same credentials share one canary.
     """
+    if refused := one_bucket(ctx):  # a canary "at DR" would be written at the primary
+        return refused
     buckets = sorted({d.dr_bucket for d in ctx.plan.datasets})
     rows = [_shared_probe(ctx, b) for b in buckets]
     bad = [r for r in rows if not (r["wrote"] and r["read_back"] and r["removed"])]

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.checks.data_inventory import inventory_diff
+from drills.checks.identity import one_bucket
 from drills.plan import Dataset, DatasetKind
 from drills.plan.durations import format_duration
 from drills.targets.objects import LifecycleRule, ObjectInfo
@@ -148,6 +149,8 @@ def data_replicated(ctx: CheckContext) -> Outcome:
     Weekly) warns. With `recent_layout`, the date partitions since the older report
     are listed too, so objects written after it are checked as well.
     """
+    if refused := one_bucket(ctx):
+        return refused
     plan, targets = ctx.plan, ctx.targets
     if not plan.datasets:
         return Outcome(Status.PASS, "No datasets in the plan: nothing to replicate.")
@@ -243,6 +246,8 @@ def data_rpo(ctx: CheckContext) -> Outcome:
     over target fails and blocks the drill: the takeover would lose more data than
     the plan allows.
     """
+    if refused := one_bucket(ctx):
+        return refused
     plan, targets, now = ctx.plan, ctx.targets, ctx.now
     if not plan.datasets:
         return Outcome(Status.PASS, "No datasets in the plan: no replication lag to measure.")
@@ -303,6 +308,8 @@ def data_checkpoint_fresh(ctx: CheckContext) -> Outcome:
     absent checkpoint fails and blocks the drill. The newest checkpoint at the
     primary is shown too: when it is as old, training stopped, not replication.
     """
+    if refused := one_bucket(ctx):
+        return refused
     plan, targets, now = ctx.plan, ctx.targets, ctx.now
     chosen = [ds for ds in plan.datasets if ds.kind is DatasetKind.CHECKPOINT]
     if not chosen:

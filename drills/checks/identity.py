@@ -13,6 +13,7 @@ from drills.targets.site_identity import (
     Verdict,
     compare_clusters,
     compare_endpoints,
+    compare_storage,
     identify_cluster,
     identify_endpoint,
 )
@@ -20,11 +21,16 @@ from drills.targets.site_identity import (
 CHECK_ID = "sites.distinct"
 PROBE_READ_S = 2.0
 
+_BUCKET_REMEDIATION = (
+    "A dataset's dr_bucket must be another bucket than its primary_bucket: the same name "
+    "on the same object storage, however its endpoint is written, is one bucket."
+)
 _REMEDIATION = (
     "Point sites.dr.kubernetes at the DR cluster's own kubeconfig (its own API server and "
     "CA) and sites.dr.endpoint at the DR site's own service. A copy of the primary's "
     "kubeconfig, the same file by another path, or another URL for the same server makes a "
-    "takeover fence the primary and then 'bring DR up' by restarting what it just stopped."
+    "takeover fence the primary and then 'bring DR up' by restarting what it just stopped. "
+    + _BUCKET_REMEDIATION
 )
 
 
@@ -39,12 +45,17 @@ def sites_distinct(ctx: CheckContext) -> Outcome:
     are told apart by where their URLs lead (resolved address and port), and, when both
     answer, by their answers: identical 200s are one site. The same cluster or the same
     service at both sites fails and blocks; a takeover refuses to start on it, drill or
-    incident. Undecided (one side silent, identical errors) warns.
+    incident. Undecided (one side silent, identical errors) warns. A dataset whose
+    ``dr_bucket`` has its ``primary_bucket``'s name is one bucket when the two S3
+    endpoints lead to one storage (one AWS partition, or one resolved address and port
+    however the host is written: ``localhost``, ``127.1``, ``[::ffff:127.0.0.1]``): that
+    fails and blocks too, and the data checks fail on it without reading or writing.
     """
     with ThreadPoolExecutor(max_workers=4) as pool:
         p_id, d_id = (pool.submit(identify_cluster, ctx.targets.site(r)) for r in ("primary", "dr"))
         endpoints = _endpoints(ctx, pool)
         clusters = compare_clusters(p_id.result(), d_id.result())
+        buckets = _buckets(ctx)
         evidence: dict[str, Any] = {
             "clusters": {
                 "primary": p_id.result().to_json(),
@@ -52,8 +63,49 @@ def sites_distinct(ctx: CheckContext) -> Outcome:
                 "verdict": clusters.to_json(),
             },
             "endpoints": endpoints[1],
+            "buckets": buckets.to_json() if buckets else None,
         }
-    return _outcome(clusters, endpoints[0], evidence)
+    return _outcome(clusters, endpoints[0], buckets, evidence)
+
+
+def _storage(ctx: CheckContext) -> Verdict:
+    urls = tuple(
+        str(site.objects.endpoint_url) if site.objects.endpoint_url else None
+        for _, site in ctx.plan.sites.items()
+    )
+    return ctx.targets.once(("object storage", urls), lambda: compare_storage(*urls))
+
+
+def _same_names(ctx: CheckContext) -> list[str]:
+    return sorted({d.dr_bucket for d in ctx.plan.datasets if d.dr_bucket == d.primary_bucket})
+
+
+def _buckets(ctx: CheckContext) -> Verdict | None:
+    """Whether a dataset's DR bucket is its primary bucket (same name, one storage);
+    None when no dataset gives both sites the same bucket name."""
+    names = _same_names(ctx)
+    if not names:
+        return None
+    storage = _storage(ctx)
+    return Verdict(storage.same, storage.by, f"{', '.join(names)}: {storage.detail}")
+
+
+def one_bucket(ctx: CheckContext) -> Outcome | None:
+    """For the data checks: a failure, before anything is listed or written, when a
+    dataset's DR bucket is (or may be) its primary bucket; None when they are two.
+
+    One bucket compares equal to itself: every data check would pass on it, and the
+    DR-writable canary would be written into the primary bucket.
+    """
+    verdict = _buckets(ctx)
+    if verdict is None or verdict.same is False:
+        return None
+    evidence = {"buckets": verdict.to_json()}
+    if verdict.same:
+        summary = f"the DR bucket is the primary bucket ({verdict.detail})"
+        return Outcome(Status.FAIL, summary, evidence, _BUCKET_REMEDIATION, blocking=True)
+    summary = f"cannot tell the DR bucket from the primary bucket ({verdict.detail})"
+    return Outcome(Status.ERROR, summary, evidence, _BUCKET_REMEDIATION, blocking=True)
 
 
 def _endpoints(ctx: CheckContext, pool: ThreadPoolExecutor) -> tuple[Verdict, dict[str, Any]]:
@@ -75,8 +127,12 @@ def _endpoints(ctx: CheckContext, pool: ThreadPoolExecutor) -> tuple[Verdict, di
     }
 
 
-def _outcome(clusters: Verdict, endpoints: Verdict, evidence: dict[str, Any]) -> Outcome:
-    verdicts = (("cluster", clusters), ("service", endpoints))
+def _outcome(
+    clusters: Verdict, endpoints: Verdict, buckets: Verdict | None, evidence: dict[str, Any]
+) -> Outcome:
+    verdicts = [("cluster", clusters), ("service", endpoints)]
+    if buckets is not None:
+        verdicts.append(("bucket", buckets))
     same = [f"the same {what} at both sites ({v.by}: {v.detail})" for what, v in verdicts if v.same]
     if same:
         summary = f"primary and DR are one site: {'; '.join(same)}"

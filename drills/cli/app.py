@@ -61,7 +61,7 @@ COMMANDS: dict[str, Entry] = {
         "drills.cli.status_cmd",
         "Where the plan serves from (primary, dr or in-transition), since when, the run that put "
         "it there, the open incident and the run holding the plan. Exit 4 when the live DNS or "
-        "the endpoints disagree with the history.",
+        "the endpoints disagree with the history, 5 when the DNS record could not be read.",
     ),
     "plan": Entry("drills.cli.plan_cmd", "Validate, inspect and describe drill plans."),
     "lab": Entry("drills.cli.lab_cmd", "The local lab: two stand-in sites on loopback."),
@@ -166,7 +166,23 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from drills import __version__
+
+        typer.echo(f"drills {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the version of drills and exit.",
+    ),
+) -> None:
     # A callback makes Typer build a group even before any command is registered eagerly.
     pass

@@ -4,6 +4,8 @@ option, and how a `status` says that nothing runs."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -34,7 +36,9 @@ DbUrl = Annotated[
     typer.Option(
         "--db",
         envvar="DRILLS_DB_URL",
-        help="SQLAlchemy URL of the history store (default sqlite:///.drills/history.db).",
+        help="The history store: sqlite:///PATH or postgresql+psycopg://USER@HOST/DB (default "
+        "sqlite:///.drills/history.db). One it cannot open is one line: exit 2 for a URL it "
+        "cannot use, 1 for a store that does not answer.",
         show_default=False,
     ),
 ]
@@ -80,25 +84,34 @@ def load_plan_or_exit(path: Path) -> DrillPlan:
 
 def open_history(url: str | None, *, read_only: bool = False) -> HistoryStore:
     """The store, its checkpoints signed with the evidence key when one is configured.
-    ``read_only``: nothing is created or changed, and a store that is not there is exit 2.
-    A store whose chain was removed or cut short is refused (exit 1) unless read-only:
-    the reader (`drills evidence verify`) reports it itself."""
+    ``read_only``: nothing is created or changed, and a store that is not there is exit 2;
+    a store whose chain was removed is left for the reader (`drills evidence verify`) to
+    report, where every other opener refuses it (exit 1)."""
     from drills.evidence.checkpoints import configured_sign
-    from drills.evidence.keys import SigningKeyError
-    from drills.store.checkpoints import ChainTamperedError
     from drills.store.history import HistoryStore  # SQLAlchemy: only for commands that keep runs
-    from drills.store.schema import SchemaError
 
-    err = err_console(highlight=False, soft_wrap=True)
-    try:
+    with store_guard():
         sign = None if read_only else configured_sign()
         return HistoryStore(url, read_only=read_only, sign=sign)
-    except (SchemaError, SigningKeyError) as exc:  # one line, not a traceback
-        err.print(Text(f"✗ {exc}", style="bold red"))
-        raise typer.Exit(EXIT_INVALID) from None
-    except ChainTamperedError as exc:
-        err.print(Text(f"✗ {exc}", style="bold red"))
-        raise typer.Exit(EXIT_FAILED) from None
+
+
+@contextmanager
+def store_guard() -> Iterator[None]:
+    """A store that cannot be opened (a bad URL, a server down, an old schema) is one line
+    naming `drills db upgrade` or what is wrong, and exit 2 (bad URL, schema, an unusable
+    signing key) or 1 (down, or its evidence chain tampered with); never a traceback, never
+    the URL's password."""
+    from drills.evidence.keys import SigningKeyError
+    from drills.store.checkpoints import ChainTamperedError
+    from drills.store.schema import SchemaError
+    from drills.store.url import StoreUnreachableError, StoreUrlError
+
+    try:
+        yield
+    except (SchemaError, StoreUrlError, SigningKeyError, ChainTamperedError) as exc:
+        err_console(highlight=False, soft_wrap=True).print(Text(f"✗ {exc}", style="bold red"))
+        failed = isinstance(exc, StoreUnreachableError | ChainTamperedError)
+        raise typer.Exit(EXIT_FAILED if failed else EXIT_INVALID) from None
 
 
 def exit_not_running(as_json: bool, message: str) -> NoReturn:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from drills.cli.common import EXIT_INVALID, DbUrl, open_history
+from drills.cli.common import EXIT_INVALID, DbUrl, open_history, store_guard
 from drills.cli.console import err_console, out_console
 
 db_app = typer.Typer(
@@ -38,13 +38,16 @@ def upgrade(db: DbUrl = None, as_json: JsonFlag = False) -> None:
     chain was removed is not sealed again: it is reported as tampered with (exit 1)."""
     from drills.store import schema
     from drills.store.history import database_url, make_engine
+    from drills.store.url import store_errors
 
-    engine = make_engine(db or database_url())
-    try:
-        was_empty = schema.state(engine).empty
-        before, after = schema.upgrade(engine)
-    finally:
-        engine.dispose()
+    url = db or database_url()
+    with store_guard(), store_errors(url):
+        engine = make_engine(url)
+        try:
+            was_empty = schema.state(engine).empty
+            before, after = schema.upgrade(engine)
+        finally:
+            engine.dispose()
     # A store that had no chain got it above; one whose chain was removed is reported.
     open_history(db).close()
     if as_json:
@@ -65,12 +68,15 @@ def current(db: DbUrl = None, as_json: JsonFlag = False) -> None:
     they match, 1 when `drills db upgrade` is due. Changes nothing."""
     from drills.store import schema
     from drills.store.history import database_url, make_engine
+    from drills.store.url import store_errors
 
-    engine = make_engine(db or database_url())
-    try:
-        found = schema.state(engine)
-    finally:
-        engine.dispose()
+    url = db or database_url()
+    with store_guard(), store_errors(url):
+        engine = make_engine(url)
+        try:
+            found = schema.state(engine)
+        finally:
+            engine.dispose()
     if as_json:
         typer.echo(json.dumps(found.to_json()))
     elif found.at_head:

@@ -18,6 +18,7 @@ from drills.cli.common import EXIT_FAILED, EXIT_INVALID, DbUrl, open_history
 from drills.cli.console import err_console, out_console
 
 if TYPE_CHECKING:
+    from drills.evidence.coverage import UnreadablePlan
     from drills.evidence.pack import Verification
 
 evidence_app = typer.Typer(
@@ -58,7 +59,8 @@ def keygen(
     ] = False,
 ) -> None:
     """Write an Ed25519 key pair: DIR/signing.key (mode 0600) and DIR/signing.pub. Exit 0, or 1
-    when a key is already there (without --force)."""
+    when a key is already there (without --force); anything at either name counts, a symbolic
+    link too, and --force replaces the link itself: the key is never written through one."""
     from drills.evidence.keys import keygen as make_pair
 
     try:
@@ -128,14 +130,13 @@ def _print_verification(pack: Path, result: Verification, allow_unsigned: bool) 
     if not result.signed:
         err.print(Text(f"! {pack} is UNSIGNED: its files match its statement, but nothing "
                        "proves who made it", style="yellow"))  # fmt: skip
-        return result.files_ok and allow_unsigned
-    if result.signature_ok is None:
-        err.print(Text(f"✗ signature: not checked; give --public-key (pack signed by key "
-                       f"{result.keyid})", style="red"))  # fmt: skip
-        return False
-    if result.signature_ok:
+    elif result.signature_ok is None:
+        err.print(Text(f"✗ signature: not checked; give --public-key (pack labelled as signed "
+                       f"by key {result.keyid})", style="red"))  # fmt: skip
+    elif result.signature_ok:
+        # The id computed from the key that verified; a different label is a problem above.
         console.print(Text(f"✓ signature holds: key {result.keyid}"))
-    return result.files_ok and bool(result.signature_ok)
+    return result.ok(allow_unsigned)
 
 
 @evidence_app.command("verify")
@@ -154,7 +155,11 @@ def verify(
     ] = None,
     allow_unsigned: Annotated[
         bool,
-        typer.Option("--allow-unsigned", help="Exit 0 for an unsigned pack whose files match."),
+        typer.Option(
+            "--allow-unsigned",
+            help="Exit 0 for an unsigned pack whose files match; ignored with --public-key "
+            "(a key given asks for a signature by it).",
+        ),
     ] = False,
     db: Annotated[
         str | None,
@@ -169,11 +174,14 @@ def verify(
 ) -> None:
     """Verify a pack with no database and no network: every file against the signed statement,
     and the signature against --public-key. Exit 0 when all hold; 1 naming each file or the
-    signature that does not (an unsigned pack is 1 unless --allow-unsigned); 2 bad input.
-    With --db, verify the history store's tamper-evident chain instead, read-only (a store
-    that does not exist is 2, never created): every record against its link, the chain
-    against its checkpoints, and with --checkpoints against those kept outside the store
-    (each signed by --public-key when given)."""
+    signature that does not (an unsigned pack is 1 unless --allow-unsigned and no key is
+    given; a key id label that is not the verifying key's is 1); 2 bad input. The pack and
+    the key must be regular files; a pack's members are bounded in size and inflation
+    ratio, so a zip bomb is refused unread. With --db, verify the history store's
+    tamper-evident chain instead, read-only (a store that does not exist is 2, never
+    created): every record against its link, the chain against its checkpoints, and with
+    --checkpoints against those kept outside the store (each signed by --public-key when
+    given)."""
     from drills.evidence.keys import SigningKeyError, load_verifier
     from drills.evidence.pack import verify as verify_pack
 
@@ -191,10 +199,11 @@ def verify(
         raise _fail(str(exc), EXIT_INVALID) from None
     result = verify_pack(pack, verifier)
     if as_json:
-        ok = result.files_ok and bool(result.signature_ok or (not result.signed and allow_unsigned))
+        ok = result.ok(allow_unsigned)
         typer.echo(json.dumps({
             "ok": ok, "signed": result.signed, "signature_ok": result.signature_ok,
-            "keyid": result.keyid, "run_id": result.run_id, "problems": result.problems,
+            "keyid": result.keyid, "keyid_label": result.keyid_label, "run_id": result.run_id,
+            "problems": result.problems,
         }, indent=2))  # fmt: skip
     else:
         ok = _print_verification(pack, result, allow_unsigned)
@@ -202,21 +211,26 @@ def verify(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _plan_names(plans: str | None) -> list[str]:
+def _plan_names(plans: str | None) -> tuple[list[str], list[UnreadablePlan]]:
+    """The names of the plans configured, and the plan files that cannot be read."""
     from drills.errors import PlanError
+    from drills.evidence.coverage import UnreadablePlan
     from drills.lab.control import DEFAULT_STATE_DIR
     from drills.plan import load_plan
     from drills.plan.discovery import default_plan_patterns, plan_paths
 
     lab_plan = DEFAULT_STATE_DIR / "plan.yaml"
     defaults = default_plan_patterns(lab_plan)
-    names = []
+    names, unreadable = [], []
     for path in plan_paths(plans, defaults):
         try:
             names.append(load_plan(path).name)
-        except (PlanError, OSError):
-            err.print(Text(f"! {path}: not a valid plan; left out of the coverage", style="yellow"))
-    return names
+        except (PlanError, OSError) as exc:
+            # One line: the file and what is wrong; its plan's coverage is then unknown.
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            unreadable.append(UnreadablePlan(str(path), first))
+            err.print(Text(f"✗ {path}: cannot be read as a plan: {first}", style="red"))
+    return names, unreadable
 
 
 @evidence_app.command("coverage")
@@ -248,8 +262,10 @@ def coverage_cmd(
 ) -> None:
     """Per plan over the period: drilled or not and when last, failback drilled (a drill whose
     failback phase succeeded), incidents, open findings, whether the history's chain verifies;
-    headed by one line a compliance officer can read. Exit 0 when every plan was drilled in
-    the period, 1 when one was not (or the chain does not verify), 2 bad input."""
+    headed by one line a compliance officer can read. A plan file that cannot be read is a
+    finding: counted in the headline, listed, and exit 1. Exit 0 when every plan was drilled
+    in the period, 1 when one was not (or a plan file cannot be read, or the chain does not
+    verify), 2 bad input."""
     from drills.evidence.coverage import Period, coverage, coverage_markdown
     from drills.evidence.history_chain import chain_status
     from drills.evidence.render import RenderError, to_html, to_pdf
@@ -262,7 +278,8 @@ def coverage_cmd(
         span = Period.parse(period)
     except ValueError as exc:
         raise _fail(str(exc), EXIT_INVALID) from None
-    report = coverage(open_history(db), _plan_names(plans), span, chain=chain_status)
+    names, unreadable = _plan_names(plans)
+    report = coverage(open_history(db), names, span, chain=chain_status, unreadable=unreadable)
     text = coverage_markdown(report)
     data: bytes
     if fmt == "json":
@@ -279,5 +296,5 @@ def coverage_cmd(
     else:
         out.write_bytes(data)
         err.print(Text(report.headline()))
-    if report.undrilled or not report.chain.verifies:
+    if not report.complete:
         raise typer.Exit(EXIT_FAILED)

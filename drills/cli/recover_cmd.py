@@ -107,8 +107,12 @@ def recover_cmd(
     snapshot taken before it; an incident is reported, then completed (--complete), held
     (--hold) or, stopped before its DNS switch, abandoned (--fail-back) as the operator
     chooses; a failback is undone before its DNS switch and completed after it. Safe to run
-    again."""
+    again; two at once on one run are one at a time: the second is refused (exit 3) and
+    names the first, which holds the plan's lease. Exit 0 recovered, 1 recover failed,
+    2 bad input, 3 refused (the plan or a target held by another live process) or an
+    incident waiting for --complete or --hold."""
     # The takeover, and the SDKs under it, load only when a run is recovered.
+    from drills.takeover.lease import LeaseHeldError
     from drills.takeover.recover import RecoverStatus, pick_run, plan_of, recover
 
     if complete + hold + fail_back > 1:
@@ -131,7 +135,9 @@ def recover_cmd(
             operator=operator or getpass.getuser(),
             reason=reason,
         )
-    except RunRefused as exc:  # --fail-back of an incident DR may hold writes of
+    # --fail-back of an incident DR may hold writes of; a run another recover holds; the
+    # plan or a target another live run holds (refused as `drills run` refuses).
+    except (RunRefused, LeaseHeldError) as exc:
         err.print(Text(f"recover refused: {exc}", style="bold red"), soft_wrap=True)  # one line
         raise typer.Exit(EXIT_REFUSED) from None
     except DrillError as exc:

@@ -23,6 +23,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from drills.cli.common import open_history
 from drills.cli.serve_cmd import StateDir, err, fail, serve_app
 from drills.errors import DrillError
 from drills.orchestrator import serve
@@ -208,14 +209,14 @@ def run_deployment(
                 return
             steps = None
             if target.flow_name == DRILL_FLOW:
-                steps = StepPrinter(HistoryStore(db or local_db), _t0_of(run))
+                steps = StepPrinter(open_history(db or local_db), _t0_of(run))
             run = _follow(api, run, ui, timeout, steps)
     except DrillError as exc:
         raise fail(str(exc)) from None
     if not run.final:
         raise fail(f"{run.name} is still {run.state_name} after {timeout:.0f}s", EXIT_STILL_RUNNING)
     if target.flow_name == DRILL_FLOW:
-        _print_report(HistoryStore(db or local_db), run)
+        _print_report(open_history(db or local_db), run)
     if run.state_type != "COMPLETED":
         raise fail(f"{run.name} ended {run.state_name}: {run.message}")
 
@@ -273,7 +274,7 @@ def _declare(
         extra_parameters=params,
     )
     declaration = declare_incident(
-        request, HistoryStore(db_url), PrefectLauncher(api, target.full_name)
+        request, open_history(db_url), PrefectLauncher(api, target.full_name)
     )
     if not declaration.accepted or declaration.flow_run_id is None:
         raise fail(f"Incident not declared: {declaration.message}")
@@ -313,7 +314,7 @@ def _fail_back(
         extra_parameters=params,
     )
     launcher = PrefectLauncher(api, target.full_name, tags=("failback",))
-    decision = request_failback(request, HistoryStore(db_url), launcher)
+    decision = request_failback(request, open_history(db_url), launcher)
     if not decision.accepted or decision.flow_run_id is None:
         raise fail(f"Failback not started: {decision.message}")
     err.print(Text(f"Failback of {asked.plan_name} started by {asked.operator}."))

@@ -16,6 +16,7 @@ console = out_console()
 err = err_console()
 
 EXIT_DISAGREES = 4
+EXIT_UNCONFIRMED = 5
 STYLE = {"primary": "green", "dr": "bold yellow", "in-transition": "bold red"}
 
 
@@ -33,7 +34,7 @@ def status_cmd(
 ) -> None:
     """Where the plan serves from (primary, dr or in-transition), since when, the run that put
     it there, the open incident and the run holding the plan. Exit 4 when the live DNS or the
-    endpoints disagree with the history."""
+    endpoints disagree with the history, 5 when the DNS record could not be read."""
     from drills.takeover.status import serving_status
 
     plan = load_plan_or_exit(plan_path)
@@ -43,10 +44,14 @@ def status_cmd(
         typer.echo(json.dumps(data, indent=2))
     else:
         _print(data)
-    if status.disagreement:
-        if not as_json:
-            err.print(Text(f"✗ {status.disagreement}", style="bold red"))
-        raise typer.Exit(EXIT_DISAGREES)
+    for problem, code in (
+        (status.disagreement, EXIT_DISAGREES),
+        (status.unconfirmed, EXIT_UNCONFIRMED),
+    ):
+        if problem:
+            if not as_json:
+                err.print(Text(f"✗ {problem}", style="bold red"))
+            raise typer.Exit(code)
 
 
 def _print(data: dict[str, object]) -> None:

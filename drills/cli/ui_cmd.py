@@ -11,7 +11,7 @@ import typer
 from rich.text import Text
 
 from drills.apps import AppsNotFoundError, streamlit_script
-from drills.cli.common import EXIT_FAILED, DbUrl
+from drills.cli.common import EXIT_FAILED, DbUrl, open_history
 from drills.cli.console import err_console
 from drills.passwords import hash_password
 
@@ -102,6 +102,7 @@ def ui(
         env["DRILLS_PLANS"] = plans
     if db:
         env["DRILLS_DB_URL"] = db
+    open_history(db).close()  # a store it cannot open: one line here, not a page of errors
     err = err_console(highlight=False)
     found = local_prefect(env)
     if found:

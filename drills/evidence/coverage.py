@@ -65,6 +65,15 @@ class ChainStatus:
     checked: bool = True  # False: not verified this time (it reads every record)
 
 
+@dataclass(frozen=True)
+class UnreadablePlan:
+    """A plan file that is configured but cannot be read or does not validate: its plan's
+    coverage is unknown, which is a finding of its own, not a plan left out."""
+
+    path: str
+    error: str
+
+
 @dataclass
 class PlanCoverage:
     plan: str
@@ -86,20 +95,30 @@ class Coverage:
     generated_at: str
     plans: list[PlanCoverage]
     chain: ChainStatus
+    unreadable: list[UnreadablePlan] = field(default_factory=list)
 
     @property
     def undrilled(self) -> list[str]:
         return [p.plan for p in self.plans if not p.drilled]
 
+    @property
+    def complete(self) -> bool:
+        """Every plan drilled, every plan file read, and the chain verifies."""
+        return not self.undrilled and not self.unreadable and self.chain.verifies
+
     def headline(self) -> str:
-        """One line a compliance officer can read."""
-        total, missing = len(self.plans), self.undrilled
-        line = f"{total - len(missing)} of {total} plans drilled in the last {self.period}"
+        """One line a compliance officer can read. A plan file that cannot be read counts
+        as a plan not known to be drilled."""
+        missing = self.undrilled
+        total = len(self.plans) + len(self.unreadable)
+        line = (
+            f"{len(self.plans) - len(missing)} of {total} plans drilled in the last {self.period}"
+        )
         if missing:
-            names = (
-                ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else missing[0]
-            )
-            line += f"; {names} {'has' if len(missing) == 1 else 'have'} not been"
+            line += f"; {_and(missing)} {'has' if len(missing) == 1 else 'have'} not been"
+        if self.unreadable:
+            files = [u.path for u in self.unreadable]
+            line += f"; {_and(files)} cannot be read as {'a plan' if len(files) == 1 else 'plans'}"
         return line + "."
 
     def to_json(self) -> dict[str, Any]:
@@ -110,7 +129,12 @@ class Coverage:
             "generated_at": self.generated_at,
             "chain": asdict(self.chain),
             "plans": [p.to_json() for p in self.plans],
+            "unreadable_plans": [asdict(u) for u in self.unreadable],
         }
+
+
+def _and(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
 
 
 def _failback_ok(run: DrillRun) -> bool:
@@ -147,8 +171,10 @@ def coverage(
     *,
     chain: Callable[[HistoryStore], ChainStatus],
     now: dt.datetime | None = None,
+    unreadable: Iterable[UnreadablePlan] = (),
 ) -> Coverage:
-    """Coverage of ``plan_names`` and of every plan in the history, over ``period``."""
+    """Coverage of ``plan_names`` and of every plan in the history, over ``period``; the
+    ``unreadable`` plan files are reported, and counted, as findings."""
     now = now or dt.datetime.now(dt.UTC)
     since = period.start(now)
     names = sorted(set(plan_names) | set(plans_in_history(store)))
@@ -174,7 +200,7 @@ def coverage(
                 chain=_chain_cell(status, name),
             )
         )
-    return Coverage(str(period), since.isoformat(), now.isoformat(), rows, status)
+    return Coverage(str(period), since.isoformat(), now.isoformat(), rows, status, list(unreadable))
 
 
 def _yes(value: bool) -> str:
@@ -200,6 +226,9 @@ def coverage_markdown(report: Coverage) -> str:
             f"| {for_markdown(p.plan)} | {_yes(p.drilled)} | {p.last_drill or 'never'} "
             f"| {_yes(p.failback_drilled)} | {p.incidents} | {p.open_findings} | {p.chain} |"
         )
+    if report.unreadable:
+        lines += ["", "Plan files that cannot be read (their plans' coverage is unknown):", ""]
+        lines += [f"- {for_markdown(u.path)}: {for_markdown(u.error)}" for u in report.unreadable]
     lines += [
         "",
         "A plan is drilled when a drill of it (not a dry run) succeeded in the period. Failback "

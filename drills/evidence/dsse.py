@@ -85,6 +85,8 @@ def _json(raw: bytes, what: str) -> Any:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise EnvelopeError(f"{what} is not valid JSON") from None
+    except RecursionError:  # hostile nesting: ours is a few levels deep
+        raise EnvelopeError(f"{what} is JSON nested too deeply to be ours") from None
 
 
 def open_envelope(raw: bytes) -> Opened:
@@ -106,10 +108,11 @@ def open_envelope(raw: bytes) -> Opened:
     return Opened(body, found, signatures)
 
 
-def signed_by(opened: Opened, verifier: Verifier) -> bool:
-    """True when one signature of the envelope verifies with ``verifier``'s key.
+def verified_signature(opened: Opened, verifier: Verifier) -> dict[str, Any] | None:
+    """The first signature of the envelope that verifies with ``verifier``'s key, or None.
 
-    The keyid is a hint only (DSSE does not authenticate it): every signature is tried."""
+    The keyid is a hint only (DSSE does not authenticate it): every signature is tried,
+    and the caller compares the label of the one that verified with the key's own id."""
     message = pae(PAYLOAD_TYPE, opened.body)
     for signature in opened.signatures:
         try:
@@ -117,8 +120,13 @@ def signed_by(opened: Opened, verifier: Verifier) -> bool:
         except EnvelopeError:
             continue
         if verifier.verify(sig, message):
-            return True
-    return False
+            return signature
+    return None
+
+
+def signed_by(opened: Opened, verifier: Verifier) -> bool:
+    """True when one signature of the envelope verifies with ``verifier``'s key."""
+    return verified_signature(opened, verifier) is not None
 
 
 def subjects(found: dict[str, Any]) -> dict[str, str]:

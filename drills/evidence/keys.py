@@ -18,11 +18,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from drills.errors import DrillError, PermanentError
+from drills.plan.files import FileRefusedError, read_regular_file
 from drills.plan.refs import SecretRef, resolve_secret
 
 SIGNING_KEY_ENV = "DRILLS_SIGNING_KEY"
 PRIVATE_NAME = "signing.key"
 PUBLIC_NAME = "signing.pub"
+# An Ed25519 public key in PEM is 113 bytes; a key file far larger is not one.
+MAX_PUBLIC_KEY_BYTES = 64 * 1024
 
 
 class SigningKeyError(DrillError):
@@ -56,29 +59,42 @@ class Verifier:
         return True
 
 
+def _create(path: Path, data: bytes, mode: int) -> None:
+    # O_EXCL|O_NOFOLLOW: never through a link planted where the file goes (a dangling one
+    # would otherwise write the key wherever it points), never over an existing file.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+
+
 def keygen(directory: Path, *, overwrite: bool = False) -> tuple[Path, Path, str]:
     """Write ``signing.key`` (PKCS#8 PEM, mode 0600) and ``signing.pub`` (PEM) in
     ``directory``; return their paths and the key id. An existing key is kept unless
-    ``overwrite``: replacing it would orphan every pack it signed."""
+    ``overwrite``: replacing it would orphan every pack it signed. Anything at either
+    name, a symbolic link included (dangling or not), counts as existing."""
     directory.mkdir(parents=True, exist_ok=True)
     private_path, public_path = directory / PRIVATE_NAME, directory / PUBLIC_NAME
-    if not overwrite and (private_path.exists() or public_path.exists()):
-        raise FileExistsError(f"{private_path} or {public_path} already exists")
+    there = [p for p in (private_path, public_path) if os.path.lexists(p)]
+    if there and not overwrite:
+        verb = "exists" if len(there) == 1 else "exist"
+        raise FileExistsError(f"{' and '.join(map(str, there))} already {verb}")
     private = Ed25519PrivateKey.generate()
     pem = private.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    private_path.unlink(missing_ok=True)
-    # Created 0600 from the start: the key is never readable by others, not even briefly.
-    fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(pem)
     public = private.public_key()
-    public_path.write_bytes(
-        public.public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
+    public_pem = public.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
+    for path in there:  # --force: the names themselves go (a link, not what it points at)
+        path.unlink()
+    # Created 0600 from the start: the key is never readable by others, not even briefly.
+    _create(private_path, pem, 0o600)
+    try:
+        _create(public_path, public_pem, 0o644)
+    except BaseException:
+        private_path.unlink()  # ours, just made: no half pair left behind
+        raise
     return private_path, public_path, key_id(public)
 
 
@@ -114,9 +130,12 @@ def load_signer(ref: SecretRef | None, base_dir: Path | None = None) -> Signer |
 
 
 def load_verifier(path: Path) -> Verifier:
-    """The public key in ``path`` (PEM, as keygen writes it)."""
+    """The public key in ``path`` (PEM, as keygen writes it): a small regular file only, so
+    a FIFO or a device given as the key is refused instead of read forever."""
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_PUBLIC_KEY_BYTES)
+    except FileRefusedError as exc:
+        raise SigningKeyError(f"public key {path} {exc.reason}") from None
     except OSError as exc:
         raise SigningKeyError(f"cannot read public key {path}: {exc.strerror}") from None
     try:

@@ -23,11 +23,13 @@ from typing import Any
 from sqlalchemy import select
 
 from drills.evidence import dsse
+from drills.evidence.checkpoints import PACK_NAME as CHECKPOINT
 from drills.evidence.checkpoints import pack_checkpoint, pack_problems
 from drills.evidence.controls import auditor_answers
 from drills.evidence.findings import findings_of_run
 from drills.evidence.keys import Signer, Verifier
 from drills.evidence.render import pack_markdown, to_html, to_pdf
+from drills.plan.files import FileRefusedError, open_regular_file
 from drills.store.chain_verify import run_evidence
 from drills.store.history import HistoryStore
 from drills.store.models import AuditEvent, DrillRun
@@ -44,7 +46,20 @@ CONTENT = (
 )  # fmt: skip
 # A fixed time on every zip entry: the same pack twice holds the same bytes.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+# What verify reads of a pack, however the zip describes itself: hostile input is refused
+# before it is inflated. Each bound is far above a real pack (a few MiB in all).
 MAX_MEMBER_BYTES = 64 * 1024 * 1024
+MAX_PACK_BYTES = 256 * 1024 * 1024  # every member inflated, and the zip itself
+MAX_MEMBERS = 100
+MAX_JSON_BYTES = 8 * 1024 * 1024  # each member kept whole: small JSON read after hashing
+# The members read whole: the manifest and the envelope, and the checkpoint with the links it
+# must cover. The others are only hashed.
+KEPT_WHOLE = (MANIFEST, ENVELOPE, CHECKPOINT, "chain.json")
+# Deflate inflates zeros about 1000-fold, JSON 5 to 20-fold: beyond its first MiB, a member
+# that inflates more than this is a bomb, not a report.
+MAX_RATIO = 100
+_RATIO_FROM = 1024 * 1024
+_CHUNK = 1024 * 1024
 
 
 def _json(value: Any) -> bytes:
@@ -161,7 +176,10 @@ class Verification:
 
     signed: bool = False
     signature_ok: bool | None = None  # None: not checked (unsigned, or no key given)
+    # The key that verified (its id computed from the key itself); until one does, the
+    # label the envelope gives, which DSSE does not authenticate.
     keyid: str | None = None
+    keyid_label: str | None = None  # the label on the signature that verified
     checked: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     run_id: str | None = None
@@ -170,45 +188,102 @@ class Verification:
     def files_ok(self) -> bool:
         return not self.problems
 
+    def ok(self, allow_unsigned: bool) -> bool:
+        """Everything holds: files, and a signature that verified, or (``allow_unsigned``,
+        and no key given to check one) no signature at all."""
+        if self.problems:
+            return False
+        return self.signature_ok is True or (not self.signed and allow_unsigned)
 
-def _members(zf: zipfile.ZipFile, result: Verification) -> dict[str, bytes]:
-    files: dict[str, bytes] = {}
-    for info in zf.infolist():
+
+@dataclass
+class _Members:
+    named: set[str] = field(default_factory=set)  # every name in the zip, read or not
+    digests: dict[str, str] = field(default_factory=dict)  # name -> SHA-256, every member
+    whole: dict[str, bytes] = field(default_factory=dict)  # the manifest and the envelope
+
+
+def _refusal(info: zipfile.ZipInfo) -> str | None:
+    """Why a member is not read at all, from what the zip says of it; None to read it.
+
+    zipfile stops inflating at the size the entry declares, so these bounds hold even for
+    an entry that lies about it (its CRC then fails)."""
+    size = info.file_size
+    if size > MAX_MEMBER_BYTES:
+        return f"larger than any pack file ({size} bytes)"
+    if info.filename in KEPT_WHOLE and size > MAX_JSON_BYTES:
+        return f"larger than any {info.filename} ({size} bytes)"
+    if size > _RATIO_FROM and size > MAX_RATIO * max(info.compress_size, 1):
+        ratio = size // max(info.compress_size, 1)
+        return f"inflates {ratio}-fold, more than {MAX_RATIO}-fold: a zip bomb, not a pack file"
+    return None
+
+
+def _hash_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, members: _Members) -> None:
+    """Hash a member as it inflates, a chunk at a time; keep it only if it is small JSON."""
+    digest = hashlib.sha256()
+    keep = info.filename in KEPT_WHOLE
+    kept = []
+    with zf.open(info) as stream:
+        while chunk := stream.read(_CHUNK):
+            digest.update(chunk)
+            if keep:
+                kept.append(chunk)
+    members.digests[info.filename] = digest.hexdigest()
+    if keep:
+        members.whole[info.filename] = b"".join(kept)
+
+
+def _members(zf: zipfile.ZipFile, result: Verification) -> _Members:
+    infos = zf.infolist()
+    members = _Members({info.filename for info in infos})
+    total = sum(info.file_size for info in infos)
+    if len(infos) > MAX_MEMBERS or total > MAX_PACK_BYTES:
+        result.problems.append(
+            f"the pack holds {len(infos)} files of {total} bytes in all, more than any pack "
+            f"({MAX_MEMBERS} files, {MAX_PACK_BYTES >> 20} MiB): not read"
+        )
+        return members
+    for info in infos:
         name = info.filename
-        if name in files:
+        if name in members.digests:
             result.problems.append(f"{name}: appears twice in the pack")
             continue
-        if info.file_size > MAX_MEMBER_BYTES:
-            result.problems.append(f"{name}: larger than any pack file ({info.file_size} bytes)")
+        refused = _refusal(info)
+        if refused:
+            result.problems.append(f"{name}: {refused}")
             continue
         try:
-            files[name] = zf.read(info)
+            _hash_member(zf, info, members)
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as exc:
             # zipfile checks each entry's CRC-32: a changed byte is caught here too.
             result.problems.append(f"{name}: damaged in the zip ({exc})")
-    return files
+    return members
 
 
-def _check_files(files: dict[str, bytes], signed: dict[str, str], result: Verification) -> None:
+def _check_files(digests: dict[str, str], signed: dict[str, str], result: Verification) -> None:
     for name, digest in sorted(signed.items()):
         if name == ENVELOPE:
             result.problems.append(f"{name}: the envelope cannot be its own subject")
-        elif name not in files:
+        elif name not in digests:
             result.problems.append(f"{name}: missing from the pack")
-        elif sha256(files[name]) != digest:
+        elif digests[name] != digest:
             result.problems.append(f"{name}: SHA-256 differs from the signed statement")
         else:
             result.checked.append(name)
-    for name in sorted(set(files) - set(signed) - {ENVELOPE}):
+    for name in sorted(set(digests) - set(signed) - {ENVELOPE}):
         result.problems.append(f"{name}: not in the signed statement (added to the pack)")
 
 
-def _check_manifest(files: dict[str, bytes], signed: dict[str, str], result: Verification) -> None:
+def _check_manifest(raw: bytes, signed: dict[str, str], result: Verification) -> None:
     try:
-        manifest = json.loads(files[MANIFEST])
+        manifest = json.loads(raw)
         listed = manifest["files"]
         result.run_id = manifest.get("run_id")
-    except (KeyError, ValueError, TypeError):
+    except RecursionError:
+        result.problems.append(f"{MANIFEST}: JSON nested too deeply to be a manifest")
+        return
+    except (KeyError, ValueError, TypeError, AttributeError):
         result.problems.append(f"{MANIFEST}: missing or not a manifest")
         return
     expected = {n: d for n, d in signed.items() if n != MANIFEST}
@@ -217,41 +292,63 @@ def _check_manifest(files: dict[str, bytes], signed: dict[str, str], result: Ver
 
 
 def _check_signature(opened: dsse.Opened, verifier: Verifier | None, result: Verification) -> None:
-    keyids = [s.get("keyid") for s in opened.signatures]
+    labels = [s.get("keyid") for s in opened.signatures]
     result.signed = bool(opened.signatures)
-    result.keyid = next((k for k in keyids if isinstance(k, str)), None)
-    if not result.signed or verifier is None:
+    result.keyid = next((k for k in labels if isinstance(k, str)), None)
+    if verifier is None:
         return
-    result.signature_ok = dsse.signed_by(opened, verifier)
-    if not result.signature_ok:
-        who = f" (signed by key {result.keyid})" if result.keyid != verifier.keyid else ""
+    if not result.signed:
+        # A key given asks for a signature by it: no option makes an unsigned pack pass then.
+        result.signature_ok = False
+        result.problems.append(
+            f"signature: none in {ENVELOPE}, but a public key was given: a pack checked "
+            f"against key {verifier.keyid} must be signed by it"
+        )
+        return
+    verified = dsse.verified_signature(opened, verifier)
+    result.signature_ok = verified is not None
+    if verified is None:
+        who = f" (labelled key {result.keyid})" if result.keyid != verifier.keyid else ""
         result.problems.append(
             f"signature: {ENVELOPE} does not verify with public key {verifier.keyid}{who}"
+        )
+        return
+    # Report the key that verified, by the id computed from it, never the label alone.
+    result.keyid, result.keyid_label = verifier.keyid, verified.get("keyid")
+    if result.keyid_label != verifier.keyid:
+        result.problems.append(
+            f"signature: labelled key {result.keyid_label!s:.80}, but it verifies with key "
+            f"{verifier.keyid}: the envelope's key id was changed after signing"
         )
 
 
 def verify(path: Path, verifier: Verifier | None) -> Verification:
     """Check every file of the pack at ``path`` against the Statement, and the Statement's
-    signature against ``verifier`` (when given). Reads nothing but the pack."""
+    signature against ``verifier`` (when given: then a signature by it is required). Reads
+    nothing but the pack: a regular file, within bounds, its members hashed as they inflate."""
     result = Verification()
     try:
-        with zipfile.ZipFile(path) as zf:
-            files = _members(zf, result)
+        with open_regular_file(path, MAX_PACK_BYTES) as raw, zipfile.ZipFile(raw) as zf:
+            members = _members(zf, result)
+    except FileRefusedError as exc:
+        result.problems.append(f"{path.name}: {exc.reason}")
+        return result
     except (zipfile.BadZipFile, OSError) as exc:
         result.problems.append(f"{path.name}: not a readable zip ({exc})")
         return result
-    if ENVELOPE not in files:
-        result.problems.append(f"{ENVELOPE}: missing from the pack")
+    if ENVELOPE not in members.whole:
+        if ENVELOPE not in members.named:  # else the reason it was not read is given
+            result.problems.append(f"{ENVELOPE}: missing from the pack")
         return result
     try:
-        opened = dsse.open_envelope(files[ENVELOPE])
+        opened = dsse.open_envelope(members.whole[ENVELOPE])
         signed = dsse.subjects(opened.statement)
     except dsse.EnvelopeError as exc:
         result.problems.append(f"{ENVELOPE}: {exc}")
         return result
     _check_signature(opened, verifier, result)
-    _check_files(files, signed, result)
-    result.problems += pack_problems(files, verifier)
-    if MANIFEST in files:
-        _check_manifest(files, signed, result)
+    _check_files(members.digests, signed, result)
+    result.problems += pack_problems(members.whole, verifier)
+    if MANIFEST in members.whole:
+        _check_manifest(members.whole[MANIFEST], signed, result)
     return result

@@ -6,14 +6,18 @@ the README's table and this module name the same metrics.
 
 from __future__ import annotations
 
+import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from threading import Thread
-from wsgiref.simple_server import WSGIServer
+from typing import Any
+from urllib.parse import parse_qs
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
 from drills.metrics.plans import PlanCache
@@ -198,6 +202,10 @@ class DrillsCollector(Collector):
         self.snapshotter = snapshotter
         self.plans = plans
 
+    def describe(self) -> Iterator[Metric]:
+        # The names, without a scrape: what a `?name[]=` filter is checked against.
+        return iter(Families())
+
     def collect(self) -> Iterator[Metric]:
         began = time.perf_counter()
         loaded = self.plans.load()
@@ -205,8 +213,58 @@ class DrillsCollector(Collector):
         return iter(families(snapshot, time.perf_counter() - began))
 
 
+class _Server(ThreadingWSGIServer):
+    """A thread a scrape, and a listen backlog for bursts: socketserver's default of 5 let
+    a burst of 200 connections time out at the kernel's door while the server was idle."""
+
+    request_queue_size = 1024  # the kernel caps it at net.core.somaxconn
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Scrapes are not logged: one a few seconds per Prometheus replica."""
+
+
+_KNOWN = frozenset(spec.name for spec in SPECS)
+Start = Callable[[str, list[tuple[str, str]]], Any]
+
+
+def metrics_app(registry: CollectorRegistry) -> Callable[[dict[str, Any], Start], Iterable[bytes]]:
+    """prometheus_client's WSGI app, but for a ``name[]`` filter naming no metric of ours.
+
+    prometheus_client answers such a filter (``?name[]=``, a typo) with 200 and an empty
+    body, which reads as "every figure gone"; here it is a 400 that names the metrics."""
+    inner = make_wsgi_app(registry)
+
+    def app(environ: dict[str, Any], start_response: Start) -> Iterable[bytes]:
+        query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
+        asked = query.get("name[]")
+        unknown = sorted({n for n in asked or [] if n not in _KNOWN})
+        if asked is not None and unknown:
+            body = (
+                f"name[] {', '.join(map(repr, unknown))} names no metric of drills; give one "
+                "or more of the drills_* names (see the README), or leave name[] out for "
+                "them all\n"
+            ).encode()
+            start_response("400 Bad Request", [("Content-Type", "text/plain; charset=utf-8")])
+            return [body]
+        return inner(environ, start_response)
+
+    return app
+
+
 def start(collector: DrillsCollector, host: str, port: int) -> tuple[WSGIServer, Thread]:
-    """Serve ``/metrics`` on ``host:port`` from a daemon thread of prometheus_client's."""
+    """Serve ``/metrics`` on ``host:port`` from a daemon thread, a thread per scrape."""
     registry = CollectorRegistry(auto_describe=False)  # no collect at registration
     registry.register(collector)
-    return start_http_server(port, addr=host, registry=registry)
+    family, _, _, _, address = next(
+        iter(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE))
+    )
+
+    class Server(_Server):  # IPv4 or IPv6, as the host asks
+        address_family = family
+
+    server = make_server(str(address[0]), port, metrics_app(registry), Server, _Quiet)
+    thread = Thread(target=server.serve_forever, name="metrics-server", daemon=True)
+    thread.start()
+    return server, thread

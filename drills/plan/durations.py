@@ -20,10 +20,12 @@ _ORDER = list(UNIT_SECONDS)  # largest first: a duration names its units in this
 # convertible to datetime.timedelta without overflow.
 MAX_SECONDS = 100 * 365 * 86400.0
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-# Parts as written, units in any case and spelling, so that a wrong unit can be named.
-_PARTS = re.compile(r"(?:\s*\d+(?:\.\d+)?\s*[A-Za-z]{1,10})+\s*")
-_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([A-Za-z]+)")
+# ASCII digits only: \d would take "١٥m" (Arabic-Indic digits) for 15m.
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+# Parts as written, spaces and units in any case and spelling, so that a wrong unit or a
+# space can be named; only the exact form (no space inside) is accepted.
+_PARTS = re.compile(r"(?:\s*[0-9]+(?:\.[0-9]+)?\s*[A-Za-z]{1,10})+\s*")
+_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)")
 _HINT = "use seconds or a number with a unit, such as 45s, 15m, 1h30m or 2d"
 _UNITS = "ms, s, m, h or d"
 # Units people write that mean something else, or nothing here.
@@ -42,8 +44,9 @@ _NOT_UNITS = {
 def parse_duration(value: str | int | float) -> float:
     """Return ``value`` in seconds; raise ``ValueError`` (naming no secret) when it is not one.
 
-    The grammar is strict, because a misread duration is silent: units are lowercase
-    (``1M`` is not a minute, whatever it meant), each unit appears once, largest first.
+    The grammar is strict, because a misread duration is silent: ASCII digits, units
+    lowercase (``1M`` is not a minute, whatever it meant), each unit once, largest first,
+    and no space inside (``15 m``, ``1h 30m``); spaces around it are YAML's, and ignored.
     """
     if isinstance(value, bool):
         raise ValueError(f"a duration cannot be true/false; {_HINT}")
@@ -71,8 +74,9 @@ def _parse_text(value: str) -> float:
         return float(text)
     if not _PARTS.fullmatch(text):
         raise ValueError(f"not a duration; {_HINT}")
+    parts = _PART.findall(text)
     seconds, last = 0.0, -1
-    for number, unit in _PART.findall(text):
+    for number, unit in parts:
         rank = _unit_rank(number, unit)
         if rank == last:
             raise ValueError(f"unit {unit} appears twice; write each unit once, e.g. 1h30m")
@@ -80,6 +84,10 @@ def _parse_text(value: str) -> float:
             raise ValueError("units must go from the largest to the smallest, e.g. 1h30m")
         seconds += float(number) * UNIT_SECONDS[unit]
         last = rank
+    if any(c.isspace() for c in text):
+        # "15 m" may be a typo for 15m, or for 15 and a stray m: nothing is guessed.
+        written = "".join(n + u for n, u in parts)
+        raise ValueError(f"no spaces inside a duration: did you mean {written}?")
     return seconds
 
 
@@ -127,10 +135,8 @@ def _validate_positive(value: Any) -> float:
     return seconds
 
 
-_N = r"\d+(\.\d+)?"
-_SCHEMA_PATTERN = (
-    rf"^(?=.*\d)\s*({_N}|({_N}d)?\s*({_N}h)?\s*({_N}m(?!s))?\s*({_N}s)?\s*({_N}ms)?)\s*$"
-)
+_N = r"[0-9]+(\.[0-9]+)?"
+_SCHEMA_PATTERN = rf"^(?=.*[0-9])\s*({_N}|({_N}d)?({_N}h)?({_N}m(?!s))?({_N}s)?({_N}ms)?)\s*$"
 _SCHEMA = WithJsonSchema(
     {
         "anyOf": [

@@ -54,7 +54,41 @@ def load_kubeconfig(path: Path, context: str | None) -> dict[str, Any]:
         raise KubeconfigError(f"{path} is not a usable kubeconfig{at}: {first.message}")
     check_kubeconfig(doc.data, context, str(path))
     assert isinstance(doc.data, dict)  # check_kubeconfig refuses anything else
+    _check_named_files(doc.data, context, path)
     return doc.data
+
+
+# Files a kubeconfig entry names, which the client reads itself: each is read here first,
+# bounded, so a FIFO or /proc/kmsg behind one is refused instead of hanging the client.
+_FILE_FIELDS = {
+    "cluster": ("certificate-authority",),
+    "user": ("client-certificate", "client-key", "tokenFile"),
+}
+
+
+def _check_named_files(config: dict[str, Any], context: str | None, path: Path) -> None:
+    body = _entry_named(config, "contexts", "context", context or config.get("current-context"))
+    for kind, fields in _FILE_FIELDS.items():
+        entry = _entry_named(config, f"{kind}s", kind, body.get(kind))
+        for field in fields:
+            named = entry.get(field)
+            if not isinstance(named, str) or not named:
+                continue
+            file = Path(named).expanduser()
+            file = file if file.is_absolute() else path.parent / file  # as the client resolves it
+            try:
+                read_regular_file(file, MAX_KUBECONFIG_BYTES)
+            except FileRefusedError as exc:
+                raise KubeconfigError(f"{path}: {kind} {field} {file} {exc.reason}") from None
+            except (OSError, ValueError):
+                continue  # missing or unreadable: the client says so in its own words
+
+
+def _entry_named(config: dict[str, Any], section: str, key: str, name: Any) -> dict[str, Any]:
+    for item in config.get(section) or ():
+        if isinstance(item, dict) and item.get("name") == name and isinstance(item.get(key), dict):
+            return dict(item[key])
+    return {}
 
 
 def check_kubeconfig(config: Any, context: str | None, where: str = "kubeconfig") -> None:

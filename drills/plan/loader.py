@@ -64,7 +64,7 @@ from drills.plan.models import (
 from drills.plan.refs import SecretRef, find_literal_credentials, resolve_secret
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
 from drills.plan.types import PlanName, Text
-from drills.plan.urls import storage_key
+from drills.plan.urls import same_storage
 from drills.plan.yamlfile import Loc, Position, YamlDocument, format_loc, parse_yaml, read_plan_text
 from drills.text import for_terminal
 
@@ -161,8 +161,9 @@ class DrillPlan(PlanModel):
         rules: list[Rule] = [*self._capacity_rules()]
         # The same bucket name on the same storage is the same bucket: no copy at all.
         # On separate storage (per-site MinIO, say) equal names are fine. Endpoints are
-        # compared normalised: a trailing slash or a default port is the same storage.
-        if storage_key(primary.objects.endpoint_url) == storage_key(dr.objects.endpoint_url):
+        # compared normalised: a trailing slash, a default port, or the host written
+        # another way (localhost, 127.1, 0x7f000001) is the same storage.
+        if same_storage(primary.objects.endpoint_url, dr.objects.endpoint_url):
             rules += [
                 (
                     ("datasets", i, "dr_bucket"),

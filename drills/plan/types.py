@@ -8,6 +8,7 @@ a message written for an operator. Messages echo the input only through
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import ipaddress
 import re
 import zoneinfo
@@ -122,14 +123,28 @@ def check_prefix(value: str) -> str:
     return value
 
 
+# Files of the zone database that are not zones of their own: `localtime` is whatever
+# this machine is set to (another machine runs the schedule), `posixrules` a default for
+# POSIX TZ strings, `Factory` a placeholder that means "not set".
+_NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
+
+
+@functools.cache
+def _iana_zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones()) - _NOT_ZONES
+
+
 def check_timezone(value: str) -> str:
-    try:
-        zoneinfo.ZoneInfo(value)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        raise ValueError(
-            f"unknown time zone {safe_repr(value)}; use an IANA name such as UTC or Europe/Berlin"
-        ) from None
-    return value
+    """An IANA zone name as the zone database lists it: never a path, a file beside the
+    zones, or another spelling that one machine's file system happens to accept."""
+    zones = _iana_zones()
+    if value in zones:
+        return value
+    near = next((z for z in sorted(zones) if z.lower() == value.lower()), None)
+    hint = f"did you mean {near}? " if near else ""
+    raise ValueError(
+        f"unknown time zone {safe_repr(value)}; {hint}use an IANA name such as UTC or Europe/Berlin"
+    )
 
 
 def _registry_id(value: Any) -> Any:

@@ -9,6 +9,7 @@ one has one site, and a drill of it would fence the only copy.
 from __future__ import annotations
 
 import ipaddress
+import socket
 from urllib.parse import urlsplit
 
 from drills.text import control_characters, sensitive_params, split_url
@@ -61,11 +62,50 @@ def _check_no_credentials(value: str) -> None:
 
 
 def _host(hostname: str) -> str:
+    """The host's one spelling: lowercase, no trailing dot, an address in its usual form
+    whatever form it was written in (``127.1``, ``0x7f000001``, ``::ffff:127.0.0.1`` are
+    all 127.0.0.1)."""
     host = hostname.lower().rstrip(".")
+    address = _address(host)
+    return str(address) if address is not None else host
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None
     try:
-        return str(ipaddress.ip_address(host))  # ::0:1 and ::1 are one address
+        ip = ipaddress.ip_address(host.split("%")[0])  # ::0:1 and ::1 are one address
     except ValueError:
-        return host
+        ip = _inet_aton(host)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def _inet_aton(host: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 forms that resolvers accept and ``ipaddress`` does not: ``127.1``,
+    ``0x7f000001``, ``2130706433``, ``0177.0.0.1`` (what getaddrinfo makes of them)."""
+    if not host or not all(c in "0123456789abcdefx." for c in host):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def _is_loopback_name(host: str) -> bool:
+    # RFC 6761: localhost and every name under it are this machine, whatever DNS says.
+    return host == "localhost" or host.endswith(".localhost")
+
+
+def host_addresses(hostname: str) -> frozenset[str]:
+    """The addresses a host is known to be without asking DNS: an address (in any spelling)
+    is itself, localhost is the loopback addresses; any other name is only itself."""
+    host = _host(hostname)
+    if _is_loopback_name(host):
+        return frozenset({"127.0.0.1", "::1", "localhost"})
+    if host in ("127.0.0.1", "::1"):
+        return frozenset({host, "localhost"})
+    return frozenset({host})
 
 
 def service_key(url: str) -> tuple[str, str, int | None]:
@@ -94,3 +134,19 @@ def storage_key(endpoint_url: str | None) -> tuple[str | int | None, ...]:
         if host.endswith(suffix):
             return (partition,)
     return endpoint_key(endpoint_url)
+
+
+def same_storage(a: str | None, b: str | None) -> bool:
+    """Whether two S3 endpoints (None: AWS) are one object storage, as far as the URLs
+    show: one AWS partition, or one port and path on a host written two ways
+    (``localhost`` and ``127.0.0.1``, ``127.1``, ``[::ffff:127.0.0.1]``, a trailing dot).
+    Names that resolve alike are compared at run time, by address (sites.distinct)."""
+    key_a, key_b = storage_key(a), storage_key(b)
+    if key_a == key_b:
+        return True
+    if a is None or b is None or len(key_a) != 4 or len(key_b) != 4:
+        return False
+    (_, _, port_a, path_a), (_, _, port_b, path_b) = key_a, key_b
+    hosts_a = host_addresses(urlsplit(a).hostname or "")
+    hosts_b = host_addresses(urlsplit(b).hostname or "")
+    return (port_a, path_a) == (port_b, path_b) and bool(hosts_a & hosts_b)

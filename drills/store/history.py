@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from sqlalchemy import CursorResult, Engine, Select, create_engine, event, make_url, select
+from sqlalchemy import URL, CursorResult, Engine, Select, create_engine, event, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -32,6 +32,7 @@ from drills.store.models import (
     JournalEntry,
     ReadinessSnapshot,
 )
+from drills.store.url import check_store_url, store_errors
 from drills.text import redact_url
 
 DEFAULT_URL = "sqlite:///.drills/history.db"
@@ -97,30 +98,31 @@ def filter_runs(
 
 
 def make_engine(url: str, *, read_only: bool = False) -> Engine:
-    """An engine on the store; ``read_only``: one that can neither create nor change it
-    (SQLite opened with ``mode=ro``, PostgreSQL transactions READ ONLY)."""
+    """An engine for the store at ``url``; StoreUrlError (one line) for a URL it cannot be.
+    ``read_only``: one that can neither create nor change it (SQLite opened with
+    ``mode=ro``, PostgreSQL transactions READ ONLY)."""
+    parsed = check_store_url(url)
     if read_only:
-        return _read_only_engine(url)
-    if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, future=True)
+        return _read_only_engine(url, parsed)
+    with store_errors(url):
+        if parsed.get_backend_name() == "sqlite" and parsed.database:
+            Path(parsed.database).parent.mkdir(exist_ok=True)  # .drills/ of the default
+        engine = create_engine(url, future=True)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
 
 
-def _read_only_engine(url: str) -> Engine:
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite":
-        engine = create_engine(url, future=True)
-        return engine.execution_options(postgresql_readonly=True) if (
-            engine.dialect.name == "postgresql"
-        ) else engine  # fmt: skip
-    path = parsed.database or ""
-    if path in ("", ":memory:") or not Path(path).is_file():
-        raise schema.StoreMissingError(f"no history store at {path or url}: no such file")
-    uri = f"file:{quote(str(Path(path).resolve()))}"
-    engine = create_engine(parsed.set(database=uri, query={"mode": "ro", "uri": "true"}))
+def _read_only_engine(url: str, parsed: URL) -> Engine:
+    with store_errors(url):
+        if parsed.get_backend_name() != "sqlite":
+            engine = create_engine(url, future=True)
+            return engine.execution_options(postgresql_readonly=True)
+        path = parsed.database or ""
+        if not Path(path).is_file():
+            raise schema.StoreMissingError(f"no history store at {path}: no such file")
+        uri = f"file:{quote(str(Path(path).resolve()))}"
+        engine = create_engine(parsed.set(database=uri, query={"mode": "ro", "uri": "true"}))
     event.listen(engine, "connect", _sqlite_read_pragmas)
     return engine
 
@@ -142,11 +144,11 @@ class HistoryStore:
         self.sign = sign
         self.engine = make_engine(self.url, read_only=read_only)
         try:
-            # refused before anything reads or writes it
-            if read_only:
-                schema.ensure_readable(self.engine)
-            else:
-                schema.ensure_current(self.engine)
+            with store_errors(self.url):  # unreachable, refused: one line, not a traceback
+                if read_only:  # refused before anything reads or writes it
+                    schema.ensure_readable(self.engine)
+                else:
+                    schema.ensure_current(self.engine)
         except BaseException:
             self.engine.dispose()
             raise

@@ -120,9 +120,11 @@ def ensure_readable(engine: Engine) -> None:
     try:
         found = state(engine)
     except OperationalError as exc:
-        reason = str(exc.orig or exc).strip().splitlines()[0]
+        reason = str(exc.orig or exc).strip().splitlines()[-1]
+        if "does not exist" not in reason:
+            raise  # a server down, refused: not a store that is not there
         raise StoreMissingError(
-            f"cannot open the history store {redact_url(str(engine.url))}: {reason}"
+            f"no history store at {redact_url(str(engine.url))}: {reason}"
         ) from None
     if found.empty and found.current is None:
         raise StoreMissingError(f"{found.url} holds no history store")

@@ -1,9 +1,10 @@
 """A minimum-takeover drill, or the same takeover for a real incident.
 
-``Drill.run()`` goes through the phases of DESIGN.md in order, records each in
-the timeline and the history store, and on any failure in drill mode rolls
-back to the exact starting state (verified by snapshot). In incident mode a
-failure stops and reports; it never fails back on its own.
+``Drill.run()`` goes through the phases of a takeover in order (the README's
+"The takeover drill" lists them), records each in the timeline and the history
+store, and on any failure in drill mode rolls back to the exact starting state
+(verified by snapshot). In incident mode a failure stops and reports; it never
+fails back on its own.
 """
 
 from __future__ import annotations

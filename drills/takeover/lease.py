@@ -100,9 +100,17 @@ class UnfinishedRunError(DrillError):
         )
 
 
-def new_holder() -> str:
-    """Who holds a lease: host, process id and a token unique to this lease."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+def new_holder(role: str = "") -> str:
+    """Who holds a lease: host, process id, a token unique to this lease, and what for
+    (``recover``, say) when the holder says: a refusal can then name its rival."""
+    holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return f"{holder}:{role}" if role else holder
+
+
+def holder_role(holder: str) -> str:
+    """The role :func:`new_holder` recorded in ``holder``, or "" (a run's own process)."""
+    parts = holder.split(":", 3)
+    return parts[3] if len(parts) == 4 else ""
 
 
 def holder_is_dead(holder: str) -> bool:
@@ -288,12 +296,13 @@ class PlanLease:
     renew_s: float | None = None  # RENEW_S, or a third of a shorter lease
     claims: Sequence[Claim] = ()  # the targets the run touches, leased with the plan
     on_lost: Callable[[str], None] | None = None
+    role: str = ""  # what the holder does, recorded in its name (new_holder)
 
     def __post_init__(self) -> None:
         if self.renew_s is None:
             # Renewed well before it expires, however short a lease the caller asks for.
             self.renew_s = min(RENEW_S, self.lease_s / 3)
-        self.holder = new_holder()
+        self.holder = new_holder(self.role)
         self.lost: str | None = None  # why the lease was lost, once it is
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -363,6 +372,7 @@ __all__ = [
     "acquire_targets",
     "current",
     "holder_is_dead",
+    "holder_role",
     "lapse_targets",
     "release",
     "release_targets",

@@ -32,6 +32,7 @@ every step reads the current state first and writes only what differs.
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -46,7 +47,7 @@ from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.takeover.failback import close_incident
 from drills.takeover.journal import Journal
-from drills.takeover.lease import PlanLease
+from drills.takeover.lease import LeaseHeldError, PlanLease, holder_role
 from drills.takeover.recover_failback import failback_action, recover_failback
 from drills.takeover.snapshot import differences, take
 from drills.takeover.steps.changes import KINDS
@@ -62,6 +63,7 @@ log = logging.getLogger("drills.takeover.recover")
 
 Action = Literal["rollback", "complete", "hold", "fail-back"]
 AUDIT_FAIL_BACK = "recover-fail-back"
+RECOVER_ROLE = "recover"  # in a recover's lease holder: a second recover names the first
 
 
 class RecoverStatus(StrEnum):
@@ -70,6 +72,29 @@ class RecoverStatus(StrEnum):
     # What a recover that acted records as the run's status.
     RECOVERED = RunStatus.RECOVERED.value
     RECOVER_FAILED = RunStatus.RECOVER_FAILED.value
+
+
+class RecoverBusyError(RunRefused):
+    """The plan's lease is held for the run being recovered: by another `drills recover`
+    of it that got there first (the winner, named), or by the run itself, still alive."""
+
+    def __init__(self, run: DrillRun, held: LeaseHeldError) -> None:
+        self.holder = held.holder
+        host, _, rest = held.holder.partition(":")
+        who = f"process {rest.partition(':')[0]} on {host} ({held.holder})"
+        until = f"until {held.expires_at:%Y-%m-%d %H:%M:%S} UTC"
+        if holder_role(held.holder) == RECOVER_ROLE:
+            message = (
+                f"run {run.id} is being recovered by another `drills recover`, {who}, which "
+                f"holds plan {run.plan}'s lease {until}; it got there first. Its outcome will "
+                f"be in `drills history {run.id}`"
+            )
+        else:
+            message = (
+                f"run {run.id} is still held by its own process, {who}, {until}: it has not "
+                "died. Wait for it, or cancel it"
+            )
+        super().__init__(message)
 
 
 class RecoverError(DrillError):
@@ -175,7 +200,15 @@ def recover(
     # The targets the run touched are leased too: another plan's takeover stays off them
     # until this run is recovered.
     claims = plan_claims(plan)
-    with PlanLease(history, plan.name, run.id, claims=claims), Targets(plan) as targets:
+    with ExitStack() as held:
+        try:
+            held.enter_context(PlanLease(history, plan.name, run.id, claims=claims,
+                                         role=RECOVER_ROLE))  # fmt: skip
+        except LeaseHeldError as busy:
+            if busy.run_id == run.id and type(busy) is LeaseHeldError:  # held for this run
+                raise RecoverBusyError(run, busy) from None  # the loser names the winner
+            raise
+        targets = held.enter_context(Targets(plan))
         report = RecoverReport(
             run.id, plan.name, run.mode, action, RecoverStatus.NEEDS_DECISION,
             [entry.to_json() for entry in history.journal(run.id)], take(plan, targets),

@@ -58,8 +58,27 @@ class ServingStatus:
         return self.recorded.site
 
     @property
+    def unconfirmed(self) -> str | None:
+        """Why the live record could not be compared with the history; None when it was
+        (or was not asked). A record nobody could read agrees with nothing."""
+        live = self.live
+        if live is None or live.dns != "unknown":
+            return None
+        why = live.error or "no authoritative server answered"
+        return f"could not confirm where DNS points: {why}"
+
+    @property
+    def agrees(self) -> bool | None:
+        """True when the live world agrees with the history, False when it does not, None
+        when the record could not be read (or was not asked, with ``live=False``)."""
+        if self.live is None or self.unconfirmed:
+            return None
+        return self.disagreement is None
+
+    @property
     def disagreement(self) -> str | None:
-        """How the live world differs from the history, in words; None when it agrees."""
+        """How the live world differs from the history, in words; None when it agrees or
+        cannot be told (see ``unconfirmed``)."""
         live = self.live
         if live is None or live.dns == "unknown":
             return None
@@ -90,9 +109,10 @@ class ServingStatus:
             "lease_run_id": r.lease_run_id,
             "unfinished_runs": list(r.unfinished),
             "live": self.live.to_json() if self.live else None,
-            "agrees": self.disagreement is None,
+            "agrees": self.agrees,
             "disagreement": self.disagreement,
             "checked_at": self.checked_at.isoformat(timespec="seconds"),
+            "unconfirmed": self.unconfirmed,
         }
 
 
@@ -138,6 +158,7 @@ def serving_status(plan: DrillPlan, history: HistoryStore, *, live: bool = True)
 STATUS_KEYS = (
     "plan", "serving", "since", "run_id", "incident_id", "incident_t0", "holding_run",
     "lease_run_id", "unfinished_runs", "live", "agrees", "disagreement", "checked_at",
+    "unconfirmed",
 )  # fmt: skip
 
 __all__ = ["STATUS_KEYS", "LiveView", "ServingStatus", "look_live", "serving_status"]

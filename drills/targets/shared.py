@@ -27,6 +27,8 @@ from pydantic import BaseModel
 
 from drills.errors import DrillError
 from drills.plan import DrillPlan, Site
+from drills.plan.files import read_regular_file
+from drills.plan.kubeconfig import MAX_KUBECONFIG_BYTES
 from drills.plan.refs import SecretRef
 from drills.targets.fingerprint import fingerprint, new_key
 
@@ -191,7 +193,9 @@ def _kubeconfig_bytes(plan: DrillPlan, section: Any) -> str:
     path = getattr(section, "kubeconfig", None)
     if path is None or not hasattr(section, "in_cluster"):
         return ""
-    return plan.resolve_path(path).read_text(errors="replace")
+    # The one bounded reader: a FIFO or a /proc file named here must not hang the run.
+    raw = read_regular_file(plan.resolve_path(path), MAX_KUBECONFIG_BYTES)
+    return raw.decode(errors="replace")
 
 
 def site_sections(site: Site, kind: str) -> tuple[Any, ...]:

@@ -21,7 +21,6 @@ import hashlib
 import ipaddress
 import os
 import socket
-import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,8 +31,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from drills.errors import PermanentError, TargetError
-from drills.plan.files import read_regular_file
-from drills.plan.urls import service_key
+from drills.plan.files import call_within, read_regular_file
+from drills.plan.urls import same_storage, service_key
 from drills.targets.probe import ProbeResult, is_ip, serving
 
 if TYPE_CHECKING:
@@ -47,25 +46,12 @@ CA_FILE_LIMIT = 4 * 1024 * 1024
 
 
 def _getaddrinfo(host: str, port: int, timeout: float) -> list[Any]:
-    """``socket.getaddrinfo`` bounded by ``timeout``: run in a daemon thread, which is
-    left behind (it ends when the resolver gives up) if it takes longer."""
-    found: list[Any] = []
-    failed: list[OSError | UnicodeError] = []
-
-    def run() -> None:
-        try:
-            found.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
-        except (OSError, UnicodeError) as exc:  # handed to the caller
-            failed.append(exc)
-
-    worker = threading.Thread(target=run, name=f"resolve {host}", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise TimeoutError(f"{host} did not resolve in {timeout:g}s")
-    if failed:
-        raise failed[0]
-    return found
+    """``socket.getaddrinfo`` bounded by ``timeout`` (TimeoutError after it)."""
+    return call_within(
+        timeout,
+        lambda: socket.getaddrinfo(host, port, type=socket.SOCK_STREAM),
+        f"resolve {host}",
+    )
 
 
 def _resolve(host: str, port: int, timeout: float = RESOLVE_TIMEOUT_S) -> frozenset[str]:
@@ -288,3 +274,23 @@ def compare_endpoints(p: EndpointIdentity, d: EndpointIdentity) -> Verdict:
 
 def identify_endpoint(role: str, url: str, client: httpx.Client) -> EndpointIdentity:
     return EndpointIdentity(role, ServerAddress.of(url), serving(client, url))
+
+
+# -- object storage --------------------------------------------------------------------
+
+
+def compare_storage(primary_url: str | None, dr_url: str | None) -> Verdict:
+    """One object storage or two, for buckets of the same name: by the URLs as written
+    (one AWS partition, a host spelled two ways), then by where they lead (resolved
+    address and port). None when a name does not resolve: it cannot be told."""
+    if same_storage(primary_url, dr_url):
+        return Verdict(True, "object storage URL", f"one storage: {primary_url or 'AWS S3'}")
+    if primary_url is None or dr_url is None:
+        return Verdict(False, "object storage URL", "AWS S3 at one site only")
+    p, d = ServerAddress.of(primary_url), ServerAddress.of(dr_url)
+    if p.same_listener(d):
+        where = ", ".join(sorted(p.addresses & d.addresses))
+        return Verdict(True, "object storage address", f"both lead to {where} port {p.port}")
+    if not (p.addresses and d.addresses):
+        return Verdict(None, "object storage address", "an S3 endpoint did not resolve")
+    return Verdict(False, "object storage address", "different addresses")

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import boto3
 import pytest
 import yaml
 
 from drills.checks.base import Status
+from drills.checks.canary import CANARY_PREFIX
 from drills.lab.kubeapi import write_kubeconfig
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
@@ -337,3 +339,83 @@ def test_another_file_naming_the_primarys_server_is_one_cluster(
     assert (result.status, result.blocking) == (Status.FAIL, True), result.summary
     by = result.evidence["clusters"]["verdict"]["by"]
     assert by == ("kube-system namespace UID" if primary_up else "API server address")
+
+
+# -- one bucket under two names ----------------------------------------------------------
+
+STORAGE_ALIAS = "s3.dr-storage.test"  # resolves, here, to the primary's object storage
+
+
+@pytest.fixture
+def storage_alias(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name for the primary's S3 endpoint that validation cannot see through, as a
+    hosts-file entry or a CNAME would be: only its address tells."""
+    real = site_identity.socket.getaddrinfo
+
+    def resolve(host: str, *args: Any, **kwargs: Any) -> Any:
+        return real("127.0.0.1" if host == STORAGE_ALIAS else host, *args, **kwargs)
+
+    monkeypatch.setattr(site_identity.socket, "getaddrinfo", resolve)
+
+
+def _one_bucket(info: LabInfo) -> Change:
+    port = urlsplit(info.moto).port
+
+    def change(data: dict[str, Any]) -> None:
+        data["sites"]["dr"]["objects"]["endpoint_url"] = f"http://{STORAGE_ALIAS}:{port}"
+        for dataset in data["datasets"]:
+            dataset["dr_bucket"] = dataset["primary_bucket"]
+
+    return change
+
+
+def _canaries(info: LabInfo, plan: DrillPlan) -> list[str]:
+    creds = Path(info.state_dir) / "aws"
+    s3 = boto3.client(
+        "s3", endpoint_url=info.moto, region_name="us-west-2",
+        aws_access_key_id=(creds / "access_key_id").read_text().strip(),
+        aws_secret_access_key=(creds / "secret_access_key").read_text().strip(),
+    )  # fmt: skip
+    keys = []
+    for bucket in {d.primary_bucket for d in plan.datasets}:
+        listed = s3.list_object_versions(Bucket=bucket, Prefix=CANARY_PREFIX)
+        keys += [v["Key"] for v in listed.get("Versions", []) + listed.get("DeleteMarkers", [])]
+    return keys
+
+
+@pytest.mark.usefixtures("storage_alias")
+def test_the_primarys_bucket_under_another_name_is_refused_before_any_write(
+    id_lab: LabInfo, tmp_path: Path
+) -> None:
+    history = HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
+    plan = lab_plan(id_lab, _one_bucket(id_lab))  # validates: the names differ
+    assert all(d.dr_bucket == d.primary_bucket for d in plan.datasets)
+    distinct = run_check(plan, "sites.distinct")
+    assert (distinct.status, distinct.blocking) == (Status.FAIL, True), distinct.summary
+    assert "the same bucket at both sites" in distinct.summary
+    assert distinct.evidence["buckets"]["same"] is True
+    # Every data check fails on it, before listing or writing: one bucket matches itself.
+    for check_id in ("data.replicated", "data.rpo", "data.checkpoint_fresh", "data.dr_writable"):
+        result = run_check(plan, check_id)
+        assert (result.status, result.blocking) == (Status.FAIL, True), (check_id, result)
+        assert result.summary.startswith("the DR bucket is the primary bucket"), result.summary
+    assert _canaries(id_lab, plan) == []  # no "DR" canary was ever written at the primary
+    before = snapshot(lab_plan(id_lab))
+    for mode in ("drill", "incident"):
+        result = Drill(DrillRequest(plan, mode=mode, operator="tests"), history).run()  # type: ignore[arg-type]
+        error = result.error or ""
+        assert result.status == "aborted", error
+        # A drill stops on its blocking readiness (sites.distinct among them); an incident,
+        # whose readiness runs beside it, on drills' own sites.distinct guard.
+        assert "sites.distinct" in error or "the same bucket at both sites" in error, error
+        assert history.journal(result.run_id) == []
+    assert snapshot(lab_plan(id_lab)) == before
+    assert _canaries(id_lab, plan) == []
+
+
+def test_two_buckets_of_one_name_on_two_storages_are_two(id_lab: LabInfo) -> None:
+    """Same names, other storage: not one bucket (what a per-site MinIO looks like)."""
+    verdict = site_identity.compare_storage(id_lab.moto, "http://127.0.0.4:5000")
+    assert verdict.same is False, verdict
+    port = urlsplit(id_lab.moto).port
+    assert site_identity.compare_storage(id_lab.moto, f"http://localhost.:{port}").same

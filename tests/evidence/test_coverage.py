@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
+from click.testing import Result
+from typer.testing import CliRunner
 
+from drills.cli import app
 from drills.evidence.coverage import ChainStatus, Period, coverage, coverage_markdown
 from drills.store.kinds import Mode, RunStatus
 from tests.evidence.support import BASE, check, make_run, phase, store_with
@@ -66,3 +70,36 @@ def test_one_plan_not_drilled_reads_as_one(tmp_path: Path) -> None:
     report = coverage(store, ["b"], Period.parse("90d"), chain=lambda _: broken, now=NOW)
     assert report.headline() == "1 of 2 plans drilled in the last 90 days; b has not been."
     assert [p.chain for p in report.plans] == ["verifies", "does NOT verify"]
+
+
+def test_a_plan_file_that_cannot_be_read_is_a_finding(tmp_path: Path) -> None:
+    store = store_with(tmp_path, make_run("p1", plan="payments-eu", days=1))
+    db = store.url
+    store.close()
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n")
+    missing = tmp_path / "gone.yaml"
+
+    def coverage_cli(plans: str, *more: str) -> Result:
+        args = ["evidence", "coverage", "--plans", plans, "--db", db, *more]
+        return CliRunner().invoke(app, args, env={"COLUMNS": "250"})
+
+    # Without the broken file, the one plan drilled is the whole story: exit 0.
+    fine = coverage_cli(str(tmp_path / "none-*.yaml"))
+    assert fine.exit_code == 0, fine.output
+    assert "1 of 1 plans drilled" in fine.stdout
+    result = coverage_cli(f"{broken},{missing}")
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 1, result.output
+    # Counted in the headline (an unreadable plan is not known to be drilled) and listed.
+    assert result.stdout.splitlines()[2].startswith("**1 of 3 plans drilled in the last 12 ")
+    assert "Plan files that cannot be read" in result.stdout
+    assert f"✗ {missing}: cannot be read" in result.stderr
+    as_json = coverage_cli(f"{broken},{missing}", "--format", "json")
+    assert as_json.exit_code == 1
+    report = json.loads(as_json.stdout)
+    assert [u["path"] for u in report["unreadable_plans"]] == [str(broken), str(missing)]
+    assert report["headline"] == (
+        f"1 of 3 plans drilled in the last 12 months; {broken} and {missing} cannot be read "
+        "as plans."
+    )

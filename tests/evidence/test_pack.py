@@ -123,7 +123,11 @@ def test_a_pack_resigned_with_another_key_after_a_change_fails(world: dict[str, 
 def test_an_unsigned_pack_says_so(world: dict[str, Path]) -> None:
     code, out = _verify(world["unsigned"], world["public"])
     assert code == 1 and "UNSIGNED" in out
+    # A key given asks for a signature by it, --allow-unsigned or not; without a key,
+    # --allow-unsigned accepts a pack whose files match (and still says UNSIGNED).
     code, out = _verify(world["unsigned"], world["public"], "--allow-unsigned")
+    assert code == 1 and "signature: none in" in out
+    code, out = drills("evidence", "verify", str(world["unsigned"]), "--allow-unsigned")
     assert code == 0 and "UNSIGNED" in out
     manifest = json.loads(members(world["unsigned"])[MANIFEST])
     assert manifest["signed"] is False and manifest["keyid"] is None

@@ -318,7 +318,7 @@ def test_ambiguous_durations_are_refused(text: str, message: str) -> None:
     [
         ("90", 90),
         ("1h30m", 5400),
-        ("1h 30m", 5400),
+        (" 15m ", 900),  # spaces around it are the YAML's
         ("2d", 172800),
         ("1m5ms", 60.005),
         ("1.5h", 5400),
@@ -326,6 +326,69 @@ def test_ambiguous_durations_are_refused(text: str, message: str) -> None:
 )
 def test_durations_in_the_strict_grammar(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("15 m", "no spaces inside a duration: did you mean 15m?"),
+        ("1h 30m", "no spaces inside a duration: did you mean 1h30m?"),
+        ("1 h30m", "no spaces inside a duration: did you mean 1h30m?"),
+        ("15\tm", "no spaces inside a duration: did you mean 15m?"),
+        ("1.5 s", "no spaces inside a duration: did you mean 1.5s?"),
+        ("1 5m", "not a duration; use seconds or a number with a unit, such as 45s, 15m, "
+         "1h30m or 2d"),
+        ("\u0661\u0665m", "not a duration; use seconds or a number with a unit, such as 45s, "
+         "15m, 1h30m or 2d"),  # Arabic-Indic digits, which a regex's \d reads as 15
+        ("\uff11\uff15", "not a duration; use seconds or a number with a unit, such as 45s, "
+         "15m, 1h30m or 2d"),  # fullwidth digits
+    ],
+)  # fmt: skip
+def test_a_duration_is_written_in_one_piece_of_ascii(text: str, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_duration(text)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("value", ['"15 m"', '"1h 30m"', '"5 m"'])
+def test_a_spaced_duration_in_a_plan_is_refused_and_located(value: str) -> None:
+    text = altered("rto: 15m", f"rto: {value}")
+    found = only_problem(text)
+    assert found.path == "objectives.rto"
+    assert found.message.startswith("no spaces inside a duration: did you mean ")
+
+
+@pytest.mark.parametrize(
+    ("zone", "hint"),
+    [
+        ("localtime", ""),  # this machine's setting, not a zone: another machine runs it
+        ("posixrules", ""),
+        ("Factory", ""),
+        ("utc", "did you mean UTC? "),
+        ("europe/berlin", "did you mean Europe/Berlin? "),
+        ("/usr/share/zoneinfo/UTC", ""),
+        ("../zoneinfo/UTC", ""),
+        ("Europe/../UTC", ""),
+        ("posix/UTC", ""),
+        ("right/UTC", ""),
+        ("zone.tab", ""),
+        ("tzdata.zi", ""),
+        ("Mars/Olympus", ""),
+        ("", ""),
+    ],
+)
+def test_only_iana_zone_names_are_time_zones(zone: str, hint: str) -> None:
+    found = only_problem(altered("timezone: UTC", f'timezone: "{zone}"'))
+    assert found.path == "schedule.timezone"
+    assert found.message == (
+        f"unknown time zone {zone!r}; {hint}use an IANA name such as UTC or Europe/Berlin"
+    )
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires"])
+def test_iana_zone_names_are_accepted(zone: str) -> None:
+    plan = plan_from_text(altered("timezone: UTC", f"timezone: {zone}"), SOURCE)
+    assert plan.schedule is not None and plan.schedule.timezone == zone
 
 
 def test_a_month_typo_in_a_plan_is_located() -> None:
@@ -376,6 +439,39 @@ def test_endpoint_normalisation_for_buckets(primary: str, dr: str) -> None:
     text = text.replace("endpoint_url: http://127.0.0.1:5000", f"endpoint_url: {dr}", 1)
     text = text.replace("dr_bucket: ckpt-dr", "dr_bucket: ckpt-primary")
     assert [p.path for p in problems_of(text)] == ["datasets[0].dr_bucket"]
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost",
+        "localhost.",
+        "LOCALHOST",
+        "s3.localhost",
+        "127.1",
+        "0x7f000001",
+        "2130706433",
+        "0177.0.0.1",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+    ],
+)
+def test_the_primarys_bucket_behind_another_spelling_of_its_host_is_refused(host: str) -> None:
+    """The primary's S3 endpoint is http://127.0.0.1:5000: every one of these is it."""
+    text = altered(DR_OBJECTS, DR_OBJECTS.replace("127.0.0.1:5000", f"{host}:5000"))
+    text = text.replace("dr_bucket: ckpt-dr", "dr_bucket: ckpt-primary")
+    found = only_problem(text)
+    assert found.path == "datasets[0].dr_bucket"
+    assert "the same bucket" in found.message
+
+
+@pytest.mark.parametrize(
+    "where", ["127.0.0.2:5000", "localhost:5001", "[::2]:5000", "example.com:5000"]
+)
+def test_another_host_or_port_is_another_storage(where: str) -> None:
+    text = altered(DR_OBJECTS, DR_OBJECTS.replace("127.0.0.1:5000", where))
+    text = text.replace("dr_bucket: ckpt-dr", "dr_bucket: ckpt-primary")
+    assert plan_from_text(text, SOURCE).datasets[0].dr_bucket == "ckpt-primary"
 
 
 def test_same_bucket_name_on_separate_storage_is_fine() -> None:

@@ -312,8 +312,10 @@ def test_the_status_json_keys_are_a_stable_interface(history: HistoryStore, tmp_
     assert tuple(data) == STATUS_KEYS == (
         "plan", "serving", "since", "run_id", "incident_id", "incident_t0", "holding_run",
         "lease_run_id", "unfinished_runs", "live", "agrees", "disagreement", "checked_at",
+        "unconfirmed",
     )  # fmt: skip
-    assert data["serving"] == "primary" and data["live"] is None and data["agrees"]
+    # Not asked (--no-live): nothing agrees or disagrees.
+    assert data["serving"] == "primary" and data["live"] is None and data["agrees"] is None
 
 
 def test_the_goal_from_a_journal_keeps_each_targets_first_original() -> None:

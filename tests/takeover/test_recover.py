@@ -1,25 +1,36 @@
 """`drills recover`: a drill that died is rolled back and verified; an incident that died
-is reported, then completed or held. Recovering twice, or after a partial recover, is safe."""
+is reported, then completed or held. Recovering twice, or after a partial recover, is safe;
+two recovers at once go one at a time, the second refused (exit 3) naming the first."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from drills.cli import app
 from drills.lab.runtime import LabInfo
+from drills.plan import DrillPlan
+from drills.plan.claims import plan_claims
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
-from drills.store.models import AuditEvent, DrillRun
+from drills.store.models import AuditEvent, DrillRun, TargetLease
 from drills.takeover.cancellation import DrillCancelled
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.journal import Journal
-from drills.takeover.lease import UnfinishedRunError
+from drills.takeover.lease import UnfinishedRunError, current
 from drills.takeover.recover import RecoverError, RecoverStatus, pick_run, plan_of, recover
+from drills.takeover.snapshot import Snapshot
 from drills.takeover.steps.changes import KINDS
 from drills.takeover.steps.executor import ChangeExecutor
 from drills.targets.sites import Targets
@@ -55,6 +66,16 @@ def crash_at(info: LabInfo, history: HistoryStore, where: str, mode: Mode = Mode
     return drill.run_id
 
 
+def crashed_drill(info: LabInfo, history: HistoryStore) -> tuple[DrillPlan, Snapshot, str]:
+    """The lab's plan, its state before, and a drill of it that died just before its smoke
+    test (DR up, DNS switched, the primary fenced)."""
+    plan = lab_plan(info)
+    original = snapshot(plan)
+    run_id = crash_at(info, history, "phase:smoke:start")
+    assert snapshot(plan) != original
+    return plan, original, run_id
+
+
 def serving(url: str) -> bool:
     try:
         return httpx.get(url, timeout=2).status_code == 200
@@ -65,10 +86,7 @@ def serving(url: str) -> bool:
 def test_recover_rolls_a_crashed_drill_back_twice_and_after_a_partial_recover(
     recover_lab: LabInfo, history: HistoryStore
 ) -> None:
-    plan = lab_plan(recover_lab)
-    original = snapshot(plan)
-    run_id = crash_at(recover_lab, history, "phase:smoke:start")
-    assert snapshot(plan) != original  # DR up, DNS switched, primary fenced
+    plan, original, run_id = crashed_drill(recover_lab, history)
     stored = history.get_run(run_id)
     assert stored is not None and stored.details.snapshot_before == original
     with pytest.raises(UnfinishedRunError):  # nothing new starts on top of it
@@ -310,3 +328,57 @@ def test_an_interrupt_during_the_undo_leaves_the_run_for_recover(
     report = recover(history, plan, stored)
     assert report.status == RecoverStatus.RECOVERED, report.error
     assert report.drift == {} and snapshot(plan) == original
+
+
+def _winner(history: HistoryStore, plan: str, claims: int, pids: set[int]) -> tuple[int, str]:
+    """The pid and lease holder of the recover that took the plan's lease, once it holds
+    every target too (so it is past its writes to the store, reading the sites)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        lease = current(history, plan)
+        if lease is not None and int(lease.holder.split(":")[1]) in pids:
+            with history.session() as s:
+                held = s.scalars(select(TargetLease).where(TargetLease.holder == lease.holder))
+                if len(list(held)) == claims:
+                    return int(lease.holder.split(":")[1]), lease.holder
+        time.sleep(0.01)
+    raise AssertionError("neither recover took the plan's lease")
+
+
+def test_of_two_concurrent_recovers_one_wins_and_the_other_exits_3_naming_it(
+    recover_lab: LabInfo, history: HistoryStore
+) -> None:
+    plan, original, run_id = crashed_drill(recover_lab, history)
+    argv = [sys.executable, "-m", "drills", "recover", run_id, "--db", history.url]
+    env = os.environ | {"COLUMNS": "250"}
+    both = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for _ in range(2)
+    ]
+    try:
+        pid, holder = _winner(history, plan.name, len(plan_claims(plan)), {p.pid for p in both})
+        winner = next(p for p in both if p.pid == pid)
+        loser = next(p for p in both if p.pid != pid)
+        # The winner is held still while it holds the lease: however slowly the other
+        # starts, it finds the lease taken, as it would behind a slow recover.
+        os.kill(winner.pid, signal.SIGSTOP)
+        try:
+            _, lost = loser.communicate(timeout=120)
+        finally:
+            os.kill(winner.pid, signal.SIGCONT)
+        out, err = winner.communicate(timeout=300)
+    finally:
+        for process in both:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert loser.returncode == 3, lost
+    assert "Traceback" not in lost
+    assert f"recover refused: run {run_id} is being recovered by another `drills recover`" in lost
+    assert f"process {winner.pid} on {socket.gethostname()} ({holder})" in lost
+    assert winner.returncode == 0, out + err
+    assert "recovered (rollback)" in out
+    assert snapshot(plan) == original
+    done = history.get_run(run_id)
+    assert done is not None and done.status == RunStatus.RECOVERED
+    assert [attempt.status for attempt in done.details.recover] == [RunStatus.RECOVERED]

@@ -24,14 +24,13 @@ from drills.checks.wayback import running_writers
 from drills.errors import RunRefused, StepFailed, TargetError
 from drills.plan import ControllerFence, DrillPlan, Workload
 from drills.takeover.steps.changes import (
-    KINDS,
     ingress_address,
     record_address,
     workload_address,
 )
+from drills.takeover.steps.dns_values import check_switch, record_where_planned
 from drills.takeover.steps.executor import ChangeExecutor
 from drills.takeover.timeline import Timeline, utc_now
-from drills.targets.dns import dns_for
 from drills.targets.http import new_client
 from drills.targets.probe import ProbeResult, serving, smoke_until
 from drills.targets.sites import Role, Targets
@@ -154,7 +153,8 @@ def preflight_guard(ctx: PhaseContext, readiness: ReadinessReport | None) -> Non
     is never right), and for a fence that could not be verified from outside: in a
     drill, a primary not seen serving or a DR endpoint not seen answering (or seen already
     serving), and a DNS record that could not be switched back; in an
-    incident, a primary that does not answer at all, unless --force-unfenced.
+    incident, a primary that does not answer at all, unless --force-unfenced. In both, a
+    DNS record at an address the plan does not name (drills/takeover/steps/dns_values.py).
     """
     with ctx.timeline.step("primary and DR are distinct") as step:
         checked = distinct_result(readiness)
@@ -173,29 +173,7 @@ def preflight_guard(ctx: PhaseContext, readiness: ReadinessReport | None) -> Non
             step.result = "refused"
             raise RunRefused("preflight: " + " ".join(problems))
         step.result = _sighting_summary(ctx, seen["primary"][1])
-    if not ctx.incident:
-        _dns_can_switch_back(ctx)
-
-
-def _dns_can_switch_back(ctx: PhaseContext) -> None:
-    """A drill switches the record back at failback: one it could not write back (more
-    than one value) is refused here, before the first change, not found out at failback."""
-    record = ctx.plan.dns.record
-    address = record_address(record.name, str(record.type))
-    with ctx.timeline.step("DNS record can be switched back") as step:
-        # A DNS target of its own: the run's is made (its credentials read) at the switch.
-        target = dns_for(ctx.plan)
-        try:
-            values = list(target.read(record.name, str(record.type))[0].values)
-        finally:
-            target.close()
-        step.evidence = {"record": address, "values": values}
-        try:
-            KINDS["dns.record"].restorable(address, {"values": values})
-        except StepFailed as exc:
-            step.result = "refused"
-            raise RunRefused(f"preflight: {exc.step} {exc.cause}") from exc
-        step.result = f"{len(values)} value(s): {', '.join(values)}"
+    record_where_planned(ctx.plan, ctx.timeline, incident=ctx.incident)
 
 
 def _look_at_sites(ctx: PhaseContext) -> dict[str, tuple[str, ProbeResult]]:
@@ -388,6 +366,7 @@ def switch_dns(ctx: PhaseContext, value: str | None = None) -> None:
     name, rtype = dns.record.name, str(dns.record.type)
     with ctx.timeline.step(f"switch {name} {rtype} → {value}") as step:
         answers = ctx.targets.dns.read(name, rtype)
+        check_switch(ctx.plan, answers, value)  # what it holds now is what a rollback restores
         ttl = max(a.ttl or 0 for a in answers)
         # Already at DR (a resumed takeover): no change, so no serial will move.
         already = all(list(a.values) == [value] for a in answers)
