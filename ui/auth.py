@@ -15,7 +15,13 @@ In order of precedence:
 4. Otherwise nobody may declare.
 
 Read-only pages are open unless ``DRILLS_UI_PUBLIC_READ=0``; then they need a signed-in
-user too.
+user too. Public read shows, and nothing more: every action that reaches a real system
+needs the operator role (``can_declare``), checked where it is handled (ui/guard.py).
+
+Failed password sign-ins are counted per user name and per client address in the history
+store (drills.store.sign_in), so a new session or a restarted server does not start
+afresh, and locked out for longer after each; every sign-in, failed, locked out or
+accepted, is written to the audit log.
 """
 
 from __future__ import annotations
@@ -28,16 +34,16 @@ from typing import Any, Literal
 import streamlit as st
 
 from drills.passwords import PasswordHashError, verify_password
+from drills.store import sign_in as lockout
 from drills.text import for_markdown
+from ui import data
 from ui.settings import UISettings
 
 log = logging.getLogger("drills.ui.auth")
 
 Method = Literal["oidc", "password", "lab", "none"]
 USER_KEY = "auth.user"
-FAILURES_KEY = "auth.failures"
-MAX_FAILURES = 5
-LOCKOUT_S = 60.0
+NAME_CHARS = 128  # what the audit log keeps of a typed name
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,7 @@ class Access:
     method: Method
     user: str | None  # who is signed in: the name written in the audit log
     can_view: bool
-    can_declare: bool
+    can_declare: bool  # the operator role: declare, fail back, cancel, run checks, export
     why_not: str  # when not can_declare: what would allow it
 
     @property
@@ -129,35 +135,59 @@ def current_access(settings: UISettings) -> Access:
     )
 
 
-def _locked_out() -> float:
-    failures: list[float] = st.session_state.get(FAILURES_KEY, [])
-    recent = [t for t in failures if time.monotonic() - t < LOCKOUT_S]
-    st.session_state[FAILURES_KEY] = recent
-    if len(recent) < MAX_FAILURES:
-        return 0.0
-    return LOCKOUT_S - (time.monotonic() - recent[0])
+def _client_address() -> str | None:
+    """The address the browser's connection came from; None when unknown (AppTest) or on
+    loopback, where Streamlit gives none."""
+    try:
+        address = st.context.ip_address
+    except (AttributeError, RuntimeError):
+        return None
+    return str(address) if address else None
+
+
+def _audit_sign_in(
+    settings: UISettings, name: str, *, accepted: bool, outcome: str, detail: dict[str, Any]
+) -> None:
+    data.store(settings).audit(
+        who=name, action=data.SIGN_IN_ACTION, plan="", accepted=accepted,
+        reason="operator password sign-in", detail={**detail, "outcome": outcome},
+    )  # fmt: skip
+    level = logging.INFO if accepted else logging.WARNING
+    log.log(level, "operator sign-in as %r from %s: %s", name, detail.get("address"), outcome)
 
 
 def _check_password(settings: UISettings, name: str, password: str) -> str | None:
-    """None when signed in; otherwise what to tell the person."""
+    """None when signed in; otherwise what to tell the person. Failures count in the
+    store, across sessions and restarts, per name and per address; each is audited."""
     assert settings.operator_password_hash is not None
-    wait = _locked_out()
-    if wait > 0:
-        return f"too many failed attempts; try again in {wait:.0f} s"
-    if not name.strip():
+    name = " ".join(name.split())[:NAME_CHARS]
+    if not name:
         return "give your name: it goes into the audit log"
+    address = _client_address()
+    subjects = lockout.subjects(name, address)
+    store = data.store(settings)
+    wait = lockout.wait_s(store, subjects)
+    if wait > 0:  # the password is not even looked at
+        _audit_sign_in(settings, name, accepted=False, outcome=f"locked out for {wait:.0f} s more",
+                       detail={"address": address, "locked_for_s": round(wait)})  # fmt: skip
+        return f"too many failed attempts; try again in {wait:.0f} s"
     try:
         ok = verify_password(password, settings.operator_password_hash)
     except PasswordHashError as exc:
         log.error("DRILLS_UI_OPERATOR_PASSWORD_HASH is unusable: %s", exc)
         return "the operator password hash is misconfigured; see the server log"
     if not ok:
-        st.session_state.setdefault(FAILURES_KEY, []).append(time.monotonic())
-        log.warning("failed operator sign-in as %r", name.strip())
+        failures, locked = lockout.record_failure(store, subjects)
+        _audit_sign_in(
+            settings, name, accepted=False, outcome="wrong password",
+            detail={"address": address, "failures": failures, "locked_for_s": round(locked)},
+        )  # fmt: skip
+        if locked:
+            return f"wrong password; too many failed attempts, try again in {locked:.0f} s"
         return "wrong password"
-    st.session_state[USER_KEY] = name.strip()
-    st.session_state.pop(FAILURES_KEY, None)
-    log.info("operator %r signed in", name.strip())
+    lockout.record_success(store, subjects)
+    _audit_sign_in(settings, name, accepted=True, outcome="signed in", detail={"address": address})
+    st.session_state[USER_KEY] = name
     return None
 
 
@@ -168,7 +198,7 @@ def sign_in(settings: UISettings, access: Access, key: str) -> None:
             st.login()
     elif access.method == "password" and not access.signed_in:
         with st.form(f"{key}.password"):
-            name = st.text_input("Your name", key=f"{key}.name")
+            name = st.text_input("Your name", key=f"{key}.name", max_chars=NAME_CHARS)
             password = st.text_input("Operator password", type="password", key=f"{key}.secret")
             if st.form_submit_button("Sign in"):
                 problem = _check_password(settings, name, password)

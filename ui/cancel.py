@@ -12,7 +12,7 @@ import streamlit as st
 
 from drills.orchestrator.flow_runs import FlowRunProgress
 from drills.store.kinds import Mode
-from ui import components, data
+from ui import components, data, guard
 from ui.auth import Access
 from ui.settings import UISettings
 
@@ -78,7 +78,10 @@ def cancel_control(
         disabled=not sure,
         icon=":material/stop_circle:",
     )
-    if not clicked:
+    if not clicked or not guard.allowed(
+        settings, access, action=data.CANCEL_ACTION, plan=plan_name,
+        what=f"cancelling the {mode} run", detail={"flow_run_id": flow_run_id, "run_id": run_id},
+    ):  # fmt: skip
         return
     who = access.user or (name or "").strip() or "anonymous (no sign-in configured)"
     outcome = data.cancel_run(

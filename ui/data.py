@@ -67,6 +67,13 @@ log = logging.getLogger("drills.ui.data")
 
 PAGE_SIZE = 25
 CANCEL_ACTION = "cancel-run"
+READINESS_ACTION = "run-readiness"
+WAYBACK_ACTION = "check-way-back"
+EVIDENCE_ACTION = "export-evidence"
+SIGN_IN_ACTION = "sign-in"
+# What the incident page's audit log lists: every action the dashboard audits.
+AUDITED_ACTIONS = (DECLARE_ACTION, FAILBACK_ACTION, CANCEL_ACTION, READINESS_ACTION,
+                   WAYBACK_ACTION, EVIDENCE_ACTION, SIGN_IN_ACTION)  # fmt: skip
 SHORT = dt.timedelta(seconds=5)
 MEDIUM = dt.timedelta(seconds=15)
 
@@ -292,9 +299,9 @@ def live_report(settings: UISettings, run_id: str) -> dict[str, Any] | None:
 
 @st.cache_data(ttl=SHORT, show_spinner=False)
 def declarations(db_url: str) -> list[AuditRow]:
-    """Incidents declared, failbacks asked for (or refused) and runs cancelled from the
-    dashboard, newest first."""
-    return queries.recent_audit(_store(db_url), (DECLARE_ACTION, FAILBACK_ACTION, CANCEL_ACTION))
+    """What was done or asked from the dashboard, accepted or refused, newest first:
+    incidents declared, failbacks, cancels, checks run, evidence exported, sign-ins."""
+    return queries.recent_audit(_store(db_url), AUDITED_ACTIONS)
 
 
 # --- where plans serve from ------------------------------------------------------------
@@ -312,14 +319,22 @@ WAYBACK_TTL = dt.timedelta(seconds=60)
 
 
 @st.cache_data(ttl=WAYBACK_TTL, show_spinner="Checking the way back…")
-def _wayback(db_url: str, plan_path: str, _mtime_ns: int) -> ReadinessReport:
-    # Live checks of both sites: kept a minute, not run again on every rerun.
-    return run_wayback(load_plan(plan_path), history=_store(db_url))
+def _wayback(db_url: str, plan_path: str, _mtime_ns: int, _who: str) -> ReadinessReport:
+    # Live checks of both sites: kept a minute, not run again on every rerun. Audited
+    # here, where they really run, under the name of whoever's view ran them.
+    plan = load_plan(plan_path)
+    _store(db_url).audit(
+        who=_who, action=WAYBACK_ACTION, plan=plan.name, accepted=True,
+        reason="checking the way back from the dashboard",
+        detail={"outcome": "checked live against both sites"},
+    )  # fmt: skip
+    return run_wayback(plan, history=_store(db_url))
 
 
-def wayback(settings: UISettings, entry: PlanEntry) -> ReadinessReport:
-    """The way-back readiness of a plan (DR → primary), run live, kept a minute."""
-    return _wayback(settings.db_url, entry.path, _mtime(entry.path))
+def wayback(settings: UISettings, entry: PlanEntry, who: str) -> ReadinessReport:
+    """The way-back readiness of a plan (DR → primary), run live, kept a minute; only for
+    the operator role, whose name ``who`` is."""
+    return _wayback(settings.db_url, entry.path, _mtime(entry.path), who)
 
 
 def recheck_wayback() -> None:
@@ -505,3 +520,14 @@ def evidence_pack(store: HistoryStore, run_id: str) -> bytes:
     if run is None:
         raise KeyError(run_id)
     return zip_bytes(build(store, run, load_signer(configured_reference())))
+
+
+def exported_pack(store: HistoryStore, run_id: str, who: str) -> bytes:
+    """The evidence pack the button hands to ``who`` (an operator), audited as exported."""
+    run = store.get_run(run_id)
+    store.audit(
+        who=who, action=EVIDENCE_ACTION, plan=run.plan if run else "", accepted=True,
+        reason="evidence pack downloaded from the dashboard",
+        detail={"outcome": f"exported the evidence pack of run {run_id}", "run_id": run_id},
+    )  # fmt: skip
+    return evidence_pack(store, run_id)

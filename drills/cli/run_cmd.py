@@ -158,7 +158,8 @@ def run(
     db: DbUrl = None,
 ) -> None:
     """Run a minimum-takeover drill (or a real incident takeover, or the failback after one)
-    and print its report."""
+    and print its report. A refused incident or failback exits 3 and is written to the audit
+    log, as the dashboard's refusals are."""
     _check_mode(mode, force_unfenced)
     plan = load_plan_or_exit(plan_path)
     history = open_history(db)
@@ -252,8 +253,29 @@ def _execute(
     # RunRefused: a failback while the plan is not at DR, a takeover while it is.
     except (LeaseHeldError, UnfinishedRunError, RunRefused) as exc:
         err.print(Text(f"refused: {exc}", style="bold red"))
+        _audit_refusal(request, history, f"refused: {exc}")
         raise typer.Exit(EXIT_REFUSED) from None
     return result.run_id, result.status
+
+
+def _audit_refusal(request: DrillRequest, history: HistoryStore, why: str) -> None:
+    """A refused incident or failback is audited as the dashboard's refusals are: the same
+    action, who, plan and reason, and the refusal as its outcome (a drill is not audited:
+    it changes nothing that stays)."""
+    from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
+    from drills.takeover.incident import ACTION as DECLARE_ACTION
+    from drills.takeover.incident import Declaration, audit_decision
+
+    action = {Mode.INCIDENT: DECLARE_ACTION, Mode.FAILBACK: FAILBACK_ACTION}.get(request.mode)
+    if action is None or request.dry_run:
+        return
+    detail: dict[str, Any] = {"source": "cli", "plan_path": request.plan_path}
+    if request.mode == Mode.INCIDENT:
+        detail["force_unfenced"] = request.force_unfenced
+        if request.declared_at is not None:
+            detail["declared_at"] = request.declared_at.isoformat()
+    audit_decision(history, action, request.operator, request.plan.name, request.reason,
+                   Declaration(False, why), detail)  # fmt: skip
 
 
 def _print_report(history: HistoryStore, run_id: str, *, as_json: bool) -> None:

@@ -8,7 +8,7 @@ configured. The store writes one at each run's end, each readiness batch and eac
 the store's owner cannot rewrite, and ``drills evidence verify --checkpoints`` fails when
 the chain is shorter than, or differs from, any of them.
 
-The store also refuses to be used once its chain is gone: from schema 0004 on, every
+The store also refuses to be used once its chain is gone: from schema 0005 on, every
 store has the chain marker from its creation (or from `drills db upgrade`, the only
 place records from before the chain are adopted), so a store without it, or with final
 records and no links, has been tampered with.

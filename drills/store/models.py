@@ -281,6 +281,19 @@ class EvidenceMeta(Base):
     value: Mapped[str] = mapped_column(Text)
 
 
+class SignInFailures(Base):
+    """Failed dashboard sign-ins counted for one subject (a user name or a client address),
+    kept in the store so that neither a new session nor a restarted server starts afresh.
+    drills.store.sign_in reads and writes it."""
+
+    __tablename__ = "sign_in_failures"
+
+    subject: Mapped[str] = mapped_column(String(200), primary_key=True)  # "name:…" | "address:…"
+    failures: Mapped[int] = mapped_column(Integer)  # since the last sign-in, or the count's reset
+    last_failed_at: Mapped[dt.datetime]
+    locked_until: Mapped[dt.datetime | None]
+
+
 def details_value(*path: str) -> ColumnElement[Any]:
     """A value inside runs' details, read in SQL so that no run need be loaded.
 

@@ -13,6 +13,7 @@ from ui import data
 
 def test_the_run_detail_offers_its_evidence_pack(populated: Drilled, ui_env: UiEnv) -> None:
     require_system_binary("chromium", "chromium")
+    ui_env.set("DRILLS_UI_LAB", "1")  # an export: for the operator role
     at = open_page("history")
     at.query_params["run"] = populated.run_id
     at.run()
@@ -24,9 +25,12 @@ def test_the_run_detail_offers_its_evidence_pack(populated: Drilled, ui_env: UiE
     at.run()
     assert f"Signed with key `{keyid[:16]}" in shown(at)
     pack = ui_env.tmp_path / "pack.zip"
-    pack.write_bytes(data.evidence_pack(ui_env.store(), populated.run_id))
+    pack.write_bytes(data.exported_pack(ui_env.store(), populated.run_id, "anonymous (lab mode)"))
     result = verify(pack, load_verifier(public))
     assert result.files_ok and result.signature_ok, result.problems
+    [export] = [e for e in data.declarations(ui_env.db_url) if e.action == "export-evidence"]
+    assert (export.who, export.plan, export.accepted) == ("anonymous (lab mode)", "lab", True)
+    assert export.outcome == f"exported the evidence pack of run {populated.run_id}"
     # A key that cannot be read: said, and no button.
     ui_env.set(SIGNING_KEY_ENV, "env:NO_SUCH_SIGNING_KEY_VAR")
     at.run()
@@ -69,6 +73,7 @@ def test_plans_show_coverage_findings_and_the_history_verdict(
 
 def test_no_pack_button_when_chromium_cannot_run(populated: Drilled, ui_env: UiEnv) -> None:
     ui_env.set("DRILLS_CHROMIUM", str(ui_env.tmp_path / "no-such-chromium"))
+    ui_env.set("DRILLS_UI_LAB", "1")
     at = open_page("history")
     at.query_params["run"] = populated.run_id
     at.run()

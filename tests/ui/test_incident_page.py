@@ -181,7 +181,10 @@ def test_the_incident_page_shows_the_way_back_but_fail_back_is_for_operators(
     page = shown(at)
     assert "lab: serving from DR" in page
     assert "Readiness for the way back (DR → primary)" in page
-    assert "`data.caught_up` ran in" in page and "`fence.writers_stopped` ran in" in page
+    # Its checks probe both sites: public read shows that they exist, and runs none.
+    assert "The way back is checked live against both sites, for the operator role only" in page
+    assert "`data.caught_up` ran in" not in page and "`fence.writers_stopped` ran in" not in page
+    assert "Check the way back again" not in [b.label for b in at.button]
     assert FAILBACK_BUTTON not in [b.label for b in at.button]
     [warning] = [w.value for w in at.warning if "You may not" in w.value]
     assert warning.startswith("You may not declare an incident or fail back: sign in")
@@ -219,7 +222,15 @@ def test_a_wrong_confirmation_is_refused_and_a_right_one_starts_the_failback(
 ) -> None:
     failback_env.set("DRILLS_UI_LAB", "1")
     incident = at_dr(failback_env.store())
-    at = _press(_fill(open_page("declare"), reason="primary back", confirmation="lab2"))
+    at = open_page("declare")
+    # Whoever may act sees the way back checked live, and the audit log says who ran it.
+    assert "`data.caught_up` ran in" in shown(at) and "`fence.writers_stopped` ran in" in shown(at)
+    with failback_env.store().session() as s:
+        [checked] = [e for e in s.query(AuditEvent) if e.action == "check-way-back"]
+        assert (checked.who, checked.plan, checked.accepted) == (
+            "anonymous (lab mode)", "lab", True
+        )  # fmt: skip
+    at = _press(_fill(at, reason="primary back", confirmation="lab2"))
     assert any("the confirmation does not match the plan name 'lab'" in e.value for e in at.error)
     at = _press(_fill(at, reason="primary back", confirmation="lab"))
     assert not at.exception, [e.value for e in at.exception]

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from drills.checks import catalog
 from drills.checks.base import Status
 from drills.lab.runtime import LabInfo
-from drills.store.models import ReadinessSnapshot
+from drills.store.models import AuditEvent, ReadinessSnapshot
 from tests.support.ui import Drilled, UiEnv, add_run, button, open_page, shown
 from ui.components import OVERALL_ICON, STATUS_BADGE
 
@@ -64,6 +64,7 @@ def test_readiness_shows_the_snapshot_of_the_drill_by_category(
 
 
 def test_rerun_checks_inline_stores_a_new_snapshot(populated: Drilled, ui_env: UiEnv) -> None:
+    ui_env.set("DRILLS_UI_LAB", "1")  # anyone may act: audited as such
     before = _snapshots(ui_env)
     at = open_page("readiness")
     rerun = button(at, "Re-run checks")
@@ -71,12 +72,16 @@ def test_rerun_checks_inline_stores_a_new_snapshot(populated: Drilled, ui_env: U
     rerun.click().run()
     assert not at.exception
     assert _snapshots(ui_env) == before + 1
+    with ui_env.store().session() as s:
+        [event] = s.scalars(select(AuditEvent).where(AuditEvent.action == "run-readiness")).all()
+        assert (event.who, event.plan, event.accepted) == ("anonymous (lab mode)", "lab", True)
     assert at.get("progress")[0].proto.text.startswith("Done:")
     assert "checked just now" in shown(at)
 
 
 def test_blocking_failures_stand_out(ui_env: UiEnv, drift_lab: LabInfo) -> None:
     ui_env.set("DRILLS_PLANS", str(Path(drift_lab.state_dir) / "plan.yaml"))
+    ui_env.set("DRILLS_UI_LAB", "1")
     at = open_page("readiness")
     assert "not checked yet" in at.tabs[0].label
     button(at, "Re-run checks").click().run()  # type: ignore[union-attr]
@@ -138,9 +143,9 @@ def test_history_table_chart_and_run_detail(populated: Drilled, ui_env: UiEnv) -
     assert len(journal) > 0 and set(journal["state"]) == {"undone"}
     assert "readiness checks" in text and "Images" in text  # steps, and the snapshot at T0
     labels = [b.label for b in at.download_button]
-    assert labels == [
-        "Download report (Markdown)", "Download report (JSON)", "Download evidence pack"
-    ]  # fmt: skip
+    # A signed evidence pack is an export for the operator role; public read shows the report.
+    assert labels == ["Download report (Markdown)", "Download report (JSON)"]
+    assert "Its evidence pack (signed) is for the operator role: nobody may declare" in text
 
 
 def test_history_filters_are_applied(populated: Drilled, ui_env: UiEnv) -> None:

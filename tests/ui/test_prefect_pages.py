@@ -62,6 +62,7 @@ def prefect_env(
 def test_rerun_checks_starts_the_readiness_deployment(
     prefect_env: UiEnv, populated: Drilled, prefect_url: str
 ) -> None:
+    prefect_env.set("DRILLS_UI_LAB", "1")
     at = open_page("readiness")
     button(at, "Re-run checks").click().run()  # type: ignore[union-attr]
     assert not at.exception

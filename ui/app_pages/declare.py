@@ -12,8 +12,10 @@ import streamlit as st
 
 from drills.orchestrator.flow_runs import FlowRunProgress
 from drills.store.kinds import Mode, RunStatus
+from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
+from drills.takeover.incident import ACTION as DECLARE_ACTION
 from drills.text import for_markdown
-from ui import auth, components, data
+from ui import auth, components, data, guard
 from ui.auth import Access
 from ui.cancel import cancel_control
 from ui.data import PlanEntry
@@ -208,6 +210,9 @@ def _form(settings: UISettings, access: Access, entries: list[PlanEntry]) -> Non
         f"Type the plan name **{plan_name}** to confirm", key=f"{KEY}.confirm"
     )
     if st.button("Declare incident and start the failover", key=f"{KEY}.go", type="primary"):
+        if not guard.allowed(settings, access, action=DECLARE_ACTION, plan=plan_name,
+                             what="declaring an incident"):  # fmt: skip
+            return
         declared_at = components.now()  # T0 is the click, not when a worker picks it up
         declaration = data.declare(
             settings,
@@ -229,8 +234,8 @@ def _form(settings: UISettings, access: Access, entries: list[PlanEntry]) -> Non
             )
 
 
-def _way_back(settings: UISettings, entry: PlanEntry) -> None:
-    """Where the plan serves from, and the way-back readiness, checked live."""
+def _way_back(settings: UISettings, access: Access, entry: PlanEntry) -> None:
+    """Where the plan serves from, and the way-back readiness, checked live for operators."""
     st.header(f"{entry.name}: serving from DR")
     recorded = dict(data.serving_from_dr(settings.db_url)).get(entry.name)
     if recorded is not None and recorded.incident_id:
@@ -243,9 +248,17 @@ def _way_back(settings: UISettings, entry: PlanEntry) -> None:
             icon=":material/monitoring:", query_params={"run": recorded.incident_id},
         )  # fmt: skip
     st.subheader("Readiness for the way back (DR → primary)", divider="gray")
+    if not access.can_declare:
+        # Its checks probe both sites (the TSIG-signed DNS control, secrets): not on a view.
+        st.info(
+            f"The way back is checked live against both sites, for the operator role only: "
+            f"{access.why_not}.",
+            icon=":material/lock:",
+        )
+        return
     if st.button("Check the way back again", key=f"{FB}.recheck.{entry.name}"):
         data.recheck_wayback()
-    components.readiness_checklist(data.wayback(settings, entry))
+    components.readiness_checklist(data.wayback(settings, entry, guard.actor(access)))
 
 
 def _failback_form(settings: UISettings, access: Access, entry: PlanEntry) -> None:
@@ -271,6 +284,9 @@ def _failback_form(settings: UISettings, access: Access, entry: PlanEntry) -> No
         f"Type the plan name **{entry.name}** to confirm the failback", key=f"{key}.confirm"
     )
     if st.button(FAILBACK_BUTTON, key=f"{key}.go", type="primary"):
+        if not guard.allowed(settings, access, action=FAILBACK_ACTION, plan=entry.name,
+                             what="failing back"):  # fmt: skip
+            return
         requested_at = components.now()
         decision = data.fail_back(
             settings, entry, operator=operator, reason=reason, confirmation=confirmation,
@@ -285,10 +301,10 @@ def _failback_form(settings: UISettings, access: Access, entry: PlanEntry) -> No
 
 def _audit_log(settings: UISettings) -> None:
     rows = data.declarations(settings.db_url)
-    title = f"Audit log: the last {len(rows)} declarations, failbacks and cancels"
+    title = f"Audit log: the last {len(rows)} actions and sign-ins, accepted or refused"
     with st.expander(title, expanded=False):
         if not rows:
-            st.caption("No incident has been declared, failed back or cancelled from here.")
+            st.caption("Nothing has been done or asked for from here.")
             return
         st.dataframe(
             [
@@ -353,7 +369,7 @@ def main() -> None:
     at_dr_names = {plan for plan, _ in data.serving_from_dr(settings.db_url)}
     at_dr = [e for e in data.plans(settings) if e.valid and e.name in at_dr_names]
     for entry in at_dr:
-        _way_back(settings, entry)
+        _way_back(settings, access, entry)
     problem = _prefect_problem(settings)
     if problem is not None:
         st.error(problem, icon=":material/power_off:")

@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 from drills.store.kinds import Mode, RunStatus, Verdict
-from ui import auth, charts, components, data
+from ui import auth, charts, components, data, guard
 from ui.cancel import cancel_control
 from ui.queries import RunRow
 from ui.settings import UISettings, load_settings
@@ -199,6 +199,11 @@ def _downloads(report: dict[str, Any]) -> None:
 
 
 def _evidence_pack(settings: UISettings, run: dict[str, Any]) -> None:
+    access = auth.current_access(settings)
+    if not access.can_declare:
+        # Made on the click, outside this script run: only operators get the button at all.
+        st.caption(f"Its evidence pack (signed) is for the operator role: {access.why_not}.")
+        return
     keyid, problem = data.signing_key()
     if problem is not None:
         problem = f"the signing key cannot be used. {problem}"
@@ -207,9 +212,9 @@ def _evidence_pack(settings: UISettings, run: dict[str, Any]) -> None:
     if problem is not None:
         st.error(f"No evidence pack: {problem}")
         return
-    run_id, store = run["id"], data.store(settings)
+    run_id, store, who = run["id"], data.store(settings), guard.actor(access)
     st.download_button(
-        "Download evidence pack", lambda: data.evidence_pack(store, run_id),
+        "Download evidence pack", lambda: data.exported_pack(store, run_id, who),
         file_name=f"evidence-{run_id}.zip", mime="application/zip", key=f"{KEY}.evidence",
         help="The report (Markdown, JSON, PDF) and the run's records, hashed and signed: "
         "check it with `drills evidence verify PACK --public-key signing.pub`.",

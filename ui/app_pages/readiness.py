@@ -8,7 +8,8 @@ from drills.checks.base import CheckResult
 from drills.checks.forecast_rto import FORECAST_CHECK
 from drills.checks.runner import ReadinessReport
 from drills.errors import TargetError
-from ui import components, data
+from ui import auth, components, data, guard
+from ui.auth import Access
 from ui.data import PlanEntry
 from ui.settings import UISettings, load_settings
 
@@ -32,13 +33,20 @@ def _run_inline(settings: UISettings, entry: PlanEntry) -> None:
     bar.progress(1.0, text=f"Done: {len(report.results)} checks")
 
 
-def _start(settings: UISettings, entry: PlanEntry) -> None:
+def _start(settings: UISettings, access: Access, entry: PlanEntry) -> None:
+    """Run the plan's checks: on Prefect when its readiness deployment is there, else here.
+    Only for the operator role, checked here whatever the page showed, and audited."""
+    if not guard.allowed(settings, access, action=guard.READINESS_ACTION, plan=entry.name,
+                         what="re-running the readiness checks"):  # fmt: skip
+        return
     state = data.prefect_state(settings)
     if state.usable and data.deployment_exists(
         settings.prefect_api_url or "", settings.readiness_deployment
     ):
         try:
-            st.session_state[_flow_run_key(entry)] = data.start_readiness_run(settings, entry)
+            flow_run_id = data.start_readiness_run(settings, entry)
+            st.session_state[_flow_run_key(entry)] = flow_run_id
+            _audit_start(settings, access, entry, f"started Prefect flow run {flow_run_id}")
             return
         except TargetError as exc:
             st.warning(f"Prefect did not start the readiness run ({exc}); running here instead.")
@@ -46,7 +54,13 @@ def _start(settings: UISettings, entry: PlanEntry) -> None:
         st.caption(
             f"Running here: {state.problem or f'no {settings.readiness_deployment} deployment'}."
         )
+    _audit_start(settings, access, entry, "ran the checks in the dashboard's process")
     _run_inline(settings, entry)
+
+
+def _audit_start(settings: UISettings, access: Access, entry: PlanEntry, outcome: str) -> None:
+    guard.accepted(settings, access, action=guard.READINESS_ACTION, plan=entry.name,
+                   what="re-running the readiness checks", outcome=outcome)  # fmt: skip
 
 
 @st.fragment(run_every=2)
@@ -72,11 +86,16 @@ def _watch(settings: UISettings, entry: PlanEntry, flow_run_id: str) -> None:
         st.rerun(scope="app")
 
 
-def _plan_tab(settings: UISettings, entry: PlanEntry) -> None:
+def _plan_tab(settings: UISettings, access: Access, entry: PlanEntry) -> None:
     left, right = st.columns([4, 1])
     left.caption(f"Plan file `{entry.shown}`")
-    if right.button("Re-run checks", key=f"{KEY}.rerun.{entry.name}", type="secondary"):
-        _start(settings, entry)
+    # Shown to everyone, so that a click without the operator role is refused and audited
+    # rather than lost; the checks reach the real sites.
+    if right.button(
+        "Re-run checks", key=f"{KEY}.rerun.{entry.name}", type="secondary",
+        help="Runs every check against the real sites: needs the operator role.",
+    ):  # fmt: skip
+        _start(settings, access, entry)
     flow_run_id = st.session_state.get(_flow_run_key(entry))
     if flow_run_id:
         _watch(settings, entry, flow_run_id)
@@ -88,22 +107,22 @@ def _plan_tab(settings: UISettings, entry: PlanEntry) -> None:
     components.readiness_checklist(report)
 
 
-def _tabs(settings: UISettings, valid: list[PlanEntry]) -> None:
+def _tabs(settings: UISettings, access: Access, valid: list[PlanEntry]) -> None:
     labels = []
     for entry in valid:
         icon, words = components.overall(data.latest_readiness(settings.db_url, entry.name))
         labels.append(f"{icon} {entry.name} — {words}")
     for entry, tab in zip(valid, st.tabs(labels), strict=True):
         with tab:
-            _plan_tab(settings, entry)
+            _plan_tab(settings, access, entry)
 
 
-def _one_of_many(settings: UISettings, valid: list[PlanEntry]) -> None:
+def _one_of_many(settings: UISettings, access: Access, valid: list[PlanEntry]) -> None:
     chosen = components.plan_picker(f"{KEY}.plan", [e.name for e in valid])
     entry = next(e for e in valid if e.name == chosen)
     icon, words = components.overall(data.latest_readiness(settings.db_url, entry.name))
     st.subheader(f"{icon} {entry.name} — {words}")
-    _plan_tab(settings, entry)
+    _plan_tab(settings, access, entry)
 
 
 def _forecast_line(report: ReadinessReport) -> None:
@@ -126,6 +145,7 @@ def _forecast_line(report: ReadinessReport) -> None:
 
 def main() -> None:
     settings = load_settings()
+    access = auth.current_access(settings)
     st.title("Readiness")
     entries = data.plans(settings)
     valid = [e for e in entries if e.valid]
@@ -136,14 +156,17 @@ def main() -> None:
             "`make demo` to start the lab and its plan."
         )
     elif len(valid) > components.MAX_TABS:
-        _one_of_many(settings, valid)
+        _one_of_many(settings, access, valid)
     else:
         if wanted and any(e.name == wanted for e in valid):
             valid = [e for e in valid if e.name == wanted]
             if st.button("Show every plan", key=f"{KEY}.every"):
                 st.query_params.clear()
                 st.rerun()
-        _tabs(settings, valid)
+        _tabs(settings, access, valid)
+    if valid and not access.can_declare:
+        st.caption(f"Re-running the checks needs the operator role: {access.why_not}.")
+        auth.sign_in(settings, access, f"{KEY}.sign_in")
     invalid = [e for e in entries if not e.valid]
     if invalid:
         names = ", ".join(f"`{e.shown}`" for e in invalid)
