@@ -22,6 +22,7 @@ from prefect.runtime import flow_run as current_flow_run
 from prefect.states import Cancelled, State
 
 from drills.errors import DrillError
+from drills.evidence.checkpoints import signed_history
 from drills.plan import load_plan
 from drills.plan.durations import format_duration
 from drills.store.history import HistoryStore
@@ -197,7 +198,7 @@ def minimum_takeover_drill(
         run_phase=run_phase_as_task,
         listener=_phase_logger(logger),
     )
-    history = HistoryStore()
+    history = signed_history()
     # Cancelling the flow run stops its process with SIGTERM: a drill then rolls back and
     # an incident stops and reports, both recorded, instead of dying part-way.
     with cancel_on_signals(), notices_as_events():

@@ -21,6 +21,8 @@ from drills.checks.fleet import run_readiness_all
 from drills.checks.readiness import run_readiness
 from drills.checks.runner import ReadinessReport
 from drills.checks.view import markdown, rows, verdict
+from drills.errors import PlanError
+from drills.evidence.checkpoints import export_if_due, signed_history
 from drills.lab.control import DEFAULT_STATE_DIR
 from drills.orchestrator.placement import gather
 from drills.plan import load_plan
@@ -31,7 +33,10 @@ from drills.store.prune import prune_if_due
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
 
-__all__ = ["artifact_key", "prune_history", "publish", "readiness_check", "readiness_flow"]
+__all__ = [
+    "artifact_key", "keep_checkpoints", "prune_history", "publish", "readiness_check",
+    "readiness_flow",
+]  # fmt: skip
 
 
 @task(name="check", task_run_name="{check_id}", cache_policy=NO_CACHE, retries=0)
@@ -81,19 +86,48 @@ def readiness_flow(registry: CheckRegistry | None = None) -> Flow[..., dict[str,
         else:
             result = _one_plan(registry, plan, store=store)
         if store and prune_older_than:
-            pruned = prune_history(HistoryStore(), prune_older_than)
+            pruned = prune_history(signed_history(), prune_older_than)
             if pruned is not None:
                 get_run_logger().info("pruned %d old readiness results", pruned["removed"])
+        if store:
+            keep_checkpoints([plan] if not all_plans else None)
         return result
 
     return readiness_check
+
+
+@task(name="keep-checkpoints", cache_policy=NO_CACHE)
+def keep_checkpoints(plan_files: list[str] | None) -> int | None:
+    """Once a day, copy each plan's chain checkpoint to the place its plan names
+    (evidence.checkpoints), outside the store; plans that name none are left out."""
+    places = {}
+    for path in plan_files if plan_files is not None else _fleet_files():
+        try:
+            found = load_plan(path)
+        except PlanError:
+            continue  # the readiness run above has said why
+        if found.evidence.checkpoints:
+            places[found.name] = found.evidence.checkpoints
+    if not places:
+        return None
+    written = export_if_due(signed_history(), places)
+    if written is not None:
+        get_run_logger().info("%d chain checkpoint(s) kept outside the store", written)
+    return written
+
+
+def _fleet_files() -> tuple[str, ...]:
+    # As `drills readiness --all` reads them: the lab's plan if any, then plans/.
+    return plan_paths(
+        os.environ.get("DRILLS_PLANS"), default_plan_patterns(DEFAULT_STATE_DIR / "plan.yaml")
+    )
 
 
 def _one_plan(registry: CheckRegistry | None, plan: str, *, store: bool) -> dict[str, Any]:
     drill_plan = load_plan(plan)
     with notices_as_events():
         report = run_readiness(
-            drill_plan, history=HistoryStore(), store=store, registry=registry,
+            drill_plan, history=signed_history(), store=store, registry=registry,
             call=as_task, placement=gather("worker"),
         )  # fmt: skip
     publish(report)
@@ -107,12 +141,8 @@ def _all_plans(registry: CheckRegistry | None, *, store: bool, concurrency: int)
     logger = get_run_logger()
     with notices_as_events():
         results = run_readiness_all(
-            # As `drills readiness --all` reads them: the lab's plan if any, then plans/.
-            plan_paths(
-                os.environ.get("DRILLS_PLANS"),
-                default_plan_patterns(DEFAULT_STATE_DIR / "plan.yaml"),
-            ),
-            history=HistoryStore() if store else None,
+            _fleet_files(),
+            history=signed_history() if store else None,
             concurrency=concurrency,
             registry=registry,
         )

@@ -11,7 +11,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from drills.store.history import HistoryStore
+from drills.evidence.checkpoints import signed_history
 from drills.takeover.orphans import recover_orphans as recover_all
 from flows.events import notices_as_events
 
@@ -22,7 +22,7 @@ def recover_orphans() -> list[dict[str, Any]]:
     incidents (never failed back automatically), take failbacks the way their DNS switch
     says, and notify."""
     logger = get_run_logger()
-    history = HistoryStore()
+    history = signed_history()
     try:
         with notices_as_events():
             outcomes = recover_all(history)

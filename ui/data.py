@@ -21,6 +21,7 @@ from drills.checks.base import CheckResult
 from drills.checks.readiness import run_readiness, run_wayback, select_checks
 from drills.checks.runner import ReadinessReport
 from drills.errors import PlanError, TargetError
+from drills.evidence.checkpoints import configured_sign
 from drills.evidence.coverage import Coverage, Period, chain_not_checked, coverage
 from drills.evidence.findings import Finding, history_version, open_counts, open_findings
 from drills.evidence.history_chain import chain_status
@@ -107,7 +108,12 @@ class PrefectState:
 @st.cache_resource(show_spinner=False)
 def _store(db_url: str) -> HistoryStore:
     # One engine per URL for the whole server: opening one per rerun costs more than a query.
-    return HistoryStore(db_url)
+    try:
+        sign = configured_sign()  # the checkpoints of readiness re-run from here, signed
+    except SigningKeyError as exc:  # named where a pack is asked for; unsigned meanwhile
+        log.warning("checkpoints kept unsigned: %s", exc)
+        sign = None
+    return HistoryStore(db_url, sign=sign)
 
 
 def store(settings: UISettings) -> HistoryStore:

@@ -82,27 +82,36 @@ def load_plan_or_exit(path: Path) -> DrillPlan:
         raise typer.Exit(EXIT_INVALID) from None
 
 
-def open_history(url: str | None) -> HistoryStore:
+def open_history(url: str | None, *, read_only: bool = False) -> HistoryStore:
+    """The store, its checkpoints signed with the evidence key when one is configured.
+    ``read_only``: nothing is created or changed, and a store that is not there is exit 2;
+    a store whose chain was removed is left for the reader (`drills evidence verify`) to
+    report, where every other opener refuses it (exit 1)."""
+    from drills.evidence.checkpoints import configured_sign
     from drills.store.history import HistoryStore  # SQLAlchemy: only for commands that keep runs
 
     with store_guard():
-        return HistoryStore(url)
+        sign = None if read_only else configured_sign()
+        return HistoryStore(url, read_only=read_only, sign=sign)
 
 
 @contextmanager
 def store_guard() -> Iterator[None]:
     """A store that cannot be opened (a bad URL, a server down, an old schema) is one line
-    naming `drills db upgrade` or what is wrong, and exit 2 (bad URL, schema) or 1 (down);
-    never a traceback, never the URL's password."""
+    naming `drills db upgrade` or what is wrong, and exit 2 (bad URL, schema, an unusable
+    signing key) or 1 (down, or its evidence chain tampered with); never a traceback, never
+    the URL's password."""
+    from drills.evidence.keys import SigningKeyError
+    from drills.store.checkpoints import ChainTamperedError
     from drills.store.schema import SchemaError
     from drills.store.url import StoreUnreachableError, StoreUrlError
 
     try:
         yield
-    except (SchemaError, StoreUrlError) as exc:
+    except (SchemaError, StoreUrlError, SigningKeyError, ChainTamperedError) as exc:
         err_console(highlight=False, soft_wrap=True).print(Text(f"✗ {exc}", style="bold red"))
-        code = EXIT_FAILED if isinstance(exc, StoreUnreachableError) else EXIT_INVALID
-        raise typer.Exit(code) from None
+        failed = isinstance(exc, StoreUnreachableError | ChainTamperedError)
+        raise typer.Exit(EXIT_FAILED if failed else EXIT_INVALID) from None
 
 
 def exit_not_running(as_json: bool, message: str) -> NoReturn:

@@ -33,7 +33,9 @@ def register(app: typer.Typer) -> None:
 def upgrade(db: DbUrl = None, as_json: JsonFlag = False) -> None:
     """Bring the history store to this drills' schema (Alembic migrations); every run is kept.
     A store already there is left as it is, so running it again is safe. A store written by
-    drills 0.1.0 (before migrations) is adopted first."""
+    drills 0.1.0 (before migrations) is adopted first. A store that never had an evidence
+    chain gets one here, and only here: its records are sealed as pre-chain. A store whose
+    chain was removed is not sealed again: it is reported as tampered with (exit 1)."""
     from drills.store import schema
     from drills.store.history import database_url, make_engine
     from drills.store.url import store_errors
@@ -46,7 +48,8 @@ def upgrade(db: DbUrl = None, as_json: JsonFlag = False) -> None:
             before, after = schema.upgrade(engine)
         finally:
             engine.dispose()
-    open_history(db).close()  # a store older than the evidence chain gets its chain now
+    # A store that had no chain got it above; one whose chain was removed is reported.
+    open_history(db).close()
     if as_json:
         typer.echo(json.dumps({"before": before, "after": after, "changed": before != after}))
         return

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
+from drills.cli import chain_cmd
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, DbUrl, open_history
 from drills.cli.console import err_console, out_console
 
@@ -26,6 +27,9 @@ evidence_app = typer.Typer(
     no_args_is_help=True,
 )
 err = err_console(highlight=False, soft_wrap=True)
+
+
+evidence_app.command("checkpoint")(chain_cmd.checkpoint)
 
 
 def register(app: typer.Typer) -> None:
@@ -135,26 +139,6 @@ def _print_verification(pack: Path, result: Verification, allow_unsigned: bool) 
     return result.ok(allow_unsigned)
 
 
-def _verify_db(db: str, as_json: bool) -> None:
-    from drills.store.chain_verify import verify_store
-
-    report = verify_store(open_history(db))
-    if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2, default=str))
-    elif report.ok:
-        pre = f"; {report.pre_chain} sealed at upgrade (pre-chain)" if report.pre_chain else ""
-        pre += f"; {report.pruned} pruned, as sealed" if report.pruned else ""
-        out_console(highlight=False, soft_wrap=True).print(
-            Text(f"✓ the history verifies: {report.links} links over {len(report.plans)} "
-                 f"plan(s){pre}")
-        )  # fmt: skip
-    else:
-        for problem in report.problems:
-            err.print(Text(f"✗ {problem.describe()}", style="red"))
-    if not report.ok:
-        raise typer.Exit(EXIT_FAILED)
-
-
 @evidence_app.command("verify")
 def verify(
     pack: Annotated[
@@ -186,6 +170,7 @@ def verify(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    checkpoints: chain_cmd.CheckpointsOption = None,
 ) -> None:
     """Verify a pack with no database and no network: every file against the signed statement,
     and the signature against --public-key. Exit 0 when all hold; 1 naming each file or the
@@ -193,15 +178,20 @@ def verify(
     given; a key id label that is not the verifying key's is 1); 2 bad input. The pack and
     the key must be regular files; a pack's members are bounded in size and inflation
     ratio, so a zip bomb is refused unread. With --db, verify the history store's
-    tamper-evident chain instead."""
+    tamper-evident chain instead, read-only (a store that does not exist is 2, never
+    created): every record against its link, the chain against its checkpoints, and with
+    --checkpoints against those kept outside the store (each signed by --public-key when
+    given)."""
     from drills.evidence.keys import SigningKeyError, load_verifier
     from drills.evidence.pack import verify as verify_pack
 
     if (pack is None) == (db is None):
         raise _fail("give either a PACK or --db", EXIT_INVALID)
     if db is not None:
-        _verify_db(db, as_json)
+        chain_cmd.verify_db(db, checkpoints, public_key, as_json)
         return
+    if checkpoints is not None:
+        raise _fail("--checkpoints goes with --db", EXIT_INVALID)
     assert pack is not None
     try:
         verifier = load_verifier(public_key) if public_key else None

@@ -1,8 +1,8 @@
 """Evidence packs: one zip per run, every file hashed, the hashes signed.
 
 A pack holds the report (Markdown, JSON, PDF), the readiness snapshot at T0, the journal,
-the timeline, the audit entries of the run, its links in the history's chain, the control
-mapping and the findings, a
+the timeline, the audit entries of the run, its links in the history's chain, the plan's
+newest checkpoint of that chain, the control mapping and the findings, a
 manifest of every file's SHA-256, and ``attestation.dsse.json``: a DSSE envelope signing an
 in-toto Statement whose subjects are all those files. Verifying one needs the pack and the
 public key only: no database, no network.
@@ -23,6 +23,8 @@ from typing import Any
 from sqlalchemy import select
 
 from drills.evidence import dsse
+from drills.evidence.checkpoints import PACK_NAME as CHECKPOINT
+from drills.evidence.checkpoints import pack_checkpoint, pack_problems
 from drills.evidence.controls import auditor_answers
 from drills.evidence.findings import findings_of_run
 from drills.evidence.keys import Signer, Verifier
@@ -39,7 +41,8 @@ PACK_FORMAT = "drills-evidence-pack/1"
 # Every file of a pack, in the order they are written; the envelope comes last.
 CONTENT = (
     "report.md", "report.json", "report.pdf", "readiness-t0.json", "journal.json",
-    "timeline.json", "audit.json", "chain.json", "controls.json", "findings.json",
+    "timeline.json", "audit.json", "chain.json", "checkpoint.json", "controls.json",
+    "findings.json",
 )  # fmt: skip
 # A fixed time on every zip entry: the same pack twice holds the same bytes.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
@@ -48,7 +51,10 @@ _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 MAX_MEMBER_BYTES = 64 * 1024 * 1024
 MAX_PACK_BYTES = 256 * 1024 * 1024  # every member inflated, and the zip itself
 MAX_MEMBERS = 100
-MAX_JSON_BYTES = 8 * 1024 * 1024  # the manifest and the envelope: the only members kept whole
+MAX_JSON_BYTES = 8 * 1024 * 1024  # each member kept whole: small JSON read after hashing
+# The members read whole: the manifest and the envelope, and the checkpoint with the links it
+# must cover. The others are only hashed.
+KEPT_WHOLE = (MANIFEST, ENVELOPE, CHECKPOINT, "chain.json")
 # Deflate inflates zeros about 1000-fold, JSON 5 to 20-fold: beyond its first MiB, a member
 # that inflates more than this is a bomb, not a report.
 MAX_RATIO = 100
@@ -114,6 +120,8 @@ def build(store: HistoryStore, run: DrillRun, signer: Signer | None) -> Pack:
         "audit.json": _json(audit_entries(store, run)),
         # The run's links in the history's chain: what `drills evidence verify --db` checks.
         "chain.json": _json([link.to_json() for link in run_evidence(store, run.id)]),
+        # The plan's newest checkpoint: the chain's length and head, to hold the store to.
+        "checkpoint.json": pack_checkpoint(store, run.plan),
         "controls.json": _json({k: v for k, v in answers.items() if k != "open_findings"}),
         "findings.json": _json([f.to_json() for f in found]),
     }
@@ -203,7 +211,7 @@ def _refusal(info: zipfile.ZipInfo) -> str | None:
     size = info.file_size
     if size > MAX_MEMBER_BYTES:
         return f"larger than any pack file ({size} bytes)"
-    if info.filename in (MANIFEST, ENVELOPE) and size > MAX_JSON_BYTES:
+    if info.filename in KEPT_WHOLE and size > MAX_JSON_BYTES:
         return f"larger than any {info.filename} ({size} bytes)"
     if size > _RATIO_FROM and size > MAX_RATIO * max(info.compress_size, 1):
         ratio = size // max(info.compress_size, 1)
@@ -214,7 +222,7 @@ def _refusal(info: zipfile.ZipInfo) -> str | None:
 def _hash_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, members: _Members) -> None:
     """Hash a member as it inflates, a chunk at a time; keep it only if it is small JSON."""
     digest = hashlib.sha256()
-    keep = info.filename in (MANIFEST, ENVELOPE)
+    keep = info.filename in KEPT_WHOLE
     kept = []
     with zf.open(info) as stream:
         while chunk := stream.read(_CHUNK):
@@ -340,6 +348,7 @@ def verify(path: Path, verifier: Verifier | None) -> Verification:
         return result
     _check_signature(opened, verifier, result)
     _check_files(members.digests, signed, result)
+    result.problems += pack_problems(members.whole, verifier)
     if MANIFEST in members.whole:
         _check_manifest(members.whole[MANIFEST], signed, result)
     return result

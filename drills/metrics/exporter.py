@@ -110,6 +110,12 @@ SPECS = (
         "When the oldest run of the plan that has not finished started.",
         P,
     ),
+    _spec(
+        "drills_evidence_chain_length",
+        "Links in the plan's evidence chain: a drop means links were removed (compare "
+        "with the checkpoints kept outside the store).",
+        P,
+    ),
     _spec("drills_plan_files_invalid", "Plan files configured that do not load."),
     _spec("drills_metrics_scrape_duration_seconds", "Time this scrape took to compute."),
 )  # fmt: skip
@@ -137,6 +143,7 @@ def _plan_families(out: Families, p: PlanMetrics, now: float) -> None:
     out.add("drills_plan_rpo_target_seconds", p.rpo_target_s, plan)
     for site in SITES:
         out.add("drills_plan_serving_site", float(site == p.serving_site), plan, site)
+    out.add("drills_evidence_chain_length", float(p.chain_length), plan)
     _readiness_families(out, p)
     _run_families(out, p, now)
 

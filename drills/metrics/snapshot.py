@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Select, String, bindparam, select
 from drills.checks.base import Status
 from drills.checks.cadence import MAX_DRILL_AGE_DAYS
 from drills.plan import DrillPlan
+from drills.store.checkpoints import chain_length
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun, Lease, ReadinessSnapshot, details_value
@@ -74,6 +75,7 @@ class PlanMetrics:
     in_progress: Mapping[str, int]  # by mode: unfinished, its lease held
     stuck: Mapping[str, int]  # by mode: unfinished, nobody holds its lease (needs recover)
     oldest_unfinished_start: float | None
+    chain_length: int = 0  # links in the plan's evidence chain (its head's seq)
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,7 @@ class Snapshotter:
             in_progress=unfinished.in_progress,
             stuck=unfinished.stuck,
             oldest_unfinished_start=unfinished.oldest,
+            chain_length=chain_length(conn, plan.name),
         )
 
     def _readiness(

@@ -34,6 +34,7 @@ from drills.plan.models import (
     Dns,
     DnsRecord,
     EcrRegistry,
+    EvidenceSettings,
     Fence,
     IngressFence,
     KubernetesAccess,
@@ -146,6 +147,7 @@ class DrillPlan(PlanModel):
     # Where to send notifications: credential references, each to one or more Apprise URLs
     # (comma-separated), because an Apprise URL holds its service's token.
     notify: Annotated[tuple[SecretRef, ...], Field(max_length=20)] = ()
+    evidence: EvidenceSettings = EvidenceSettings()
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.

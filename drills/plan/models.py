@@ -23,6 +23,7 @@ from drills.plan.types import (
     AwsRegion,
     AwsSecretId,
     BucketName,
+    CheckpointPlace,
     CronExpr,
     DnsName,
     DnsServer,
@@ -527,3 +528,13 @@ class Sentinel(PlanModel):
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+class EvidenceSettings(PlanModel):
+    """Where the evidence chain's checkpoints are kept outside the history store."""
+
+    checkpoints: CheckpointPlace | None = Field(
+        None,
+        description="A directory, or s3://bucket/prefix (Object Lock used where the bucket "
+        "has it): `drills evidence checkpoint` and the readiness deployment write there.",
+    )

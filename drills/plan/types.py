@@ -223,6 +223,22 @@ def _file_path(value: Any) -> Any:
     return value
 
 
+def check_checkpoint_place(value: str) -> str:
+    """A directory, or s3://BUCKET[/PREFIX]: where evidence checkpoints are kept."""
+    text = check_printable(value).strip()
+    if not text:
+        raise ValueError("must be a directory or s3://bucket/prefix, not empty")
+    if text.startswith("s3://"):
+        bucket, _, prefix = text.removeprefix("s3://").partition("/")
+        check_bucket(bucket)
+        check_prefix(prefix)
+    elif "://" in text:
+        raise ValueError("must be a directory or s3://bucket/prefix (no other scheme)")
+    if len(text) > 1024:
+        raise ValueError("is longer than 1024 characters")
+    return text
+
+
 def check_cron(value: str) -> str:
     """Validate a cron expression, and that it fires, and not more often than hourly."""
     text = cron.normalise(value)
@@ -262,3 +278,4 @@ HostedZoneId = Annotated[str, _checked(check_hosted_zone)]
 AwsSecretId = Annotated[str, _checked(check_aws_secret_id)]
 ShortText = Annotated[str, Field(min_length=1, max_length=200), _checked(check_printable)]
 Text = Annotated[str, _checked(check_text)]
+CheckpointPlace = Annotated[str, _checked(check_checkpoint_place)]

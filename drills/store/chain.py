@@ -28,13 +28,14 @@ record with no link that sorts before sealed ones is *inserted* (after them: *un
 and a link out of place (a seq gap, a broken prev hash) is reported as the chain's own.
 A run not yet finished is *open*, not tampered with.
 
-Stores made before the chain are upgraded when first opened: the records already there
-are sealed then, marked ``pre_chain``. They are trusted from that moment only, and the
-report says so.
+Stores made before the chain get one in `drills db upgrade`, and only there (never on
+open: a store whose chain was emptied must not be quietly sealed again): the records
+already there are sealed then, marked ``pre_chain``. They are trusted from that moment
+only, and the report says so.
 
 The chain proves order and integrity against edits made behind the store's back, not
-against someone who rewrites the whole chain as well: compare ``head_sha256`` of a plan
-with one kept elsewhere (an evidence pack's manifest) for that.
+against someone who rewrites the whole chain as well, or cuts off its newest links:
+checkpoints kept outside the store (drills.store.checkpoints) show those.
 """
 
 from __future__ import annotations
@@ -180,6 +181,10 @@ class Sealer:
         self.pre_chain = pre_chain
         self.now = dt.datetime.now(dt.UTC)
         self._heads: dict[str, tuple[int, str]] = {}
+
+    def head(self, plan: str) -> tuple[int, str]:
+        """The plan's chain as this transaction leaves it: (length, newest link's hash)."""
+        return self._head(plan)
 
     def _head(self, plan: str) -> tuple[int, str]:
         if plan not in self._heads:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, select
 
+from drills.store import checkpoints
 from drills.store.chain import (
     GENESIS,
     chain_since,
@@ -36,6 +37,9 @@ from drills.store.models import (
     ReadinessSnapshot,
 )
 
+Checkpoint = checkpoints.Checkpoint
+STORE = "(the store)"  # the plan named by a problem of the whole store
+
 
 # -- the report ---------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -45,7 +49,9 @@ class ChainProblem:
     plan: str
     kind: str  # run | step | journal | readiness | audit | chain (a link itself)
     key: str  # run id, RUN/PHASE.STEP, RUN/SEQ, snapshot or audit id, or the link's seq
-    what: str  # changed | removed | inserted | unchained
+    # changed | removed | inserted | unchained; tampered (the chain itself gone),
+    # truncated | rewritten (a checkpoint finds the chain shorter, or other)
+    what: str
     detail: str
     seq: int | None = None  # the link of the chain where it shows
     label: str = ""
@@ -176,18 +182,23 @@ class _PlanState:
     batches: dict[int, list[tuple[str, str, str]]] = field(default_factory=dict)
 
 
-def verify_store(store: Any) -> ChainReport:
+def verify_store(store: Any, external: Iterable[tuple[str, Checkpoint]] = ()) -> ChainReport:
     """Walk every plan's chain against the live tables, in one consistent read.
 
     ``store`` is a HistoryStore. The report is ``ok`` when every link is in place and
-    every sealed record still holds what was sealed, with no final record left unsealed.
+    every sealed record still holds what was sealed, with no final record left unsealed,
+    the chain's marker is there, and no checkpoint (the store's own, and ``external``:
+    (where it was kept, checkpoint) pairs) finds the chain shorter or different.
     """
     with _snapshot(store.engine) as conn:
         since = chain_since(conn)
         states = _live_records(conn)
         links = _links(conn)
+        opening = checkpoints.opening_problems(conn)
+        kept = [("the store", cp) for cp in checkpoints.all_checkpoints(conn)]
     plans = sorted(set(states) | set(links))
-    summaries, problems = [], []
+    summaries: list[PlanChain] = []
+    problems = _checkpoint_problems(opening, links, [*kept, *external])
     for plan in plans:
         state = states.get(plan) or _PlanState(plan)
         chain = links.get(plan, [])
@@ -195,6 +206,27 @@ def verify_store(store: Any) -> ChainReport:
         problems.extend(_plan_problems(state, chain))
     problems.sort(key=lambda pair: pair[0])
     return ChainReport(tuple(summaries), tuple(p for _, p in problems), since)
+
+
+def _checkpoint_problems(
+    opening: list[str], links: dict[str, list[EvidenceEntry]],
+    kept: list[tuple[str, Checkpoint]],
+) -> list[Ranked]:  # fmt: skip
+    """The store's own tampering (its marker or its links gone), then each checkpoint the
+    chain contradicts: these come before any record's problem."""
+    found: list[Ranked] = [
+        ((0, 0, 0), ChainProblem(STORE, "chain", "evidence_chain", "tampered", detail))
+        for detail in opening
+    ]
+    heads = {plan: [e.entry_sha256 for e in chain] for plan, chain in links.items()}
+    for source, cp in kept:
+        for gone in checkpoints.disagreements(heads, [cp]):
+            what = "truncated" if len(heads.get(cp.plan, [])) < cp.length else "rewritten"
+            problem = ChainProblem(
+                cp.plan, "checkpoint", str(cp.length), what, gone.describe(source), cp.length
+            )
+            found.append(((0, cp.length, 0), problem))
+    return found
 
 
 class _snapshot:  # noqa: N801 - a context manager, named as one is used

@@ -17,21 +17,23 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
-from sqlalchemy import CursorResult, Engine, Select, create_engine, event, select
+from sqlalchemy import URL, CursorResult, Engine, Select, create_engine, event, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from drills.store import chain, schema
+from drills.store import chain, checkpoints, schema
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import (
     AuditEvent,
     DrillRun,
-    EvidenceMeta,
+    EvidenceEntry,
     JournalEntry,
     ReadinessSnapshot,
 )
 from drills.store.url import check_store_url, store_errors
+from drills.text import redact_url
 
 DEFAULT_URL = "sqlite:///.drills/history.db"
 Query = TypeVar("Query", bound=Select[Any])
@@ -95,9 +97,13 @@ def filter_runs(
     return query
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for the store at ``url``; StoreUrlError (one line) for a URL it cannot be."""
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
+    """An engine for the store at ``url``; StoreUrlError (one line) for a URL it cannot be.
+    ``read_only``: one that can neither create nor change it (SQLite opened with
+    ``mode=ro``, PostgreSQL transactions READ ONLY)."""
     parsed = check_store_url(url)
+    if read_only:
+        return _read_only_engine(url, parsed)
     with store_errors(url):
         if parsed.get_backend_name() == "sqlite" and parsed.database:
             Path(parsed.database).parent.mkdir(exist_ok=True)  # .drills/ of the default
@@ -107,18 +113,48 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def _read_only_engine(url: str, parsed: URL) -> Engine:
+    with store_errors(url):
+        if parsed.get_backend_name() != "sqlite":
+            engine = create_engine(url, future=True)
+            return engine.execution_options(postgresql_readonly=True)
+        path = parsed.database or ""
+        if not Path(path).is_file():
+            raise schema.StoreMissingError(f"no history store at {path}: no such file")
+        uri = f"file:{quote(str(Path(path).resolve()))}"
+        engine = create_engine(parsed.set(database=uri, query={"mode": "ro", "uri": "true"}))
+    event.listen(engine, "connect", _sqlite_read_pragmas)
+    return engine
+
+
+def _sqlite_read_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.execute("PRAGMA busy_timeout=10000")
+
+
 class HistoryStore:
-    def __init__(self, url: str | None = None) -> None:
+    """The store. ``read_only``: opened only to be read (nothing created or changed, and a
+    tampered chain left for the reader to report); ``sign`` signs its checkpoints."""
+
+    def __init__(
+        self, url: str | None = None, *, read_only: bool = False,
+        sign: checkpoints.Sign | None = None,
+    ) -> None:  # fmt: skip
         self.url = url or database_url()
-        self.engine = make_engine(self.url)
+        self.read_only = read_only
+        self.sign = sign
+        self.engine = make_engine(self.url, read_only=read_only)
         try:
             with store_errors(self.url):  # unreachable, refused: one line, not a traceback
-                schema.ensure_current(self.engine)  # refused before anything reads or writes it
+                if read_only:  # refused before anything reads or writes it
+                    schema.ensure_readable(self.engine)
+                else:
+                    schema.ensure_current(self.engine)
         except BaseException:
             self.engine.dispose()
             raise
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self._upgrade_chain()
+        if not read_only:
+            self._refuse_if_tampered()
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -144,16 +180,35 @@ class HistoryStore:
                     raise
         raise AssertionError("unreachable")
 
-    def _upgrade_chain(self) -> None:
-        """A store made before the evidence chain gets one, its records sealed as pre-chain."""
+    def _refuse_if_tampered(self) -> None:
+        """A store whose chain is gone or cut short is never used, nor sealed again: what
+        it holds could say anything. `drills evidence verify --db` tells what is wrong."""
         with self.session() as s:
-            if s.get(EvidenceMeta, chain.UPGRADED_KEY) is not None:
-                return
-        try:
-            with self.session() as s:
-                chain.upgrade(s)
-        except IntegrityError:
-            pass  # another process upgraded it at the same moment
+            problems = checkpoints.opening_problems(s)
+        if problems:
+            self.engine.dispose()
+            raise checkpoints.ChainTamperedError(
+                f"history store {redact_url(self.url)} has been tampered with: "
+                f"{'; '.join(problems)}; nothing it holds can be trusted "
+                "(`drills evidence verify --db URL` names what differs)"
+            )
+
+    def checkpoint(self, sealer: chain.Sealer, plan: str, reason: str) -> checkpoints.Checkpoint:
+        """Keep a checkpoint of the plan's chain as ``sealer``'s transaction leaves it."""
+        length, head = sealer.head(plan)
+        return checkpoints.record(sealer.session, plan, length, head, reason, self.sign)
+
+    def take_checkpoints(self, plans: Sequence[str] | None = None) -> list[checkpoints.Checkpoint]:
+        """A checkpoint of each plan's chain head now (``plans``, or every plan that has a
+        chain), kept in the store and returned, to be copied outside it."""
+
+        def take(s: Session, sealer: chain.Sealer) -> list[checkpoints.Checkpoint]:
+            names = plans
+            if names is None:
+                names = s.scalars(select(EvidenceEntry.plan).distinct()).all()
+            return [self.checkpoint(sealer, plan, "export") for plan in sorted(set(names))]
+
+        return self.write(take)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -177,6 +232,8 @@ class HistoryStore:
             s.flush()
             for row in saved:
                 sealer.seal_row(ReadinessSnapshot, row.id)
+            for plan in dict.fromkeys(row.plan for row in saved):
+                self.checkpoint(sealer, plan, "readiness")
             return [row.id for row in saved]
 
         return self.write(save) if rows else []
@@ -223,6 +280,8 @@ class HistoryStore:
             s.add(run)
             s.flush()
             sealer.seal_run(run.id)  # a run recorded already finished is sealed at once
+            if run.finished_at is not None:
+                self.checkpoint(sealer, run.plan, "run")
 
         self.write(create)
 
@@ -237,6 +296,8 @@ class HistoryStore:
             for name, value in fields.items():
                 setattr(run, name, value)
             sealer.seal_run(run_id)
+            if run.finished_at is not None:
+                self.checkpoint(sealer, run.plan, "run")
 
         self.write(update)
 

@@ -253,6 +253,25 @@ class PrunedRecord(Base):
     pruned_at: Mapped[dt.datetime]
 
 
+class EvidenceCheckpoint(Base):
+    """A plan's chain head at a moment (a run's end, a readiness batch, a prune): its
+    length and the hash of its newest link, signed with the evidence key when one is
+    configured. Copies kept outside the store (``drills evidence checkpoint``) are what
+    prove later that the chain was not cut short or rewritten (drills.store.checkpoints)."""
+
+    __tablename__ = "evidence_checkpoints"
+    __table_args__ = (Index("ix_checkpoint_plan_length", "plan", "length"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    plan: Mapped[str] = mapped_column(String(128))
+    length: Mapped[int] = mapped_column(Integer)  # the links of the plan's chain then
+    head_sha256: Mapped[str] = mapped_column(String(64))  # entry_sha256 of link ``length``
+    at: Mapped[dt.datetime]
+    reason: Mapped[str] = mapped_column(String(32))  # run | readiness | prune | export
+    keyid: Mapped[str | None] = mapped_column(String(64))  # None: unsigned
+    signature: Mapped[str | None] = mapped_column(Text)  # base64 Ed25519 over the payload
+
+
 class EvidenceMeta(Base):
     """Facts about the store's chain, e.g. when it was upgraded to have one."""
 

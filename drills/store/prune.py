@@ -121,6 +121,7 @@ def _remove(store: HistoryStore, plan: str, ids: list[int], now: dt.datetime) ->
             for kind, key, sha in batch
         )  # fmt: skip
         s.execute(delete(ReadinessSnapshot).where(ReadinessSnapshot.id.in_(ids)))
+        store.checkpoint(sealer, plan, "prune")
 
     store.write(work)
 

@@ -4,11 +4,16 @@ A store is used only at the version this drills expects (the migrations' head):
 - a brand-new empty store is created at head on first use, with no step to run;
 - any other version, or a store from before migrations (no ``alembic_version`` table), is
   refused with one line naming `drills db upgrade`, before anything reads or writes it;
-- `drills db upgrade` brings any store to head, and is a no-op on one already there.
+- `drills db upgrade` brings any store to head, and is a no-op on one already there; it is
+  also the only place where a store that had no evidence chain gets one (its records
+  sealed as pre-chain);
+- a reader that must not write (``drills evidence verify --db``) opens a store read-only:
+  a store that does not exist is an error, never created.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,10 +23,13 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, Table, inspect
+from sqlalchemy import Connection, Engine, Table, exists, inspect, select
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
 from drills.errors import DrillError
-from drills.store.models import Base
+from drills.store import chain
+from drills.store.models import Base, EvidenceEntry, EvidenceMeta
 from drills.text import redact_url
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -32,6 +40,10 @@ CREATING_WAIT_S = 10.0  # another process creating the same new store: wait this
 
 class SchemaError(DrillError):
     """The store is not at the schema this drills expects (or cannot be brought to it)."""
+
+
+class StoreMissingError(SchemaError):
+    """A store opened only to be read does not exist (a mistyped path, a database not there)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,24 @@ def ensure_current(engine: Engine) -> None:
         time.sleep(0.1)
 
 
+def ensure_readable(engine: Engine) -> None:
+    """A store opened read-only: it must exist, hold a history and be at head. Nothing
+    is created or changed, whatever is found."""
+    try:
+        found = state(engine)
+    except OperationalError as exc:
+        reason = str(exc.orig or exc).strip().splitlines()[-1]
+        if "does not exist" not in reason:
+            raise  # a server down, refused: not a store that is not there
+        raise StoreMissingError(
+            f"no history store at {redact_url(str(engine.url))}: {reason}"
+        ) from None
+    if found.empty and found.current is None:
+        raise StoreMissingError(f"{found.url} holds no history store")
+    if not found.at_head:
+        raise _refusal(found)
+
+
 def _cannot_create(found: SchemaState, cause: Exception) -> SchemaError:
     reason = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
     return SchemaError(f"cannot create the history store {found.url}: {reason}")
@@ -129,6 +159,11 @@ def _create_at_head(engine: Engine) -> None:
         context._ensure_version_table()
     with engine.begin() as conn:
         Base.metadata.create_all(conn)
+        # Chained from birth, in the transaction that makes it usable: a store at head
+        # without this marker has had its chain removed.
+        with Session(bind=conn) as session:
+            session.add(EvidenceMeta(key=chain.UPGRADED_KEY, value=_now_iso()))
+            session.flush()
         MigrationContext.configure(conn).stamp(
             ScriptDirectory.from_config(alembic_config()), head()
         )
@@ -178,7 +213,24 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
             command.stamp(alembic_config(conn), BASELINE)
     with engine.begin() as conn:
         command.upgrade(alembic_config(conn), "head")
+    adopt_pre_chain(engine)
     return before.current, head()
+
+
+def adopt_pre_chain(engine: Engine) -> int:
+    """A store that never had an evidence chain (no marker, no link) gets one: what it
+    holds is sealed as pre-chain. One that had a chain is left alone, even emptied: that
+    is tampering to report, not records to adopt. Returns the records sealed."""
+    marked = exists().where(EvidenceMeta.key == chain.UPGRADED_KEY)
+    linked = exists().where(EvidenceEntry.id.isnot(None))
+    with Session(engine) as session, session.begin():
+        if session.execute(select(marked)).scalar() or session.execute(select(linked)).scalar():
+            return 0
+        return chain.upgrade(session)
+
+
+def _now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
 
 
 __all__ = [
@@ -186,9 +238,12 @@ __all__ = [
     "MIGRATIONS",
     "SchemaError",
     "SchemaState",
+    "StoreMissingError",
+    "adopt_pre_chain",
     "alembic_config",
     "create_missing_indexes",
     "ensure_current",
+    "ensure_readable",
     "head",
     "state",
     "upgrade",

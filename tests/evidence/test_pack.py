@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from drills.evidence.checkpoints import pack_problems
 from drills.evidence.keys import SIGNING_KEY_ENV, keygen
 from drills.evidence.pack import CONTENT, ENVELOPE, MANIFEST
 from drills.store.kinds import RunStatus
@@ -139,6 +140,18 @@ def test_verify_json(world: dict[str, Path]) -> None:
     assert code == 0
     found = json.loads(out)
     assert found["ok"] and found["signed"] and found["run_id"] == "run-passed"
+
+
+def test_the_pack_carries_the_plans_newest_checkpoint(world: dict[str, Path]) -> None:
+    files = members(world["signed"])
+    checkpoint = json.loads(files["checkpoint.json"])
+    links = json.loads(files["chain.json"])
+    assert checkpoint["plan"] == links[0]["plan"]
+    assert checkpoint["length"] >= max(link["seq"] for link in links)
+    # One that no longer covers the run's links (edited, the pack re-hashed) is named.
+    short = json.dumps(checkpoint | {"length": links[0]["seq"] - 1}).encode()
+    problems = pack_problems(files | {"checkpoint.json": short}, None)
+    assert any("checkpoint.json: covers" in p for p in problems), problems
 
 
 def test_the_pack_answers_the_auditor(world: dict[str, Path]) -> None:

@@ -21,9 +21,12 @@ def test_the_readiness_flow_checks_every_plan_with_all_plans(
 
     data = yaml.safe_load((Path(lab.state_dir) / "plan.yaml").read_text())
     names = ["flow-all-a", "flow-all-b", "flow-all-c"]
+    kept = tmp_path / "checkpoints"
     for name in names:  # beside the lab's plan: their file references resolve
+        # One plan names where its chain's checkpoints are kept outside the store.
+        place = {"evidence": {"checkpoints": str(kept)}} if name == "flow-all-a" else {}
         (Path(lab.state_dir) / f"{name}.yaml").write_text(
-            yaml.safe_dump({**data, "name": name}, sort_keys=False)
+            yaml.safe_dump({**data, "name": name, **place}, sort_keys=False)
         )
     (tmp_path / "broken.yaml").write_text("name: [not, a, plan]\n")
     db = tmp_path / "h.db"
@@ -47,3 +50,8 @@ def test_the_readiness_flow_checks_every_plan_with_all_plans(
     assert body["ok"] is False  # the invalid file
     history = HistoryStore(f"sqlite:///{db}")
     assert {n for n in names if history.latest_readiness(n) is not None} == set(names)
+    # Once a day: the plan that names a place has its checkpoint there, and only it.
+    assert [p.parent.name for p in kept.glob("*/*.json")] == ["flow-all-a"]
+    state = readiness_check(all_plans=True, concurrency=2, return_state=True)
+    assert state.is_completed(), state
+    assert len(list(kept.glob("*/*.json"))) == 1  # not due again the same day

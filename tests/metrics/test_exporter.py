@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from drills.cli.app import app
@@ -21,7 +22,7 @@ from drills.metrics.snapshot import CADENCE_S, Snapshotter
 from drills.plan import load_plan
 from drills.store.details import MeasurementRecord, RunDetails
 from drills.store.history import HistoryStore
-from drills.store.models import DrillRun, Lease
+from drills.store.models import DrillRun, EvidenceEntry, Lease
 from tests.support.rawdb import as_before_migrations
 from tests.support.ui import EXAMPLE_PLAN
 
@@ -109,6 +110,9 @@ def test_each_figure_from_the_store_and_the_plan(history: HistoryStore) -> None:
     # An incident recorded before full capacity was measured has no such series.
     assert key("drills_run_last_full_capacity_seconds", mode="incident") not in samples
     assert value(samples, "drills_plan_rto_target_seconds") == 1800
+    with history.session() as s:
+        links = s.scalar(select(func.count()).select_from(EvidenceEntry))
+    assert links and value(samples, "drills_evidence_chain_length") == links
 
     # No process holds the running drill's lease: stuck, and the plan is in transition.
     assert value(samples, "drills_runs_stuck", mode="drill") == 1

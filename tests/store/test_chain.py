@@ -343,7 +343,7 @@ def test_an_old_store_is_upgraded_in_place_its_records_marked_pre_chain(tmp_path
     before = dt.datetime.now(dt.UTC)
     with pytest.raises(SchemaError, match="drills db upgrade"):
         HistoryStore(url)
-    schema.upgrade(make_engine(url))  # as `drills db upgrade` does, then the chain on open
+    schema.upgrade(make_engine(url))  # as `drills db upgrade` does: the chain too, only there
     store = HistoryStore(url)
     try:
         report = verify_store(store)

@@ -77,7 +77,9 @@ def _cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
 def _views(ui_env: UiEnv, store: HistoryStore) -> dict[str, Any]:
     """What people see of the store: the history page, the readiness page, the metrics."""
     samples = scrape(store, [str(EXAMPLE_PLAN)])
-    samples = {k: v for k, v in samples.items() if "scrape" not in k[0] and "due_in" not in k[0]}
+    # Not the chain's length either: a prune adds its links (checked on its own below).
+    moving = ("scrape", "due_in", "chain_length")
+    samples = {k: v for k, v in samples.items() if not any(m in k[0] for m in moving)}
     return {
         "history": shown(open_page("history")),
         "readiness": shown(open_page()),
@@ -107,6 +109,8 @@ def test_prune_keeps_changes_and_days_and_the_chain_verifies(ui_env: UiEnv) -> N
     for table in ("drill_runs", "journal", "audit_log"):
         assert after[table] == before[table]
     assert after["evidence_chain"] > before["evidence_chain"]  # prunes are sealed, none removed
+    length = ("drills_evidence_chain_length", frozenset({("plan", PLAN)}))
+    assert scrape(store, [str(EXAMPLE_PLAN)])[length] == after["evidence_chain"]
 
     with store.session() as s:
         kept = s.execute(
