@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
-from drills.errors import TargetError
+from drills.errors import TargetError, unreadable
 
 # Outside every dataset's prefix (unless a dataset covers the whole bucket), and named
 # so that anyone who finds one left over knows what wrote it and that it can go.
@@ -39,6 +39,8 @@ def _probe(ctx: CheckContext, bucket: str) -> dict[str, Any]:
         if not row["read_back"]:
             row["error"] = "read back other bytes than were written"
     except TargetError as exc:
+        if unreadable(exc):  # no answer from the store: nothing to judge (the check errors)
+            raise
         row["error"] = exc.cause
     finally:
         if row["wrote"]:
@@ -65,8 +67,10 @@ def data_dr_writable(ctx: CheckContext) -> Outcome:
     This catches IAM, KMS and bucket-policy faults that listing never sees. The canary
     lives under ``drills-dr-writable-canary/`` and names the plan and the time; it is
     removed even when the read-back fails. A bucket DR cannot write fails and blocks:
-    the takeover's workloads write there. Plans checked together (`--all`) that reach a
-    bucket with the same credentials share one canary.
+    the takeover's workloads write there. A store that cannot be reached, or where
+    something else answers (a proxy's 404), is an error: it refused nothing. Plans
+    checked together (`--all`) that reach a bucket with the same credentials share one
+    canary.
     """
     buckets = sorted({d.dr_bucket for d in ctx.plan.datasets})
     rows = [_shared_probe(ctx, b) for b in buckets]

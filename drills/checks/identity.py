@@ -39,7 +39,9 @@ def sites_distinct(ctx: CheckContext) -> Outcome:
     are told apart by where their URLs lead (resolved address and port), and, when both
     answer, by their answers: identical 200s are one site. The same cluster or the same
     service at both sites fails and blocks; a takeover refuses to start on it, drill or
-    incident. Undecided (one side silent, identical errors) warns.
+    incident. Undecided (one side silent, identical errors) warns, but an undecided
+    cluster verdict with the DR cluster unreachable (or something else answering for it)
+    is an error: the check could not read what it judges.
     """
     with ThreadPoolExecutor(max_workers=4) as pool:
         p_id, d_id = (pool.submit(identify_cluster, ctx.targets.site(r)) for r in ("primary", "dr"))
@@ -53,6 +55,10 @@ def sites_distinct(ctx: CheckContext) -> Outcome:
             },
             "endpoints": endpoints[1],
         }
+    if clusters.same is None and d_id.result().unreachable:
+        summary = f"cannot read the DR cluster: {d_id.result().unasked}"
+        remediation = "Check the DR kubeconfig's server URL and the network path to it."
+        return Outcome(Status.ERROR, summary, evidence, remediation, blocking=True)
     return _outcome(clusters, endpoints[0], evidence)
 
 

@@ -185,8 +185,9 @@ def test_registry_503_burst_is_retried_and_blackhole_times_out(registries: Regis
         registry = OciDistribution(f"http://{proxy.address}", name="dr", read_timeout=TIMEOUT)
         proxy.answer_next(2, 503)
         assert registry.digest("absent/repo", "1") is None
-        # /v2/ twice refused, then answered; then the manifest HEAD (404: absent)
-        assert (proxy.counters.requests, proxy.counters.injected) == (4, 2)
+        # /v2/ twice refused, then answered; then the manifest HEAD (404), and the GET
+        # whose error code says the manifest is absent
+        assert (proxy.counters.requests, proxy.counters.injected) == (5, 2)
         registry.close()
 
         registry = OciDistribution(f"http://{proxy.address}", name="dr", read_timeout=TIMEOUT)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from drills.errors import PermanentError, TargetError, TemporaryError
+from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
 from drills.lab.kubeapi import NEVER_READY_ANNOTATION, KubeApiServer, write_kubeconfig
 from drills.lab.seed_cluster import ingress, secret, workload
 from drills.lab.topology import LabWorkload
@@ -213,8 +213,13 @@ def test_translate_status_classes() -> None:
 
     assert isinstance(error(503), TemporaryError)
     assert isinstance(error(429), TemporaryError)
-    for status in (401, 403, 404, 409, 422):
+    for status in (401, 403, 409, 422):
         assert type(error(status)) is PermanentError
+    # A 404 naming its object may mean "absent"; any other 404 is not the API's answer.
+    named = '{"kind":"Status","reason":"NotFound","details":{"name":"web"},"message":"m"}'
+    assert type(error(404, named)) is PermanentError
+    assert type(error(404)) is MisroutedError
+    assert type(error(404, '{"kind":"Status","reason":"NotFound","details":{}}')) is MisroutedError
     assert str(error(409, '{"kind":"Status","message":"the object was modified"}')) == (
         "k: HTTP 409: the object was modified"
     )
