@@ -14,20 +14,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from drills.checks.base import CheckResult, Status
+from drills.checks.base import CheckResult, CheckSpec, Status
 from drills.checks.catalog import load_checks
-from drills.checks.readiness import check_context
+from drills.checks.readiness import check_context, wayback_checks
 from drills.checks.runner import run_one
 from drills.lab.kubeapi import write_kubeconfig
 from drills.lab.runtime import LabInfo
 from drills.plan import DrillPlan
+from drills.plan.reverse import reversed_plan
 from drills.targets.sites import Targets
 from tests.support.drill import lab_plan, lab_plan_file
 from tests.support.faultproxy import FaultProxy, UdpFaultProxy
@@ -38,12 +39,18 @@ SEEN_PASSING = {"cluster.resource_quota", "cluster.priority_classes", "forecast.
                 "secrets.synced", "cluster.standby_parity"}  # fmt: skip
 
 
-def run_each(plan: DrillPlan, sent: Callable[[], int]) -> dict[str, tuple[CheckResult, bool]]:
+def run_each(
+    plan: DrillPlan,
+    sent: Callable[[], int],
+    specs: Iterable[CheckSpec] | None = None,
+    *,
+    reverse: bool = False,
+) -> dict[str, tuple[CheckResult, bool]]:
     """Every registered check alone, with fresh adapters (no answer shared from another
     check): its result, and whether it sent the replaced target anything."""
     results = {}
-    for spec in load_checks().all():
-        with Targets(plan) as targets:
+    for spec in load_checks().all() if specs is None else specs:
+        with Targets(plan, reverse=reverse) as targets:
             before = sent()
             result = run_one(spec, check_context(plan, targets, None))
             results[spec.id] = (result, sent() > before)
@@ -89,6 +96,7 @@ def test_a_dr_api_answering_404_status_to_every_path_errors_every_check_that_rea
     # What could not be read is said so, never reported missing.
     for check in ("secrets.synced", "cluster.standby_parity"):
         summary = results[check][0].summary
+        assert summary.startswith("cannot read kubernetes dr")
         assert "missing" not in summary and "not the Kubernetes API asked" in summary
     forecast = results["forecast.rto"][0]
     assert forecast.summary.startswith("forecast unverified")
@@ -103,6 +111,23 @@ def test_a_proxy_answering_bare_404s_in_front_of_the_dr_api_errors_every_check_t
         plan = lab_plan(lab, dr_kubernetes_at(tmp_path, proxy.address))
         results = run_each(plan, lambda: proxy.counters.requests)
     assert assert_readers_error(results) >= SEEN_PASSING
+
+
+def test_the_way_back_checks_error_on_a_primary_api_answering_404_to_every_path(
+    lab: LabInfo, tmp_path: Path
+) -> None:
+    """The failback's own checks, asked of the reversed plan: the primary is where they look."""
+
+    def change(data: dict[str, Any]) -> None:
+        data["sites"]["primary"]["kubernetes"]["kubeconfig"] = kubeconfig(
+            tmp_path, "primary", server.address
+        )
+
+    with NotFoundServer() as server:
+        reverse = reversed_plan(lab_plan(lab, change))
+        results = run_each(reverse, lambda: server.requests, wayback_checks(), reverse=True)
+    # A fenced writer read from the proxy as "absent" would let a failback merge two writers.
+    assert assert_readers_error(results) >= {"fence.writers_stopped", "cluster.reachable"}
 
 
 def test_both_clusters_refusing_connections_errors_every_check_that_reads_them(
