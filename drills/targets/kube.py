@@ -33,12 +33,11 @@ from kubernetes.config.config_exception import ConfigException
 from drills.errors import PermanentError, TemporaryError
 from drills.plan import DrillPlan, KubernetesAccess, Site
 from drills.plan.kubeconfig import load_kubeconfig
-from drills.targets.kube_discovery import Discovery
+from drills.targets.kube_discovery import Discovery, only_named_404s
 from drills.targets.kube_errors import (
     NotReadyInTime,
     WaitStopped,
     json_object,
-    named_not_found,
     translate,
     translated,
 )
@@ -208,7 +207,7 @@ class KubeTarget:
         headers = {"Accept": JSON}
         if body is not None:
             headers["Content-Type"] = MERGE_PATCH if method == "PATCH" else JSON
-        with translated(self.target):
+        with only_named_404s(path, params or {}), translated(self.target):
             method, url, headers, body, _ = self._api.param_serialize(
                 method=method,
                 resource_path=path,
@@ -257,7 +256,7 @@ class KubeTarget:
         try:
             found = self._json("GET", path, params)
         except PermanentError as exc:
-            if named_not_found(exc.__cause__) is None:
+            if not (isinstance(exc.__cause__, ApiException) and exc.__cause__.status == 404):
                 raise
             self._discovery.confirm_absent(path, params, exc)
             return None

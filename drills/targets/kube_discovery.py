@@ -20,7 +20,8 @@ documents are read once per adapter, when a 404 first needs one.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,26 @@ def resource_path(path: str, params: Mapping[str, str]) -> ResourcePath | None:
     return ResourcePath(group, version, rest[0], rest[1] if len(rest) > 1 else None)
 
 
+@contextmanager
+def only_named_404s(path: str, params: Mapping[str, str]) -> Iterator[None]:
+    """Let through a 404 that names the very object ``path`` asks for; any other 404 (of a
+    list, of discovery, of ``/version``, or naming another object) was not this API's."""
+    try:
+        yield
+    except MisroutedError:
+        raise
+    except PermanentError as exc:
+        named = named_not_found(exc.__cause__)
+        if named is None:
+            raise
+        found = resource_path(path, params)
+        if found is not None and found.name == named:
+            raise
+        raise MisroutedError(
+            exc.target, f"{exc.cause}, for a request of no such object: {MISROUTED_HINT}"
+        ) from exc.__cause__
+
+
 Get = Callable[[str], dict[str, Any]]
 
 
@@ -96,10 +117,13 @@ class Discovery:
         """Return when a 404 of one object means it does not exist; raise MisroutedError
         when it came from something that is not this cluster's API."""
         found = resource_path(path, params)
-        named = named_not_found(exc.__cause__)
-        if found is None or found.name is None or named != found.name:
+        if found is None or found.name is None:
             raise self._misrouted(f"GET {path}", exc)
-        if not self._serves(found) and found.built_in:
+        if not found.built_in and not self._serves(found):
+            return  # its API is not installed (no Kueue): no such object here
+        if named_not_found(exc.__cause__) != found.name:
+            raise self._misrouted(f"GET {path}", exc)
+        if not self._serves(found):
             raise MisroutedError(
                 self.target,
                 f"{found.what}: answered 404, and discovery ({found.discovery_path}) does not "

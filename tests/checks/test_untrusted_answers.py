@@ -85,10 +85,13 @@ def dr_kubernetes_at(tmp_path: Path, address: str) -> Callable[[dict[str, Any]],
 # -- Kubernetes ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("names_object", [False, True], ids=["no-object", "naming-the-path"])
 def test_a_dr_api_answering_404_status_to_every_path_errors_every_check_that_reads_it(
-    lab: LabInfo, tmp_path: Path
+    lab: LabInfo, tmp_path: Path, names_object: bool
 ) -> None:
-    with NotFoundServer() as server:
+    # Naming the path's last part as a missing object mimics an API server's own answer
+    # for an object that is not there: only discovery tells the two apart.
+    with NotFoundServer(names_object=names_object) as server:
         plan = lab_plan(lab, dr_kubernetes_at(tmp_path, server.address))
         results = run_each(plan, lambda: server.requests)
     readers = assert_readers_error(results)
@@ -97,7 +100,7 @@ def test_a_dr_api_answering_404_status_to_every_path_errors_every_check_that_rea
     for check in ("secrets.synced", "cluster.standby_parity"):
         summary = results[check][0].summary
         assert summary.startswith("cannot read kubernetes dr")
-        assert "missing" not in summary and "not the Kubernetes API asked" in summary
+        assert "missing at DR" not in summary and "not the Kubernetes API asked" in summary
     forecast = results["forecast.rto"][0]
     assert forecast.summary.startswith("forecast unverified")
     assert forecast.evidence["verified"] is False and "rto_seconds" not in forecast.evidence
