@@ -37,6 +37,7 @@ from drills.targets.kube_discovery import Discovery, only_named_404s
 from drills.targets.kube_errors import (
     NotReadyInTime,
     WaitStopped,
+    answered_404,
     json_object,
     translate,
     translated,
@@ -256,7 +257,7 @@ class KubeTarget:
         try:
             found = self._json("GET", path, params)
         except PermanentError as exc:
-            if not (isinstance(exc.__cause__, ApiException) and exc.__cause__.status == 404):
+            if not answered_404(exc):
                 raise
             self._discovery.confirm_absent(path, params, exc)
             return None
@@ -328,7 +329,7 @@ class KubeTarget:
         try:
             listing = self._json("GET", path, params, query=query)
         except PermanentError as exc:
-            if not (isinstance(exc.__cause__, ApiException) and exc.__cause__.status == 404):
+            if not answered_404(exc):
                 raise
             self._discovery.confirm_not_served(path, params or {}, exc)
             return []

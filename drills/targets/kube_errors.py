@@ -61,6 +61,11 @@ def status_message(exc: ApiException) -> str:
     return str(exc.reason or "no reason given")
 
 
+def answered_404(exc: BaseException) -> bool:
+    """Whether a translated error came of an HTTP 404, whatever it was taken to mean."""
+    return isinstance(exc.__cause__, ApiException) and exc.__cause__.status == 404
+
+
 def named_not_found(exc: BaseException | None) -> str | None:
     """The name of the object a 404 says is not there, when the API server said so.
 
