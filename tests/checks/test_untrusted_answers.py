@@ -34,7 +34,7 @@ from tests.support.drill import lab_plan, lab_plan_file
 from tests.support.faultproxy import FaultProxy, UdpFaultProxy
 from tests.support.not_found import NotFoundServer
 
-# The checks the issue saw pass (or report "missing") behind a 404-only DR API.
+# Checks once seen passing (or reporting "missing") behind a 404-only DR API.
 SEEN_PASSING = {"cluster.resource_quota", "cluster.priority_classes", "forecast.rto",
                 "secrets.synced", "cluster.standby_parity"}  # fmt: skip
 
@@ -176,7 +176,7 @@ def test_the_forecast_is_unverified_when_both_clusters_refuse_connections(
 def test_readiness_json_behind_a_404_proxy_reports_errors_not_passes(
     lab: LabInfo, tmp_path: Path
 ) -> None:
-    """The issue's reproduction, through the command a user runs."""
+    """What a user behind such a proxy saw, through the command they ran."""
     with NotFoundServer() as server:
         plan_file = lab_plan_file(lab, dr_kubernetes_at(tmp_path, server.address))
         done = subprocess.run(
