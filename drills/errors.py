@@ -71,6 +71,23 @@ class TemporaryError(TargetError):
         self.delay = delay
 
 
+class MisroutedError(PermanentError):
+    """What answered is not the system asked, so nothing it says can be judged.
+
+    A misrouted proxy, a wrong path prefix or a stale ingress answers 404 to every path;
+    a discovery document may lack the API group a read needs; a DNS server may not serve
+    the zone. Read as "none here", such an answer would make a check pass (or report
+    things "missing") on a system it never reached.
+    """
+
+
+def unreadable(exc: TargetError) -> bool:
+    """Whether ``exc`` means the target gave no answer to judge: it could not be reached
+    (TemporaryError) or what answered was not it (MisroutedError). A refusal the target
+    itself gave (401, 403, BADSIG, AccessDenied) is an answer, and may be judged."""
+    return isinstance(exc, TemporaryError | MisroutedError)
+
+
 class CheckFailed(DrillError):  # noqa: N818 - the name the design notes give
     """A readiness check that gates a drill did not pass."""
 

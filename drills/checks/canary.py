@@ -12,7 +12,7 @@ from typing import Any
 
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.checks.identity import one_bucket
-from drills.errors import TargetError
+from drills.errors import TargetError, unreadable
 
 # Outside every dataset's prefix (unless a dataset covers the whole bucket), and named
 # so that anyone who finds one left over knows what wrote it and that it can go.
@@ -40,6 +40,8 @@ def _probe(ctx: CheckContext, bucket: str) -> dict[str, Any]:
         if not row["read_back"]:
             row["error"] = "read back other bytes than were written"
     except TargetError as exc:
+        if unreadable(exc):  # no answer from the store: nothing to judge (the check errors)
+            raise
         row["error"] = exc.cause
     finally:
         if row["wrote"]:
@@ -66,8 +68,10 @@ def data_dr_writable(ctx: CheckContext) -> Outcome:
     This catches IAM, KMS and bucket-policy faults that listing never sees. The canary
     lives under ``drills-dr-writable-canary/`` and names the plan and the time; it is
     removed even when the read-back fails. A bucket DR cannot write fails and blocks:
-    the takeover's workloads write there. Plans checked together (`--all`) that reach a
-    bucket with the same credentials share one canary.
+    the takeover's workloads write there. A store that cannot be reached, or where
+    something else answers (a proxy's 404), is an error: it refused nothing. Plans
+    checked together (`--all`) that reach a bucket with the same credentials share one
+    canary.
     """
     if refused := one_bucket(ctx):  # a canary "at DR" would be written at the primary
         return refused

@@ -19,7 +19,7 @@ from drills.checks.cluster_model import (
     shown,
 )
 from drills.checks.template_diff import template_drift
-from drills.errors import TargetError
+from drills.errors import TargetError, unreadable
 from drills.plan import Tier
 from drills.targets.sites import Targets
 
@@ -32,12 +32,15 @@ CUDA_FULL = "nvidia.com/cuda.runtime-version.full"
 def cluster_reachable(ctx: CheckContext) -> Outcome:
     """The DR cluster's API server answers ``/version`` within the timeout.
 
-    Without it nothing can be scaled up at DR: an unreachable DR API fails and
-    blocks. The primary is asked too, for information only: in an incident the
-    primary is expected to be down, and the takeover goes on without it.
+    Without it nothing can be scaled up at DR: a DR API that refuses us (credentials,
+    CA) fails and blocks; one that cannot be reached, or where something else answers
+    (a proxy's 404), is an error, and blocks too. The primary is asked too, for
+    information only: in an incident the primary is expected to be down, and the
+    takeover goes on without it.
     """
     targets = ctx.targets
     sites: dict[str, Any] = {}
+    dr_error: TargetError | None = None
     for role, site in (("dr", targets.dr), ("primary", targets.primary)):
         try:
             kube = site.kube  # building it reads the kubeconfig, which can fail too
@@ -45,11 +48,12 @@ def cluster_reachable(ctx: CheckContext) -> Outcome:
             sites[role] = {"reachable": True, "gitVersion": git, "api": kube.target}
         except TargetError as exc:
             sites[role] = {"reachable": False, "cause": exc.cause, "api": exc.target}
+            dr_error = exc if role == "dr" else dr_error
     evidence = {"sites": sites}
-    if not sites["dr"]["reachable"]:
+    if dr_error is not None:
         return Outcome(
-            Status.FAIL,
-            f"DR API unreachable: {sites['dr']['cause']}",
+            Status.ERROR if unreadable(dr_error) else Status.FAIL,
+            f"DR API unreachable: {dr_error.cause}",
             evidence,
             remediation="Check the DR kubeconfig (server URL, CA, token) and the network path "
             "from here to the DR API server.",

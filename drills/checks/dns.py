@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from drills.checks.base import CheckContext, Outcome, Status, check, worst
-from drills.errors import PermanentError
+from drills.errors import PermanentError, unreadable
 from drills.plan import Rfc2136Dns
 from drills.targets.dns import RecordAnswer, normalize_value
 
@@ -142,7 +142,8 @@ def dns_control(ctx: CheckContext) -> Outcome:
       one name refuses that probe too: the check then fails on the safe side.
 
     A refusal fails and blocks: without it, a takeover could not switch DNS. An
-    unreachable provider is an error.
+    unreachable provider, or a server that does not serve the zone (it answers without
+    authority, or refuses the query), is an error: it refused nothing.
     """
     plan, targets = ctx.plan, ctx.targets
     config = plan.dns
@@ -178,6 +179,8 @@ def dns_control(ctx: CheckContext) -> Outcome:
     try:
         adapter.check_control(name, rtype)
     except PermanentError as exc:
+        if unreadable(exc):
+            raise
         return Outcome(
             Status.FAIL,
             f"cannot change {name} {rtype}: {exc.cause}",

@@ -103,8 +103,9 @@ def _replication_lag(ctx: CheckContext) -> float | None:
 
 
 def current_state(ctx: CheckContext) -> CurrentState:
-    """The sites as they are now; a part that cannot be read is a note, not a failure."""
-    notes: list[str] = []
+    """The sites as they are now; a part that cannot be read is named in ``unreadable``,
+    and makes the forecast unverified rather than failing it."""
+    unread: list[tuple[str, TargetError]] = []
     values: dict[str, Any] = {}
     parts = (("warm", _warm), ("dns_ttl_s", _dns_ttl), ("pod_start_s", _pod_start),
              ("replication_lag_s", _replication_lag))  # fmt: skip
@@ -112,17 +113,18 @@ def current_state(ctx: CheckContext) -> CurrentState:
         try:
             values[name] = read(ctx)
         except TargetError as exc:
-            notes.append(f"{name}: unknown ({exc.cause})")
+            unread.append((name, exc))
     warm = values.get("warm") or frozenset()
     try:
         blocked = _blocked(ctx, warm)
     except TargetError as exc:
         blocked = ()
-        notes.append(f"capacity: unknown ({exc.cause})")
+        unread.append(("capacity", exc))
     return CurrentState(
         warm=warm, dns_ttl_s=values.get("dns_ttl_s"), blocked_by=blocked,
         pod_start_s=values.get("pod_start_s"), replication_lag_s=values.get("replication_lag_s"),
-        notes=tuple(notes),
+        notes=tuple(f"{name}: unknown ({exc.cause})" for name, exc in unread),
+        unreadable=tuple(f"{name} ({exc})" for name, exc in unread),
     )  # fmt: skip
 
 
@@ -149,9 +151,21 @@ def forecast_rto(ctx: CheckContext) -> Outcome:
     point and an interval, the dominating phase and workload, and what it is based on
     (without drills: a stated model). A point above the target warns; the check fails and
     blocks only when the whole interval is above it. A critical tier that could not come
-    up now (no quota, no free GPUs) warns: no takeover started now would complete.
+    up now (no quota, no free GPUs) warns: no takeover started now would complete. When
+    any of the state now cannot be read (a site unreachable, or answering as something
+    else), the forecast is unverified: an error, never a pass.
     """
     f = plan_forecast(ctx)
+    if not f.verified:
+        return Outcome(
+            Status.ERROR,
+            "forecast unverified: could not read " + "; ".join(f.state.unreadable),
+            {"verified": False, "unreadable": list(f.state.unreadable),
+             "unverified_estimate": f.to_json()},
+            remediation="Make the DR cluster and the DNS servers readable from here, then "
+            "re-run the check: a forecast over unread state is a guess.",
+            blocking=True,
+        )  # fmt: skip
     evidence = f.to_json()
     summary = f"{headline(f)}; {f.basis}"
     if not f.completes:

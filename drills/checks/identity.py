@@ -45,7 +45,9 @@ def sites_distinct(ctx: CheckContext) -> Outcome:
     are told apart by where their URLs lead (resolved address and port), and, when both
     answer, by their answers: identical 200s are one site. The same cluster or the same
     service at both sites fails and blocks; a takeover refuses to start on it, drill or
-    incident. Undecided (one side silent, identical errors) warns. A dataset whose
+    incident. Undecided (one side silent, identical errors) warns, but an undecided
+    cluster verdict with the DR cluster unreachable (or something else answering for it)
+    is an error: the check could not read what it judges. A dataset whose
     ``dr_bucket`` has its ``primary_bucket``'s name is one bucket when the two S3
     endpoints lead to one storage (one AWS partition, or one resolved address and port
     however the host is written: ``localhost``, ``127.1``, ``[::ffff:127.0.0.1]``): that
@@ -65,6 +67,10 @@ def sites_distinct(ctx: CheckContext) -> Outcome:
             "endpoints": endpoints[1],
             "buckets": buckets.to_json() if buckets else None,
         }
+    if clusters.same is None and d_id.result().unreachable and not (buckets and buckets.same):
+        summary = f"cannot read the DR cluster: {d_id.result().unasked}"
+        remediation = "Check the DR kubeconfig's server URL and the network path to it."
+        return Outcome(Status.ERROR, summary, evidence, remediation, blocking=True)
     return _outcome(clusters, endpoints[0], buckets, evidence)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drills.checks.base import CheckContext, CheckResult, CheckSpec, Outcome, Status
-from drills.errors import DrillError
+from drills.errors import DrillError, TargetError
 from drills.notify import Batch, Notice
 
 log = logging.getLogger("drills.checks")
@@ -84,7 +84,8 @@ def _error(spec: CheckSpec, cause: str, duration: float) -> CheckResult:
     outcome = Outcome(
         Status.ERROR,
         cause,
-        remediation="Make the target reachable from where drills runs, then re-run the check.",
+        remediation="Make the target reachable from where drills runs (its URL, any proxy or "
+        "path prefix in between, its credentials), then re-run the check.",
         blocking=True,  # an unknown state is not a ready state
     )
     return _result(spec, outcome, duration)
@@ -94,6 +95,8 @@ def run_one(spec: CheckSpec, context: CheckContext) -> CheckResult:
     started = time.perf_counter()
     try:
         outcome = spec.func(context)
+    except TargetError as exc:  # what the check judges could not be read: never a verdict
+        return _error(spec, f"cannot read {exc}", time.perf_counter() - started)
     except DrillError as exc:
         return _error(spec, str(exc), time.perf_counter() - started)
     except Exception as exc:  # a buggy check must not sink the whole run

@@ -30,13 +30,16 @@ class Entry:
 COMMANDS: dict[str, Entry] = {
     "readiness": Entry(
         "drills.cli.readiness_cmd",
-        "Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan.",
+        "Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan. "
+        "A check that could not read its target (unreachable, or something else answering for "
+        "it, such as a proxy's 404) reports error, never pass.",
     ),
     "forecast": Entry(
         "drills.cli.forecast_cmd",
         "Forecast a takeover started now: RTO, client-visible RTO and full-capacity time, each "
         "with an interval, the phase and workload that dominate, and what it is based on. Exit 1 "
-        "when it would not complete or the whole interval is above the RTO target.",
+        "when it would not complete, when the whole interval is above the RTO target, or when "
+        "the sites could not be read (the forecast is then unverified).",
     ),
     "run": Entry(
         "drills.cli.run_cmd",

@@ -21,7 +21,8 @@ console = out_console()
 HELP = (
     "Forecast a takeover started now: RTO, client-visible RTO and full-capacity time, each "
     "with an interval, the phase and workload that dominate, and what it is based on. Exit 1 "
-    "when it would not complete or the whole interval is above the RTO target."
+    "when it would not complete, when the whole interval is above the RTO target, or when "
+    "the sites could not be read (the forecast is then unverified)."
 )
 
 
@@ -47,7 +48,7 @@ def forecast(
         typer.echo(json.dumps({"plan": plan.name, **result.to_json()}, indent=2))
     else:
         print_forecast(result)
-    if not result.completes or result.certainly_above:
+    if not result.verified or not result.completes or result.certainly_above:
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -61,6 +62,11 @@ def print_forecast(f: Forecast) -> None:
     style = (
         "red" if f.certainly_above or not f.completes else ("yellow" if f.above_target else "green")
     )
+    if not f.verified:
+        console.print(Text("UNVERIFIED: could not read the sites now", style="bold red"))
+        for unread in f.state.unreadable:
+            console.print(Text(f"  {unread}", style="red"))
+        style = "red"
     console.print(Text(headline(f), style=f"bold {style}"))
     if not f.completes:
         console.print(Text("would not complete now: " + "; ".join(f.state.blocked_by), style="red"))

@@ -97,7 +97,9 @@ def readiness(
         ),
     ] = 8,
 ) -> None:
-    """Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan."""
+    """Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan.
+    A check that could not read its target (unreachable, or something else answering for it,
+    such as a proxy's 404) reports error, never pass."""
     from drills.checks.readiness import run_readiness, select_checks
     from drills.orchestrator.placement import gather
 

@@ -66,6 +66,11 @@ class Forecast:
     phases: Mapping[str, float] = field(default_factory=dict)
 
     @property
+    def verified(self) -> bool:
+        """Every input of the state now was read: otherwise the figures rest on guesses."""
+        return self.state.verified
+
+    @property
     def above_target(self) -> bool:
         return self.rto.point > self.target_s
 
@@ -93,6 +98,8 @@ class Forecast:
             "basis": self.basis,
             "drills": self.drills,
             "completes": self.completes,
+            "verified": self.verified,
+            "unreadable": list(s.unreadable),
             "blocked_by": list(s.blocked_by),
             "state": {"warm": sorted(s.warm), "dns_ttl_seconds": s.dns_ttl_s,
                       "pod_start_seconds": s.pod_start_s,

@@ -16,3 +16,9 @@ class CurrentState:
     pod_start_s: float | None = None
     replication_lag_s: float | None = None  # the worst dataset lag last measured
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # The inputs that could not be read, each with why: a forecast over them is unverified.
+    unreadable: tuple[str, ...] = ()
+
+    @property
+    def verified(self) -> bool:
+        return not self.unreadable

@@ -22,7 +22,7 @@ from botocore.exceptions import (
 )
 from botocore.parsers import ResponseParserError
 
-from drills.errors import PermanentError, TargetError, TemporaryError
+from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
 from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, TimedOut, retry_call
 
 if TYPE_CHECKING:
@@ -138,17 +138,7 @@ def error_code(exc: ClientError) -> str:
 def translate(target: str, exc: Exception) -> TargetError:
     """One botocore exception as a drills error that says what failed and whether to retry."""
     if isinstance(exc, ClientError):
-        code = error_code(exc)
-        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-        message = exc.response.get("Error", {}).get("Message", "") or code
-        cause = f"{code or status}: {message}"
-        if code.isdigit() and status >= 500:
-            # botocore names the error by its status when the body held no AWS error; S3's
-            # unparsable 200 answers are turned into such 500s too.
-            cause += " (no AWS error in the body: a truncated or malformed answer, or a proxy's)"
-        if code in _RETRYABLE_CODES or status >= 500:
-            return TemporaryError(target, cause, delay=0.0)
-        return PermanentError(target, cause)
+        return _client_error(target, exc)
     if isinstance(exc, NoCredentialsError):
         return PermanentError(target, "no AWS credentials found for this site")
     if isinstance(exc, ConnectTimeoutError | ReadTimeoutError):
@@ -162,6 +152,28 @@ def translate(target: str, exc: Exception) -> TargetError:
     if isinstance(exc, BotoCoreError):
         return TemporaryError(target, f"{type(exc).__name__}: {exc}", delay=0.0)
     return PermanentError(target, f"{type(exc).__name__}: {exc}")
+
+
+_NOT_AWS = "not the service asked (a misrouted proxy, or a wrong endpoint_url?)"
+
+
+def _client_error(target: str, exc: ClientError) -> TargetError:
+    code = error_code(exc)
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    message = exc.response.get("Error", {}).get("Message", "") or code
+    cause = f"{code or status}: {message}"
+    # botocore names the error by its status when the body held no AWS error.
+    bare = code.isdigit()
+    if bare and status < 500 and not str(exc.operation_name).startswith("Head"):
+        # Every AWS error names itself (only a HEAD's answer has no body to do it): a bare
+        # 4xx is some other server's, a misrouted proxy's or an endpoint not this service.
+        return MisroutedError(target, f"HTTP {status} without an AWS error: {_NOT_AWS}")
+    if bare and status >= 500:
+        # S3's unparsable 200 answers are turned into such 500s too.
+        cause += " (no AWS error in the body: a truncated or malformed answer, or a proxy's)"
+    if code in _RETRYABLE_CODES or status >= 500:
+        return TemporaryError(target, cause, delay=0.0)
+    return PermanentError(target, cause)
 
 
 @contextmanager

@@ -26,7 +26,7 @@ import dns.rdatatype
 import dns.tsig
 import dns.update
 
-from drills.errors import PermanentError, TargetError, TemporaryError
+from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
 from drills.plan import Rfc2136Dns, TsigAlgorithm
 from drills.targets.dns import (
     DEFAULT_TIMEOUT_S,
@@ -140,7 +140,7 @@ class Rfc2136Target(DnsTarget):
         reply = self._query(server, self.zone, dns.rdatatype.SOA)
         soa = reply.get_rrset(reply.answer, self.zone, dns.rdataclass.IN, dns.rdatatype.SOA)
         if soa is None:
-            raise PermanentError(
+            raise MisroutedError(
                 self.server_target(server), f"answers no SOA for zone {self.config.zone}"
             )
         return int(soa[0].serial)
@@ -186,9 +186,13 @@ class Rfc2136Target(DnsTarget):
             raise PermanentError(target, "the answer is truncated even over TCP")
         rcode = reply.rcode()
         if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
-            raise rcode_error(target, rcode)
+            error = rcode_error(target, rcode)
+            if isinstance(error, TemporaryError):
+                raise error
+            # A query refused is a record unread, never one "missing".
+            raise MisroutedError(target, f"{error.cause} (a query in zone {self.zone})")
         if not reply.flags & dns.flags.AA:
-            raise PermanentError(
+            raise MisroutedError(
                 target, f"the answer is not authoritative: the server does not serve {self.zone}"
             )
         return reply

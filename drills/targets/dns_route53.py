@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from drills.errors import PermanentError
+from drills.errors import PermanentError, unreadable
 from drills.plan import DrillPlan, Route53Dns
 from drills.targets import aws
 from drills.targets.dns import (
@@ -176,7 +176,7 @@ class Route53Target(DnsTarget):
             if aws.error_code(exc) in _PROBE_REFUSALS:
                 return  # allowed by IAM, refused because there was nothing to delete
             error = aws.translate(self.target, exc)
-            if not isinstance(error, PermanentError):
+            if unreadable(error):  # no answer from Route 53 itself: it refused nothing
                 raise error from exc
             raise PermanentError(
                 self.target,

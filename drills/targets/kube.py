@@ -33,9 +33,11 @@ from kubernetes.config.config_exception import ConfigException
 from drills.errors import PermanentError, TemporaryError
 from drills.plan import DrillPlan, KubernetesAccess, Site
 from drills.plan.kubeconfig import load_kubeconfig
+from drills.targets.kube_discovery import Discovery, only_named_404s
 from drills.targets.kube_errors import (
     NotReadyInTime,
     WaitStopped,
+    answered_404,
     json_object,
     translate,
     translated,
@@ -161,6 +163,7 @@ class KubeTarget:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.retry = retry
+        self._discovery = Discovery(target, lambda path: self._json("GET", path))
 
     @classmethod
     def for_site(
@@ -205,7 +208,7 @@ class KubeTarget:
         headers = {"Accept": JSON}
         if body is not None:
             headers["Content-Type"] = MERGE_PATCH if method == "PATCH" else JSON
-        with translated(self.target):
+        with only_named_404s(path, params or {}), translated(self.target):
             method, url, headers, body, _ = self._api.param_serialize(
                 method=method,
                 resource_path=path,
@@ -249,12 +252,15 @@ class KubeTarget:
         return once()
 
     def _get_or_none(self, path: str, params: dict[str, str]) -> dict[str, Any] | None:
+        """The object, or None when the API server says it does not exist (see
+        :mod:`drills.targets.kube_discovery`: a misrouted 404 raises MisroutedError)."""
         try:
             found = self._json("GET", path, params)
         except PermanentError as exc:
-            if isinstance(exc.__cause__, ApiException) and exc.__cause__.status == 404:
-                return None
-            raise
+            if not answered_404(exc):
+                raise
+            self._discovery.confirm_absent(path, params, exc)
+            return None
         return dict(found)
 
     # -- reads -----------------------------------------------------------------
@@ -315,16 +321,18 @@ class KubeTarget:
     ) -> list[dict[str, Any]]:
         """The items of any collection by its resource path; [] when its API is not served.
 
-        A 404 on a collection means the API group is not installed (no Kueue, say),
-        which readers treat as "none of these here".
+        A 404 on a collection reads as "none of these here" only for an API group that
+        discovery shows is not installed (no Kueue, say); for a built-in type, or with
+        discovery not answering as an API server does, it raises MisroutedError.
         """
         query = [("labelSelector", label_selector)] if label_selector else []
         try:
             listing = self._json("GET", path, params, query=query)
         except PermanentError as exc:
-            if isinstance(exc.__cause__, ApiException) and exc.__cause__.status == 404:
-                return []
-            raise
+            if not answered_404(exc):
+                raise
+            self._discovery.confirm_not_served(path, params or {}, exc)
+            return []
         return list(listing.get("items") or [])
 
     @property

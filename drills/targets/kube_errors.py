@@ -16,7 +16,7 @@ from typing import Any
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
-from drills.errors import PermanentError, TargetError, TemporaryError
+from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
 from drills.targets.retry import TimedOut
 
 
@@ -44,15 +44,49 @@ class NotReadyInTime(TargetError):  # noqa: N818 - reads as what happened
         super().__init__(target, f"{what}: {ready}/{desired} replicas ready at the deadline")
 
 
-def status_message(exc: ApiException) -> str:
-    """The API server's own words (a ``Status`` message), or the HTTP reason."""
+def _body(exc: ApiException) -> dict[str, Any]:
+    """The error's body as a JSON object (the API server's ``Status``); {} when it is not."""
     try:
         body = json.loads(exc.body or "")
     except (TypeError, ValueError):
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
-        return str(body["message"])
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def status_message(exc: ApiException) -> str:
+    """The API server's own words (a ``Status`` message), or the HTTP reason."""
+    message = _body(exc).get("message")
+    if isinstance(message, str) and message:
+        return message
     return str(exc.reason or "no reason given")
+
+
+def answered_404(exc: BaseException) -> bool:
+    """Whether a translated error came of an HTTP 404, whatever it was taken to mean."""
+    return isinstance(exc.__cause__, ApiException) and exc.__cause__.status == 404
+
+
+def named_not_found(exc: BaseException | None) -> str | None:
+    """The name of the object a 404 says is not there, when the API server said so.
+
+    An API server's NotFound for one object is a ``Status`` whose details name it
+    (``secrets "x" not found``). A 404 without one (an empty body, an error page, "the
+    server could not find the requested resource") says nothing about any object: the
+    path itself was not found, which a cluster serving the type never answers.
+    """
+    if not isinstance(exc, ApiException) or exc.status != 404:
+        return None
+    status = _body(exc)
+    details = status.get("details")
+    name = details.get("name") if isinstance(details, dict) else None
+    if status.get("kind") != "Status" or status.get("reason") != "NotFound":
+        return None
+    return name if isinstance(name, str) and name else None
+
+
+MISROUTED_HINT = (
+    "not the Kubernetes API asked (a misrouted proxy, a wrong path prefix or a stale ingress?)"
+)
 
 
 def _tls_cause(exc: ApiException) -> str:
@@ -78,11 +112,14 @@ def _api_error(target: str, exc: ApiException) -> TargetError:
             return PermanentError(target, cause)
         return TemporaryError(target, cause, delay=0.0)
     cause = f"HTTP {status}: {status_message(exc)}"
+    if status == 404 and named_not_found(exc) is None:
+        return MisroutedError(target, f"{cause}: {MISROUTED_HINT}")
     if status == 429 or status >= 500:
         retry_after = str((exc.headers or {}).get("Retry-After", ""))
         delay = float(retry_after) if retry_after.isdigit() else 0.0
         return TemporaryError(target, cause, delay=delay)
-    # 401/403/404/409/422 and the rest: the credentials, object or request is wrong.
+    # 401/403/404 of one object/409/422 and the rest: the credentials, object or request
+    # is wrong. A 404 of one object is "absent" only once discovery shows its type served.
     return PermanentError(target, cause)
 
 
@@ -118,18 +155,19 @@ def _preview(data: bytes) -> str:
 
 
 def json_object(target: str, request: str, data: bytes) -> dict[str, Any]:
-    """The API's reply as a JSON object, or a PermanentError saying what came instead.
+    """The API's reply as a JSON object, or a MisroutedError saying what came instead.
 
-    A proxy's error page or a body of the wrong shape is not something a retry fixes.
+    A proxy's error page or a body of the wrong shape is not something a retry fixes,
+    nor an answer of the API asked.
     """
     try:
         found = json.loads(data)
     except ValueError:
-        raise PermanentError(
+        raise MisroutedError(
             target, f"{request}: the reply is not JSON ({_preview(data)})"
         ) from None
     if not isinstance(found, dict):
-        raise PermanentError(
+        raise MisroutedError(
             target, f"{request}: the reply is JSON {type(found).__name__}, not an object"
         )
     return found

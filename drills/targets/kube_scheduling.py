@@ -2,7 +2,8 @@
 ResourceQuotas and Kueue's queues. Plain JSON dicts, as :class:`KubeTarget` returns them.
 
 Kueue's kinds are read at ``kueue.x-k8s.io/v1beta1``; a cluster without Kueue answers
-404 for its collections, which reads as "no queues".
+404 for its collections, which reads as "no queues" once its discovery confirms Kueue
+is not installed (see :mod:`drills.targets.kube_discovery`).
 """
 
 from __future__ import annotations

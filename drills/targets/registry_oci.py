@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from drills.errors import PermanentError, TargetError
+from drills.errors import MisroutedError, PermanentError, TargetError
 from drills.targets.http import READ_TIMEOUT_S, new_client, status_error, translated
 from drills.targets.registry import Ref, is_digest
 from drills.targets.registry_auth import Authenticator, auth_failed, repository_scope
@@ -32,6 +32,8 @@ DOCKER_MANIFEST_LIST = "application/vnd.docker.distribution.manifest.list.v2+jso
 # distribution 2.8 answers 404 to a manifest request that does not accept its media type.
 MANIFEST_TYPES = (OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_MANIFEST_LIST)
 _ACCEPT = ", ".join(MANIFEST_TYPES)
+# What registries answer for a repository or a manifest that is not there (Harbor: NOT_FOUND).
+_ABSENT_CODES = frozenset({"MANIFEST_UNKNOWN", "NAME_UNKNOWN", "NOT_FOUND"})
 _HASHES = {"sha256": hashlib.sha256, "sha384": hashlib.sha384, "sha512": hashlib.sha512}
 
 
@@ -82,6 +84,7 @@ class OciDistribution:
         path = f"/v2/{repository}/manifests/{reference}"
         response = self._request("HEAD", path, repository_scope(repository))
         if response.status_code == 404:
+            self._confirm_absent(path, repository)
             return None
         if response.status_code != 200:
             raise self._unexpected(response)
@@ -130,7 +133,7 @@ class OciDistribution:
                 return
             response = retry_call(self._api_root, policy=self.retry)
             if response.status_code == 404:
-                raise PermanentError(
+                raise MisroutedError(
                     self.target, "GET /v2/ answered 404: not an OCI Distribution v2 registry"
                 )
             if response.status_code != 200:
@@ -142,6 +145,24 @@ class OciDistribution:
         if response.status_code >= 500 or response.status_code == 429:
             raise self._unexpected(response)  # temporary: retried by the caller
         return response
+
+    def _confirm_absent(self, path: str, repository: str) -> None:
+        """Return when the registry itself says the manifest is not there. A HEAD's 404 has
+        no body, and a misrouted proxy answers 404 too: the GET's body names the error,
+        as the distribution spec has every registry do."""
+        response = self._request("GET", path, repository_scope(repository))
+        try:
+            errors = response.json().get("errors") if response.status_code == 404 else None
+        except (ValueError, AttributeError):  # not JSON, or JSON but not an object
+            errors = None
+        codes = {e.get("code") for e in errors or () if isinstance(e, dict)}
+        if codes & _ABSENT_CODES:
+            return
+        raise MisroutedError(
+            self.target,
+            f"HEAD {path} answered 404, and GET answered HTTP {response.status_code} without "
+            "a registry's error code: not the registry asked (a misrouted proxy?)",
+        )
 
     def _check_media_type(self, response: httpx.Response, repository: str, ref: str) -> None:
         """Refuse a manifest whose type drills cannot read: its digest would mean nothing."""

@@ -30,7 +30,7 @@ import httpx
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
-from drills.errors import PermanentError, TargetError
+from drills.errors import PermanentError, TargetError, unreadable
 from drills.plan.files import call_within, read_regular_file
 from drills.plan.urls import same_storage, service_key
 from drills.targets.probe import ProbeResult, is_ip, serving
@@ -137,6 +137,7 @@ class ClusterIdentity:
     kube_system_uid: str | None = None
     cluster_info_uid: str | None = None
     unasked: str | None = None  # why the cluster could not be asked who it is
+    unreachable: bool = False  # it could not be reached, or something else answered for it
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -204,7 +205,7 @@ def _shared_file(p: ClusterIdentity, d: ClusterIdentity) -> str | None:
 
 
 def _unasked(identity: ClusterIdentity, exc: TargetError) -> ClusterIdentity:
-    return replace(identity, unasked=exc.cause)
+    return replace(identity, unasked=exc.cause, unreachable=unreadable(exc))
 
 
 def compare_clusters(p: ClusterIdentity, d: ClusterIdentity) -> Verdict:

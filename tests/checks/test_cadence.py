@@ -133,6 +133,6 @@ def test_a_broken_store_is_an_error(plan: DrillPlan, history: HistoryStore) -> N
     assert result.status is Status.ERROR and result.blocking
     # The driver's word for a missing table: SQLite's and psycopg's differ.
     assert result.summary in {
-        f"history store {history.url}: {error}"
+        f"cannot read history store {history.url}: {error}"
         for error in ("OperationalError", "ProgrammingError")
     }

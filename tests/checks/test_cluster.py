@@ -12,6 +12,7 @@ import drills.checks.cluster  # noqa: F401 - registers the checks
 from drills.checks.base import Status
 from drills.checks.cluster_model import pack_gpus
 from drills.checks.template_diff import strip_registry
+from drills.lab.kubeapi import write_kubeconfig
 from drills.lab.runtime import LabInfo
 from drills.lab.topology import NodePool
 from drills.plan import load_plan
@@ -63,7 +64,7 @@ def test_healthy_pair_passes_everything(tmp_path: Path) -> None:
 # -- reachability and version --------------------------------------------------------
 
 
-def test_unreachable_dr_fails_and_blocks_fast(tmp_path: Path, closed_port: str) -> None:
+def test_unreachable_dr_errors_and_blocks_fast(tmp_path: Path, closed_port: str) -> None:
     with site_pair(tmp_path, SiteSpec(), SiteSpec()):
         point_at(tmp_path, "dr", closed_port)
         plan = plan_for(tmp_path)
@@ -71,11 +72,22 @@ def test_unreachable_dr_fails_and_blocks_fast(tmp_path: Path, closed_port: str) 
         result = run(plan, "cluster.reachable")
         skew = run(plan, "cluster.version_skew")
     assert time.monotonic() - started < 2
-    assert (result.status, result.blocking) == (Status.FAIL, True)
+    # Nothing answered: an unknown state, which blocks as a failure would.
+    assert (result.status, result.blocking) == (Status.ERROR, True)
     assert "refused" in result.summary
     assert result.evidence["sites"]["primary"]["reachable"] is True
     # A check that needs the DR API and cannot reach it is an error, not a verdict.
     assert skew.status is Status.ERROR and closed_port in skew.summary
+
+
+def test_a_dr_api_refusing_our_token_fails_and_blocks(tmp_path: Path) -> None:
+    with site_pair(tmp_path, SiteSpec(), SiteSpec()) as pair:
+        write_kubeconfig(tmp_path / "dr.kubeconfig", server_url=pair.dr.url, context="dr",
+                         token="not-the-token", ca_pem=pair.dr.ca_pem)  # fmt: skip
+        result = run(plan_for(tmp_path), "cluster.reachable")
+    # The DR API answered, and refused: that is a verdict.
+    assert (result.status, result.blocking) == (Status.FAIL, True)
+    assert "HTTP 401" in result.summary
 
 
 def test_unreachable_primary_is_only_informational(tmp_path: Path, closed_port: str) -> None:

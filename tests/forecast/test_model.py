@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
+from drills.cli import forecast_cmd
 from drills.forecast import CurrentState, RunSample, forecast
 from drills.forecast.model import forecast_error
 from drills.plan import DrillPlan, plan_from_text
@@ -73,3 +76,15 @@ def test_blocked_capacity_means_no_completion_and_errors_are_signed() -> None:
         "error_seconds": 2.5, "inside_interval": True,
     }  # fmt: skip
     assert forecast_error(None, 3.0) is None
+
+
+def test_a_state_that_could_not_be_read_makes_the_forecast_unverified(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    read = forecast(_plan(), [], CurrentState())
+    unread = forecast(_plan(), [], CurrentState(unreadable=("warm (kubernetes dr: refused)",)))
+    assert read.verified and read.to_json()["verified"] is True
+    assert not unread.verified
+    assert unread.to_json()["unreadable"] == ["warm (kubernetes dr: refused)"]
+    forecast_cmd.print_forecast(unread)
+    assert "UNVERIFIED: could not read the sites now" in capsys.readouterr().out

@@ -238,8 +238,9 @@ def test_registry_503_burst_is_retried_and_blackhole_times_out(registries: Regis
         registry = OciDistribution(f"http://{proxy.address}", name="dr", read_timeout=TIMEOUT)
         proxy.answer_next(2, 503)
         assert registry.digest("absent/repo", "1") is None
-        # /v2/ twice refused, then answered; then the manifest HEAD (404: absent)
-        assert (proxy.counters.requests, proxy.counters.injected) == (4, 2)
+        # /v2/ twice refused, then answered; then the manifest HEAD (404), and the GET
+        # whose error code says the manifest is absent
+        assert (proxy.counters.requests, proxy.counters.injected) == (5, 2)
         registry.close()
 
         registry = OciDistribution(f"http://{proxy.address}", name="dr", read_timeout=TIMEOUT)
@@ -260,7 +261,8 @@ def test_registry_refusal_fails_at_once(registries: RegistryPair, status: int) -
         proxy.answer_next(1, status)
         with pytest.raises(PermanentError, match="authentication failed") as caught:
             registry.digest("absent/repo", "2")
-        assert proxy.counters.requests == 3
+        # /v2/, the HEAD and the GET that proved "1" absent; then the refused HEAD, alone
+        assert proxy.counters.requests == 4
         assert_clear(caught.value, proxy.address)
         registry.close()
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from drills.errors import PermanentError, TargetError, TemporaryError
+from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
 from drills.lab.kubeapi import NEVER_READY_ANNOTATION, KubeApiServer, write_kubeconfig
 from drills.lab.seed_cluster import ingress, secret, workload
 from drills.lab.topology import LabWorkload
@@ -20,7 +20,9 @@ from drills.plan import DrillPlan
 from drills.targets.kube import KubeTarget
 from drills.targets.kube_errors import NotReadyInTime, translate
 from drills.targets.kube_quantity import canonical, parse_quantity
+from drills.targets.kube_scheduling import cluster_queues, local_queue, priority_classes
 from tests.support.kube_sites import TOKEN, plan_for
+from tests.support.not_found import NotFoundServer
 
 WEB = LabWorkload("apps", "web", "Deployment", "critical", "platform/web:1", 1, 1)
 DB = LabWorkload("apps", "db", "StatefulSet", "critical", "platform/db:1", 1, 1)
@@ -213,8 +215,13 @@ def test_translate_status_classes() -> None:
 
     assert isinstance(error(503), TemporaryError)
     assert isinstance(error(429), TemporaryError)
-    for status in (401, 403, 404, 409, 422):
+    for status in (401, 403, 409, 422):
         assert type(error(status)) is PermanentError
+    # A 404 naming its object may mean "absent"; any other 404 is not the API's answer.
+    named = '{"kind":"Status","reason":"NotFound","details":{"name":"web"},"message":"m"}'
+    assert type(error(404, named)) is PermanentError
+    assert type(error(404)) is MisroutedError
+    assert type(error(404, '{"kind":"Status","reason":"NotFound","details":{}}')) is MisroutedError
     assert str(error(409, '{"kind":"Status","message":"the object was modified"}')) == (
         "k: HTTP 409: the object was modified"
     )
@@ -230,3 +237,47 @@ def test_quantities() -> None:
     for bad in ("1K", "abc", "", "1Gb", "1e"):
         with pytest.raises(ValueError):
             parse_quantity(bad)
+
+
+# -- a 404 is "none here" only when the API server itself says so ----------------------
+KUEUE_LIKE = "/apis/nothere.example.com/v1"
+
+
+def test_an_api_that_is_not_installed_reads_as_none_here(kube: KubeTarget) -> None:
+    # /apis answers as discovery does, without the group: nothing of it here.
+    assert kube.list_items(f"{KUEUE_LIKE}/widgets") == []
+    assert kube.read(f"{KUEUE_LIKE}/namespaces/{{namespace}}/widgets/{{name}}",
+                     {"namespace": "apps", "name": "w"}) is None  # fmt: skip
+    quotas = "/api/v1/namespaces/{namespace}/resourcequotas"
+    assert kube.list_items(quotas, {"namespace": "apps"}) == []  # served, and none there
+
+
+def test_a_built_in_type_the_server_does_not_serve_is_an_error(kube: KubeTarget) -> None:
+    # The lab serves no PodDisruptionBudgets: every cluster does, so the 404 is no answer.
+    path = "/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+    with pytest.raises(MisroutedError, match="not the Kubernetes API asked"):
+        kube.list_items(path, {"namespace": "apps"})
+    with pytest.raises(MisroutedError, match="not the Kubernetes API asked"):
+        kube.read(path + "/{name}", {"namespace": "apps", "name": "p"})
+
+
+@pytest.mark.parametrize("names_object", [False, True])
+def test_a_server_answering_404_to_every_path_is_never_none_here(
+    tmp_path: Path, names_object: bool
+) -> None:
+    with NotFoundServer(names_object=names_object) as server:
+        kube = _pointed_at(tmp_path, server.address)
+        reads: list[Callable[[], object]] = [
+            kube.version,
+            kube.nodes,
+            lambda: kube.secret("apps", "creds"),
+            lambda: kube.namespace("kube-system"),
+            lambda: kube.workload("apps", "Deployment", "web"),
+            lambda: priority_classes(kube),
+            lambda: cluster_queues(kube),
+            lambda: local_queue(kube, "apps", "q"),
+        ]
+        for read in reads:
+            with pytest.raises(MisroutedError, match="not the Kubernetes API asked"):
+                read()
+        kube.close()
