@@ -45,6 +45,11 @@ def _print(report: RecoverReport) -> None:
     console.print(state)
     if report.undone:
         console.print(Text(f"undone: {', '.join(report.undone)}"))
+    if report.from_snapshot:
+        console.print(Text(
+            f"the journal was incomplete: {', '.join(report.from_snapshot)} not in it, "
+            "undone from the snapshot before the run", style="yellow",
+        ))  # fmt: skip
     for address, diff in report.drift.items():
         console.print(Text(f"differs from before: {address}: {diff}", style="red"))
     style = "green" if report.status == RecoverStatus.RECOVERED else "bold red"

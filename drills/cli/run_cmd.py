@@ -18,7 +18,7 @@ from rich.text import Text
 
 from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
 from drills.cli.console import err_console, out_console
-from drills.store.kinds import Mode, RunStatus
+from drills.store.kinds import Mode
 
 # The takeover and the history store (Kubernetes, boto3, SQLAlchemy under them) are imported
 # by the commands that use them, so that the rest of the CLI starts at once.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from drills.plan import DrillPlan
     from drills.store.history import HistoryStore
     from drills.store.models import DrillRun
-    from drills.takeover.drill import Approval, DrillHooks, DrillRequest
+    from drills.takeover.drill import Approval, DrillHooks, DrillRequest, DrillResult
     from drills.takeover.steps.executor import PlannedChange
     from drills.takeover.timeline import PhaseRecord, StepRecord
 
@@ -175,9 +175,9 @@ def run(
         sync_deadline=sync_deadline,
     )
     hooks = _hooks(view, confirm=not (yes or dry_run))
-    run_id, status = _execute(request, history, hooks, view, live=not as_json and err.is_terminal)
-    _print_report(history, run_id, as_json=as_json)
-    if not status.succeeded:
+    result = _execute(request, history, hooks, view, live=not as_json and err.is_terminal)
+    _print_report(history, result, as_json=as_json)
+    if not result.status.succeeded:
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -233,9 +233,10 @@ def _hooks(view: LiveView, *, confirm: bool) -> DrillHooks:
 
 def _execute(
     request: DrillRequest, history: HistoryStore, hooks: DrillHooks, view: LiveView, *, live: bool
-) -> tuple[str, RunStatus]:
-    """Run the drill with the live view; returns the run's id and final status."""
+) -> DrillResult:
+    """Run the drill with the live view; returns its result."""
     from drills.errors import RunRefused
+    from drills.store.outage import is_store_outage
     from drills.takeover.cancellation import cancel_on_signals
     from drills.takeover.drill import Drill
     from drills.takeover.failback import Failback
@@ -253,11 +254,27 @@ def _execute(
     except (LeaseHeldError, UnfinishedRunError, RunRefused) as exc:
         err.print(Text(f"refused: {exc}", style="bold red"))
         raise typer.Exit(EXIT_REFUSED) from None
-    return result.run_id, result.status
+    except Exception as exc:  # before the first change: nothing to undo, one line
+        if not is_store_outage(exc):
+            raise
+        err.print(Text(f"refused: the history store does not answer: {exc.__cause__ or exc}",
+                       style="bold red"))  # fmt: skip
+        raise typer.Exit(EXIT_REFUSED) from None
+    return result
 
 
-def _print_report(history: HistoryStore, run_id: str, *, as_json: bool) -> None:
-    stored = history.get_run(run_id)
+def _print_report(history: HistoryStore, result: DrillResult, *, as_json: bool) -> None:
+    from drills.store.outage import is_store_outage
+
+    try:
+        stored = history.get_run(result.run_id)
+    except Exception as exc:
+        if not is_store_outage(exc):
+            raise
+        # The run ended and said so in result.error; its report lives in the store.
+        err.print(Text(f"run {result.run_id} ended {result.status}: {result.error}",
+                       style="bold red"))  # fmt: skip
+        raise typer.Exit(EXIT_FAILED) from None
     assert stored is not None
     _echo_report(history, stored, as_json=as_json)
 

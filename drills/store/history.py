@@ -38,6 +38,7 @@ Query = TypeVar("Query", bound=Select[Any])
 SnapshotRow = tuple[str, dt.datetime, bool, int, dict[str, Any]]
 T = TypeVar("T")
 SQLITE_WAL_WAIT_S = 10.0
+PG_CONNECT_TIMEOUT_S = 10
 CHAIN_RETRIES = 8  # writers racing for a plan's next link: each loser writes again
 
 
@@ -97,7 +98,12 @@ def filter_runs(
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, future=True)
+    connect_args: dict[str, Any] = {}
+    if url.startswith("postgresql") and "connect_timeout" not in url:
+        # A server that accepts nothing (stopped by a signal, a dead route) must fail a
+        # connection in bounded time, so a run waits for it on its own terms.
+        connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
+    engine = create_engine(url, future=True, connect_args=connect_args)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine

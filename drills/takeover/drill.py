@@ -36,7 +36,6 @@ from drills.store.models import DrillRun
 from drills.store.serving import serving_from_dr_refusal
 from drills.takeover.cancellation import cancel_run
 from drills.takeover.forecasted import forecast_record
-from drills.takeover.journal import Journal
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
 from drills.takeover.live import LiveTimeline
 from drills.takeover.measure import Measurement, measure
@@ -46,6 +45,14 @@ from drills.takeover.steps.phases import PhaseContext, preflight_guard
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline, utc_now
+from drills.takeover.write_ahead import (
+    Backlog,
+    WriteAheadJournal,
+    refuse_nondurable,
+    replay_left,
+    state_dir,
+    write_ahead_file,
+)
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.drill")
@@ -84,6 +91,9 @@ class DrillRequest:
     flow_run_id: str | None = None
     plan_path: str | None = None  # kept in the run record, so `drills recover` can reload it
     lease_s: float = LEASE_S
+    # How long a run that ended waits for a history store that does not answer, to write
+    # its record; past it, the record waits in the run's write-ahead file.
+    store_wait_s: float = 600.0
 
     def __post_init__(self) -> None:
         # Callers outside typed code (a flow's parameters, a test) may give the plain word.
@@ -148,8 +158,17 @@ class Drill:
         self.hooks = hooks or DrillHooks()
         self.run_id = request.run_id or uuid.uuid4().hex[:12]
         self.timeline = Timeline(self._on_event)
-        self.live = LiveTimeline(history, self.run_id, self.timeline)
-        self.journal = Journal(history, self.run_id)
+        self.live = LiveTimeline(
+            history, self.run_id, self.timeline, store_out=lambda: self.backlog.outage is not None
+        )
+        # Kept in memory and in a local file too: a store outage never loses it (write_ahead).
+        self.backlog = Backlog(self.run_id)
+        self.local_dir = state_dir(history.url)
+        self.journal = WriteAheadJournal(
+            history, self.run_id, self.backlog, write_ahead_file(self.local_dir, self.run_id),
+            halt=self._halts_on_outage,
+        )  # fmt: skip
+        self._undoing = False  # a drill's undo goes on through a store outage
         self.t0: dt.datetime | None = None
         self.readiness: ReadinessReport | None = None
         self.stopping: str | None = None  # why the run is undoing itself, once it is
@@ -189,6 +208,9 @@ class Drill:
 
     def _refuse_at_dr(self) -> None:
         """A takeover starts from the primary; a plan serving from DR goes home first."""
+        if not self.request.dry_run:
+            refuse_nondurable(self.history, incident=self.request.mode == Mode.INCIDENT)
+            replay_left(self.history, self.local_dir)  # runs that ended during an outage
         if self.request.mode == Mode.FAILBACK:
             return
         refusal = serving_from_dr_refusal(self.history, self.plan.name)
@@ -312,7 +334,7 @@ class Drill:
                 return {}
         # Durable before the first change: `drills recover` and a failback verify against it.
         self.details.snapshot_before = before
-        self.history.update_run(self.run_id, details=self.details)
+        self._update(details=self.details)
         return before if self.request.mode == Mode.DRILL else {}
 
     def _incident_snapshot(self, ctx: PhaseContext) -> Snapshot:
@@ -388,6 +410,7 @@ class Drill:
             return self.hooks.run_phase(name, body)
 
     def _failback(self, ctx: PhaseContext) -> None:
+        self._undoing = True
         safe_rollback(ctx.executor, self.plan, self.timeline)
         wait_primary_serves(self.plan, self.timeline, deadline_s=self.request.tier_deadline_s)
 
@@ -433,7 +456,7 @@ class Drill:
                     self._readiness(step)
                     step.evidence["beside_takeover"] = True
                 assert self.readiness is not None
-                self.history.update_run(self.run_id, readiness=self.readiness.to_json())
+                self._update(readiness=self.readiness.to_json())
             except Exception:  # recorded in its step; an incident goes on without it
                 log.error("run %s: readiness checks failed", self.run_id, exc_info=True)
 
@@ -456,7 +479,7 @@ class Drill:
         with self.timeline.phase("declare"), self.timeline.step("record T0") as step:
             self.t0 = self.request.declared_at or utc_now()
             step.evidence = {"t0": self.t0.isoformat(), "declared": bool(self.request.declared_at)}
-            self.history.update_run(self.run_id, t0=self.t0)
+            self._update(t0=self.t0)
 
     def _approve(self) -> None:
         if not self.plan.approval.required:
@@ -485,7 +508,7 @@ class Drill:
     def _measure(self, ctx: PhaseContext) -> Measurement:
         assert self.t0 is not None
         restored: dt.datetime = ctx.facts["restored_at"]
-        self.history.update_run(self.run_id, restored_at=restored)
+        self._update(restored_at=restored)
         return measure(
             self.plan,
             t0=self.t0,
@@ -507,6 +530,7 @@ class Drill:
 
     def _rollback(self, ctx: PhaseContext, before: Snapshot, error: str) -> DrillResult:
         self.stopping = error
+        self._undoing = True
         try:
             with self.timeline.phase("rollback"):
                 safe_rollback(ctx.executor, self.plan, self.timeline)
@@ -520,6 +544,15 @@ class Drill:
         return self._result(status, None, drift=drift, error=error)
 
     # -- records -----------------------------------------------------------------
+    def _halts_on_outage(self) -> bool:
+        """A store that does not answer stops a drill going forward; an incident goes on
+        toward service, and an undo goes on to its end."""
+        return self.request.mode == Mode.DRILL and not self._undoing
+
+    def _update(self, **fields: Any) -> None:
+        """Write some of the run's fields, now or, while the store is out, once it is back."""
+        self.backlog.submit(partial(self.history.update_run, self.run_id, **fields))
+
     def _result(
         self,
         status: RunStatus,
@@ -561,8 +594,7 @@ class Drill:
         if m is not None:
             self.details.measurement = m.record()
             self.details.forecast = forecast_record(self.readiness, m.rto_seconds)
-        self.history.update_run(
-            self.run_id,
+        self._update(
             status=result.status,
             verdict=result.verdict,
             finished_at=None if left else utc_now(),
@@ -574,11 +606,40 @@ class Drill:
             details=self.details,
             error=result.error,
         )
+        self._record_kept(result, finished=not left)
         announce_finish(
             self.plan, self.run_id, self.request.mode, status=result.status,
             verdict=result.verdict, rto_s=m.rto_seconds if m else None,
             rpo_s=m.rpo_seconds if m else {}, error=result.error, dry_run=self.request.dry_run,
         )  # fmt: skip
+
+    def _record_kept(self, result: DrillResult, *, finished: bool) -> None:
+        """Wait for the store to take the run's writes; past the wait, the final status and
+        error stay in the write-ahead file, and the result says where."""
+        try:
+            if self.backlog.drain(self.request.store_wait_s):
+                self.journal.settled()
+                self._note_outages()
+                return
+        finally:
+            self.backlog.close()
+        kept = self.journal.keep_final(result.status, result.error, finished=finished)
+        where = (
+            f"it waits in {self.journal.path}, written back by the next `drills run` or "
+            "`drills recover` here" if kept else "and no local file could keep it"
+        )  # fmt: skip
+        result.error = (
+            f"{result.error + '; ' if result.error else ''}the history store did not answer "
+            f"for {self.request.store_wait_s:.0f}s after the run ended ({self.backlog.outage}): "
+            f"its record is not in the store; {where}"
+        )
+        log.error("run %s: %s", self.run_id, result.error)
+
+    def _note_outages(self) -> None:
+        """The outages the run rode out, in its record: its writes were late, not lost."""
+        if self.backlog.met:
+            self.details.store_outages = list(self.backlog.met)
+            self.history.update_run(self.run_id, details=self.details)
 
     def _on_event(self, event: str, phase: Any, step: Any) -> None:
         if event == "phase-start" and phase.name in STOPPING_PHASES:
