@@ -111,8 +111,10 @@ def recover_cmd(
     """Finish the job of a run that died: a drill is rolled back and verified against the
     snapshot taken before it; an incident is reported, then completed (--complete), held
     (--hold) or, stopped before its DNS switch, abandoned (--fail-back) as the operator
-    chooses; a failback is undone before its DNS switch and completed after it. Safe to run
-    again."""
+    chooses; a failback is undone before its DNS switch and completed after it. A change
+    missing from the journal (lost by a store without durable commits) is undone from the
+    snapshot before the run, and the output says so. What runs on this machine left in their
+    write-ahead files while the store was out is written back first. Safe to run again."""
     # The takeover, and the SDKs under it, load only when a run is recovered.
     from drills.takeover.recover import RecoverStatus, pick_run, plan_of, recover
 

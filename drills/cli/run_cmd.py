@@ -158,7 +158,10 @@ def run(
     db: DbUrl = None,
 ) -> None:
     """Run a minimum-takeover drill (or a real incident takeover, or the failback after one)
-    and print its report."""
+    and print its report. If the history store stops answering mid-run, a drill rolls back
+    and an incident goes on; both keep their journal in a local write-ahead file
+    (DRILLS_STATE_DIR) and write it back when the store answers. A PostgreSQL store without
+    durable commits is refused unless DRILLS_ALLOW_NONDURABLE_STORE=1."""
     _check_mode(mode, force_unfenced)
     plan = load_plan_or_exit(plan_path)
     history = open_history(db)
@@ -236,7 +239,7 @@ def _execute(
 ) -> DrillResult:
     """Run the drill with the live view; returns its result."""
     from drills.errors import RunRefused
-    from drills.store.outage import is_store_outage
+    from drills.store.outage import is_store_outage, outage_text
     from drills.takeover.cancellation import cancel_on_signals
     from drills.takeover.drill import Drill
     from drills.takeover.failback import Failback
@@ -257,7 +260,7 @@ def _execute(
     except Exception as exc:  # before the first change: nothing to undo, one line
         if not is_store_outage(exc):
             raise
-        err.print(Text(f"refused: the history store does not answer: {exc.__cause__ or exc}",
+        err.print(Text(f"refused: the history store does not answer ({outage_text(exc)})",
                        style="bold red"))  # fmt: skip
         raise typer.Exit(EXIT_REFUSED) from None
     return result

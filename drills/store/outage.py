@@ -30,6 +30,14 @@ def is_store_outage(exc: BaseException) -> bool:
     return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
 
 
+def outage_text(exc: BaseException) -> str:
+    """The store's own one-line reason (the driver's message), without SQLAlchemy's
+    statement and parameters."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {lines[0] if lines else ''}"
+
+
 def nondurable_settings(engine: Engine) -> list[str]:
     """The settings, as ``name=value``, under which the store may lose acknowledged
     commits in a crash; empty for a durable store (and for SQLite, whose committed
@@ -63,4 +71,5 @@ __all__ = [
     "nondurable_allowed",
     "nondurable_message",
     "nondurable_settings",
+    "outage_text",
 ]

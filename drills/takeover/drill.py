@@ -193,6 +193,7 @@ class Drill:
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
+        self._store_ready()
         self._refuse_at_dr()
         if self.request.dry_run:  # changes nothing: needs no lease, blocks nobody
             yield
@@ -206,11 +207,15 @@ class Drill:
                 raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
             yield
 
-    def _refuse_at_dr(self) -> None:
-        """A takeover starts from the primary; a plan serving from DR goes home first."""
+    def _store_ready(self) -> None:
+        """A store that keeps what it acknowledges (an incident is only warned), and the
+        records runs here left in their write-ahead files during an outage written back."""
         if not self.request.dry_run:
             refuse_nondurable(self.history, incident=self.request.mode == Mode.INCIDENT)
-            replay_left(self.history, self.local_dir)  # runs that ended during an outage
+            replay_left(self.history, self.local_dir)
+
+    def _refuse_at_dr(self) -> None:
+        """A takeover starts from the primary; a plan serving from DR goes home first."""
         if self.request.mode == Mode.FAILBACK:
             return
         refusal = serving_from_dr_refusal(self.history, self.plan.name)
@@ -614,32 +619,14 @@ class Drill:
         )  # fmt: skip
 
     def _record_kept(self, result: DrillResult, *, finished: bool) -> None:
-        """Wait for the store to take the run's writes; past the wait, the final status and
-        error stay in the write-ahead file, and the result says where."""
-        try:
-            if self.backlog.drain(self.request.store_wait_s):
-                self.journal.settled()
-                self._note_outages()
-                return
-        finally:
-            self.backlog.close()
-        kept = self.journal.keep_final(result.status, result.error, finished=finished)
-        where = (
-            f"it waits in {self.journal.path}, written back by the next `drills run` or "
-            "`drills recover` here" if kept else "and no local file could keep it"
+        """The store has the run's record, or the result says where it waits."""
+        unwritten = self.journal.settle(
+            self.details, result.status, result.error, finished=finished,
+            wait_s=self.request.store_wait_s,
         )  # fmt: skip
-        result.error = (
-            f"{result.error + '; ' if result.error else ''}the history store did not answer "
-            f"for {self.request.store_wait_s:.0f}s after the run ended ({self.backlog.outage}): "
-            f"its record is not in the store; {where}"
-        )
-        log.error("run %s: %s", self.run_id, result.error)
-
-    def _note_outages(self) -> None:
-        """The outages the run rode out, in its record: its writes were late, not lost."""
-        if self.backlog.met:
-            self.details.store_outages = list(self.backlog.met)
-            self.history.update_run(self.run_id, details=self.details)
+        if unwritten:
+            result.error = f"{result.error + '; ' if result.error else ''}{unwritten}"
+            log.error("run %s: %s", self.run_id, result.error)
 
     def _on_event(self, event: str, phase: Any, step: Any) -> None:
         if event == "phase-start" and phase.name in STOPPING_PHASES:

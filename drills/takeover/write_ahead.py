@@ -35,6 +35,8 @@ from sqlalchemy.orm import Session
 
 from drills.errors import DrillError, RunRefused
 from drills.store.chain import Sealer
+from drills.store.clock import database_now
+from drills.store.details import RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState, RunStatus
 from drills.store.outage import (
@@ -42,8 +44,10 @@ from drills.store.outage import (
     nondurable_allowed,
     nondurable_message,
     nondurable_settings,
+    outage_text,
 )
 from drills.takeover.journal import Change, Journal
+from drills.takeover.lease import current, holder_is_dead
 
 log = logging.getLogger("drills.takeover.write_ahead")
 
@@ -136,7 +140,7 @@ class Backlog:
 
     def _out(self, exc: BaseException) -> None:
         first = self.outage is None
-        self.outage = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        self.outage = outage_text(exc)
         if not first:
             return
         self._out_since = (dt.datetime.now(dt.UTC), time.monotonic())
@@ -217,15 +221,38 @@ class WriteAheadJournal(Journal):
         with self._lock:
             return [self._changes[seq] for seq in sorted(self._changes)]
 
-    def keep_final(self, status: RunStatus, error: str | None, *, finished: bool) -> bool:
-        """Leave the run's final status and error in the file, for the next drills on this
-        machine to write back; False when the file cannot be written either."""
+    def settle(
+        self,
+        details: RunDetails,
+        status: RunStatus,
+        error: str | None,
+        *,
+        finished: bool,
+        wait_s: float,
+    ) -> str | None:
+        """After the run's final record is queued: wait up to ``wait_s`` for the store to
+        take every write, then note the outages the run rode out in its details. Past the
+        wait, leave the final status and error in the file, for the next drills on this
+        machine to write back; returns what the run's error must then say."""
+        try:
+            if self.backlog.drain(wait_s):
+                self.path.unlink(missing_ok=True)  # all in the store: the file did its job
+                if self.backlog.met:  # its writes were late, not lost
+                    details.store_outages = list(self.backlog.met)
+                    self.store.update_run(self.run_id, details=details)
+                return None
+        finally:
+            self.backlog.close()
         self._append({"op": "finish", "status": str(status), "error": error, "finished": finished})
-        return self.file_error is None
-
-    def settled(self) -> None:
-        """Everything is in the store: the file has done its job."""
-        self.path.unlink(missing_ok=True)
+        where = (
+            f"it waits in {self.path}, written back by the next `drills run` or `drills "
+            "recover` on this machine" if self.file_error is None
+            else "and no local file could keep it"
+        )  # fmt: skip
+        return (
+            f"the history store did not answer for {wait_s:.0f}s after the run ended "
+            f"({self.backlog.outage}): its record is not in the store; {where}"
+        )
 
     def _keep(self, op: dict[str, Any], write: Write) -> None:
         self._append(op)
@@ -275,13 +302,24 @@ def replay_left(store: HistoryStore, directory: Path) -> list[str]:
     done: list[str] = []
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         run_id = path.stem
-        if store.get_run(run_id) is None:
+        run = store.get_run(run_id)
+        if run is None:
             continue  # another store's run: not ours to write
+        if _still_running(store, run.plan, run_id):
+            continue  # its own process keeps the file, and writes it back itself
         _replay(store, run_id, path)
         path.unlink(missing_ok=True)
         done.append(run_id)
         log.warning("run %s: its write-ahead file was written back to the store", run_id)
     return done
+
+
+def _still_running(store: HistoryStore, plan: str, run_id: str) -> bool:
+    """The run holds its plan's lease, renewed by a process that is alive."""
+    held = current(store, plan)
+    if held is None or held.run_id != run_id:
+        return False
+    return held.expires_at > database_now(store) and not holder_is_dead(held.holder)
 
 
 def _replay(store: HistoryStore, run_id: str, path: Path) -> None:

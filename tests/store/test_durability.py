@@ -1,6 +1,7 @@
 """A PostgreSQL store that may lose acknowledged commits is refused before a takeover's
 first change, unless allowed explicitly; an incident goes on, warned loudly. The session's
-server runs so on purpose (fsync and synchronous_commit off), which makes it the case."""
+server runs so on purpose (fsync and synchronous_commit off), which makes it the case. And a
+store that does not answer at all stops `drills run` in one line."""
 
 from __future__ import annotations
 
@@ -74,3 +75,16 @@ def test_an_incident_goes_on_warned_and_the_override_allows_a_drill(
     with caplog.at_level(logging.WARNING, logger="drills.takeover.write_ahead"):
         refuse_nondurable(pg_store, incident=False)
     assert [r.getMessage() for r in caplog.records if "(allowed)" in r.getMessage()]
+
+
+def test_a_store_that_does_not_answer_stops_a_run_in_one_line(
+    closed_port: str, tmp_path: Path
+) -> None:
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(offline_lab_plan_data(), sort_keys=False))
+    out = drills_cli(
+        "run", str(plan_file), "--yes", db=f"postgresql+psycopg://drills@{closed_port}/x"
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "the history store does not answer (OperationalError: connection" in out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
