@@ -305,9 +305,11 @@ def replay_left(store: HistoryStore, directory: Path) -> list[str]:
         run = store.get_run(run_id)
         if run is None:
             continue  # another store's run: not ours to write
-        if _still_running(store, run.plan, run_id):
+        ops = _read(path)
+        ended = any(op["op"] == "finish" for op in ops)
+        if not ended and _still_running(store, run.plan, run_id):
             continue  # its own process keeps the file, and writes it back itself
-        _replay(store, run_id, path)
+        _replay(store, run_id, ops)
         path.unlink(missing_ok=True)
         done.append(run_id)
         log.warning("run %s: its write-ahead file was written back to the store", run_id)
@@ -322,20 +324,27 @@ def _still_running(store: HistoryStore, plan: str, run_id: str) -> bool:
     return held.expires_at > database_now(store) and not holder_is_dead(held.holder)
 
 
-def _replay(store: HistoryStore, run_id: str, path: Path) -> None:
+def _read(path: Path) -> list[dict[str, Any]]:
+    ops = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            ops.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut short by the crash that left the file
+    return ops
+
+
+def _replay(store: HistoryStore, run_id: str, ops: list[dict[str, Any]]) -> None:
     """Only what the store does not have yet: an entry it lacks, a state newer than the
     one it holds. A `drills recover` run elsewhere since then is never written over."""
     journal = Journal(store, run_id)
     final: dict[str, Any] | None = None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            op = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut short by the crash that left the file
+    for op in ops:
         if op["op"] == "finish":
             final = op
         else:
-            store.write(partial(_replay_op, journal, op=op, at=dt.datetime.fromisoformat(op["at"])))
+            at = dt.datetime.fromisoformat(op["at"])
+            store.write(partial(_replay_op, journal, op=op, at=at))
     if final is not None:
         run = store.get_run(run_id)
         if run is not None and run.status == RunStatus.RUNNING:
