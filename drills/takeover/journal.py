@@ -5,6 +5,9 @@ A step records what it is about to change *before* it acts (state
 ``undone`` when rolled back. A crash between the two leaves a ``pending``
 entry: recovery treats it as possibly applied and undoes it, which is safe
 because every undo restores the recorded original and is idempotent.
+
+The run that makes the changes keeps its journal through a store outage
+(drills.takeover.write_ahead); `drills recover` and readers use this one, on the store.
 """
 
 from __future__ import annotations
@@ -57,8 +60,8 @@ class Journal:
                 select(func.max(JournalEntry.seq)).where(JournalEntry.run_id == self.run_id)
             )
             seq = (last or 0) + 1
-            self.write_entry(s, sealer, Change(seq, kind, target, original, intended,
-                                        EntryState.PENDING), now)  # fmt: skip
+            change = Change(seq, kind, target, original, intended, EntryState.PENDING)
+            self.write_entry(s, sealer, change, now)
             return seq
 
         with self._lock:
