@@ -19,16 +19,13 @@ from drills.store.outage import ALLOW_NONDURABLE_ENV, nondurable_settings
 from drills.takeover.drill import Drill, DrillRequest
 from drills.takeover.write_ahead import refuse_nondurable
 from tests.support.drill import drills_cli, offline_lab_plan_data
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, store_on
 
 
 @pytest.fixture()
 def pg_store(postgres: PostgresServer) -> Iterator[HistoryStore]:
-    url = postgres.create_database()
-    store = HistoryStore(url)
-    yield store
-    store.close()
-    postgres.drop_database(url)
+    with store_on(postgres) as store:
+        yield store
 
 
 def test_each_setting_that_loses_commits_is_named(

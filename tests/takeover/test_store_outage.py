@@ -14,7 +14,6 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from drills.lab.runtime import LabInfo
@@ -23,8 +22,8 @@ from drills.store.kinds import EntryState, Mode, RunStatus
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest, DrillResult
 from drills.takeover.recover import RecoverError, RecoverStatus, pick_run, plan_of, recover
 from drills.takeover.write_ahead import STATE_DIR_ENV, write_ahead_file
-from tests.support.drill import back_to_normal, lab_plan, snapshot
-from tests.support.postgres import PostgresServer, unstarted_server
+from tests.support.drill import back_to_normal, lab_plan, serving, snapshot
+from tests.support.postgres import PostgresServer, store_on, unstarted_server
 from tests.support.rawdb import RawDatabase
 from tests.support.services import own_lab
 
@@ -49,11 +48,21 @@ def own_postgres() -> Iterator[PostgresServer]:
 
 @pytest.fixture()
 def pg_history(own_postgres: PostgresServer) -> Iterator[HistoryStore]:
-    url = own_postgres.create_database()
-    store = HistoryStore(url)
-    yield store
-    store.close()
-    own_postgres.drop_database(url)
+    with store_on(own_postgres) as store:
+        yield store
+
+
+@pytest.fixture()
+def state(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Where the runs of the test keep their write-ahead files."""
+    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+@pytest.fixture()
+def pg_outage(own_postgres: PostgresServer) -> Outage:
+    """The server stopped as the bring-up starts, started again OUTAGE_S later."""
+    return Outage(own_postgres.halt, own_postgres.resume, OUTAGE_S)
 
 
 class Outage:
@@ -101,36 +110,23 @@ def run(
         return drill, drill.run()
 
 
-def serving(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def test_a_drill_meeting_a_postgres_outage_rolls_back_and_its_record_is_written_back(
-    outage_lab: LabInfo,
-    pg_history: HistoryStore,
-    own_postgres: PostgresServer,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
+    outage_lab: LabInfo, pg_history: HistoryStore, pg_outage: Outage, state: Path
 ) -> None:
     """The store stays out past the run's wait: the record waits in the write-ahead file,
     and the next `drills recover` here writes it back."""
-    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path / "state"))
     plan = lab_plan(outage_lab)
     before = snapshot(plan)
-    outage = Outage(own_postgres.halt, own_postgres.resume, OUTAGE_S)
-    _, result = run(outage_lab, pg_history, outage, Mode.DRILL, store_wait_s=1.0)
+    _, result = run(outage_lab, pg_history, pg_outage, Mode.DRILL, store_wait_s=1.0)
 
     assert result.status == RunStatus.ROLLED_BACK, result.error
     assert "history store does not answer" in (result.error or "")
     assert result.drift == {} and snapshot(plan) == before
     assert serving(outage_lab.endpoints["primary"]) and not serving(outage_lab.endpoints["dr"])
-    kept = write_ahead_file(tmp_path / "state", result.run_id)
+    kept = write_ahead_file(state, result.run_id)
     assert str(kept) in (result.error or "") and kept.exists()
 
-    outage.ended.wait(OUTAGE_S + 30)
+    pg_outage.ended.wait(OUTAGE_S + 30)
     stored = pg_history.get_run(result.run_id)
     assert stored is not None and stored.status == RunStatus.RUNNING  # the store as it was left
     # The next recover here writes the file back first: the run is then finished.
@@ -147,16 +143,10 @@ def test_a_drill_meeting_a_postgres_outage_rolls_back_and_its_record_is_written_
 
 
 def test_an_incident_reaches_service_through_a_postgres_outage_and_replays_its_journal(
-    outage_lab: LabInfo,
-    pg_history: HistoryStore,
-    own_postgres: PostgresServer,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
+    outage_lab: LabInfo, pg_history: HistoryStore, pg_outage: Outage, state: Path
 ) -> None:
-    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path / "state"))
     plan = lab_plan(outage_lab)
-    outage = Outage(own_postgres.halt, own_postgres.resume, OUTAGE_S)
-    _, result = run(outage_lab, pg_history, outage, Mode.INCIDENT)
+    _, result = run(outage_lab, pg_history, pg_outage, Mode.INCIDENT)
     try:
         assert result.status == RunStatus.SUCCEEDED, result.error
         assert serving(outage_lab.endpoints["dr"]) and not serving(outage_lab.endpoints["primary"])
@@ -169,7 +159,7 @@ def test_an_incident_reaches_service_through_a_postgres_outage_and_replays_its_j
         journal = pg_history.journal(result.run_id)
         assert any(e.target.startswith("dr/") for e in journal)
         assert {e.state for e in journal} == {EntryState.APPLIED}
-        assert not write_ahead_file(tmp_path / "state", result.run_id).exists()
+        assert not write_ahead_file(state, result.run_id).exists()
     finally:
         back_to_normal(plan, pg_history, result.run_id)
 
@@ -226,12 +216,11 @@ def test_an_incident_reaches_service_with_its_sqlite_store_on_a_full_disk(
 
 
 def test_recover_undoes_from_the_snapshot_what_the_journal_lost(
-    outage_lab: LabInfo, pg_history: HistoryStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    outage_lab: LabInfo, pg_history: HistoryStore, state: Path
 ) -> None:
     """The journal's last entries lost, as a store without durable commits loses them in
     a crash. The run's write-ahead file on its machine puts them back; without it (recover
     on another machine), recover finds the changes they made from the snapshot before."""
-    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path / "state"))
     plan = lab_plan(outage_lab)
     before = snapshot(plan)
 
@@ -263,7 +252,7 @@ def test_recover_undoes_from_the_snapshot_what_the_journal_lost(
     assert [e.to_json() for e in pg_history.journal(drill.run_id)] == [e.to_json() for e in journal]
 
     lose_the_last_four()
-    write_ahead_file(tmp_path / "state", drill.run_id).unlink(missing_ok=True)
+    write_ahead_file(state, drill.run_id).unlink(missing_ok=True)
     run_record = pick_run(pg_history, drill.run_id, None)
     report = recover(pg_history, plan_of(run_record), run_record, deadline_s=30)
 
