@@ -24,6 +24,8 @@ from drills.lab.named import NamedServer
 from drills.lab.registry import RegistryPair, RegistryServer
 from drills.lab.runtime import LabInfo
 from drills.store.history import HistoryStore
+from drills.store.outage import ALLOW_NONDURABLE_ENV
+from drills.takeover.write_ahead import STATE_DIR_ENV
 from tests.support.postgres import PostgresServer, unstarted_server
 from tests.support.services import (
     API_RECORD,
@@ -178,10 +180,17 @@ def closed_port() -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _history_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Nothing a test runs may write the developer's own history store."""
+    """Nothing a test runs may write the developer's own history store, nor its state.
+
+    The session's PostgreSQL runs without durable commits, for speed (drills.lab.postgres):
+    the tests allow it explicitly, as an operator would (tests/store/test_durability.py
+    checks the refusal without it)."""
     url = f"sqlite:///{tmp_path_factory.mktemp('history') / 'history.db'}"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DRILLS_DB_URL", url)
+        patch.setenv(ALLOW_NONDURABLE_ENV, "1")
+        # Runs' write-ahead files (drills.takeover.write_ahead), never in the working directory.
+        patch.setenv(STATE_DIR_ENV, str(tmp_path_factory.mktemp("state")))
         yield url
 
 

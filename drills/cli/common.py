@@ -112,6 +112,14 @@ def store_guard() -> Iterator[None]:
         err_console(highlight=False, soft_wrap=True).print(Text(f"✗ {exc}", style="bold red"))
         failed = isinstance(exc, StoreUnreachableError | ChainTamperedError)
         raise typer.Exit(EXIT_FAILED if failed else EXIT_INVALID) from None
+    except Exception as exc:
+        from drills.store.outage import is_store_outage, outage_text
+
+        if not is_store_outage(exc):
+            raise
+        why = f"✗ the history store does not answer ({outage_text(exc)})"
+        err_console(highlight=False, soft_wrap=True).print(Text(why, style="bold red"))
+        raise typer.Exit(EXIT_FAILED) from None
 
 
 def exit_not_running(as_json: bool, message: str) -> NoReturn:

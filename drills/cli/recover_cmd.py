@@ -45,6 +45,11 @@ def _print(report: RecoverReport) -> None:
     console.print(state)
     if report.undone:
         console.print(Text(f"undone: {', '.join(report.undone)}"))
+    if report.from_snapshot:
+        console.print(Text(
+            f"the journal was incomplete: {', '.join(report.from_snapshot)} not in it, "
+            "undone from the snapshot before the run", style="yellow",
+        ))  # fmt: skip
     for address, diff in report.drift.items():
         console.print(Text(f"differs from before: {address}: {diff}", style="red"))
     if report.measurement is not None:
@@ -112,11 +117,14 @@ def recover_cmd(
     """Finish the job of a run that died: a drill is rolled back and verified against the
     snapshot taken before it; an incident is reported, then completed (--complete), held
     (--hold) or, stopped before its DNS switch, abandoned (--fail-back) as the operator
-    chooses; a failback is undone before its DNS switch and completed after it. Safe to run
-    again; two at once on one run are one at a time: the second is refused (exit 3) and
-    names the first, which holds the plan's lease. Exit 0 recovered, 1 recover failed,
-    2 bad input, 3 refused (the plan or a target held by another live process) or an
-    incident waiting for --complete or --hold."""
+    chooses; a failback is undone before its DNS switch and completed after it. A change
+    missing from the journal (lost by a store without durable commits) is undone from the
+    snapshot before the run, and the output says so. What runs on this machine left in their
+    write-ahead files while the store was out is written back first. Safe to run again; two
+    at once on one run are one at a time: the second is refused (exit 3) and names the
+    first, which holds the plan's lease. Exit 0 recovered, 1 recover failed, 2 bad input,
+    3 refused (the plan or a target held by another live process) or an incident waiting
+    for --complete or --hold."""
     # The takeover, and the SDKs under it, load only when a run is recovered.
     from drills.takeover.lease import LeaseHeldError
     from drills.takeover.recover import RecoverStatus, pick_run, plan_of, recover

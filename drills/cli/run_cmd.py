@@ -18,7 +18,7 @@ from rich.text import Text
 
 from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
 from drills.cli.console import err_console, out_console
-from drills.store.kinds import Mode, RunStatus
+from drills.store.kinds import Mode
 
 # The takeover and the history store (Kubernetes, boto3, SQLAlchemy under them) are imported
 # by the commands that use them, so that the rest of the CLI starts at once.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from drills.plan import DrillPlan
     from drills.store.history import HistoryStore
     from drills.store.models import DrillRun
-    from drills.takeover.drill import Approval, DrillHooks, DrillRequest
+    from drills.takeover.drill import Approval, DrillHooks, DrillRequest, DrillResult
     from drills.takeover.steps.executor import PlannedChange
     from drills.takeover.timeline import PhaseRecord, StepRecord
 
@@ -172,7 +172,10 @@ def run(
 ) -> None:
     """Run a minimum-takeover drill (or a real incident takeover, or the failback after one)
     and print its report. A refused incident or failback exits 3 and is written to the audit
-    log, as the dashboard's refusals are."""
+    log, as the dashboard's refusals are. If the history store stops answering mid-run, a
+    drill rolls back and an incident goes on; both keep their journal in a local write-ahead
+    file (DRILLS_STATE_DIR) and write it back when the store answers. A PostgreSQL store
+    without durable commits is refused unless DRILLS_ALLOW_NONDURABLE_STORE=1."""
     _check_mode(mode, force_unfenced)
     plan = load_plan_or_exit(plan_path)
     history = open_history(db)
@@ -191,9 +194,9 @@ def run(
     hooks = _hooks(view, confirm=not (yes or dry_run))
     live = not as_json and err.is_terminal
     view.echo_waits = not live
-    run_id, status = _execute(request, history, hooks, view, live=live)
-    _print_report(history, run_id, as_json=as_json)
-    if not status.succeeded:
+    result = _execute(request, history, hooks, view, live=live)
+    _print_report(history, result, as_json=as_json)
+    if not result.status.succeeded:
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -249,9 +252,10 @@ def _hooks(view: LiveView, *, confirm: bool) -> DrillHooks:
 
 def _execute(
     request: DrillRequest, history: HistoryStore, hooks: DrillHooks, view: LiveView, *, live: bool
-) -> tuple[str, RunStatus]:
-    """Run the drill with the live view; returns the run's id and final status."""
+) -> DrillResult:
+    """Run the drill with the live view; returns its result."""
     from drills.errors import RunRefused
+    from drills.store.outage import is_store_outage, outage_text
     from drills.takeover.cancellation import cancel_on_signals
     from drills.takeover.drill import Drill
     from drills.takeover.failback import Failback
@@ -270,7 +274,13 @@ def _execute(
         err.print(Text(f"refused: {exc}", style="bold red"))
         _audit_refusal(request, history, f"refused: {exc}")
         raise typer.Exit(EXIT_REFUSED) from None
-    return result.run_id, result.status
+    except Exception as exc:  # before the first change: nothing to undo, one line
+        if not is_store_outage(exc):
+            raise
+        err.print(Text(f"refused: the history store does not answer ({outage_text(exc)})",
+                       style="bold red"))  # fmt: skip
+        raise typer.Exit(EXIT_REFUSED) from None
+    return result
 
 
 def _audit_refusal(request: DrillRequest, history: HistoryStore, why: str) -> None:
@@ -293,8 +303,18 @@ def _audit_refusal(request: DrillRequest, history: HistoryStore, why: str) -> No
                    Declaration(False, why), detail)  # fmt: skip
 
 
-def _print_report(history: HistoryStore, run_id: str, *, as_json: bool) -> None:
-    stored = history.get_run(run_id)
+def _print_report(history: HistoryStore, result: DrillResult, *, as_json: bool) -> None:
+    from drills.store.outage import is_store_outage
+
+    try:
+        stored = history.get_run(result.run_id)
+    except Exception as exc:
+        if not is_store_outage(exc):
+            raise
+        # The run ended and said so in result.error; its report lives in the store.
+        err.print(Text(f"run {result.run_id} ended {result.status}: {result.error}",
+                       style="bold red"))  # fmt: skip
+        raise typer.Exit(EXIT_FAILED) from None
     assert stored is not None
     _echo_report(history, stored, as_json=as_json)
 

@@ -3,7 +3,8 @@
 The tests start one per session (initdb and start cost about two seconds) and give each test
 that wants a store a database of its own on it (CREATE DATABASE is a few tens of
 milliseconds); the benchmarks start one to measure the store on PostgreSQL. Durability is
-off: the data dies with the server anyway.
+off: the data dies with the server anyway. A takeover refuses such a store unless
+DRILLS_ALLOW_NONDURABLE_STORE=1, which the tests set (drills.store.outage).
 """
 
 from __future__ import annotations
@@ -80,12 +81,21 @@ class PostgresServer:
         if self._user:
             shutil.chown(self.root, self._user)
         self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8")
+        self.resume()
+
+    def resume(self) -> None:
+        """Start the server on its data directory (again, after halt)."""
         options = (
             f"-p {self.port} -h 127.0.0.1 -k {self.root} -c max_connections=400 "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         )
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"),
                   "-o", options, "-w", "-t", "60", "start")  # fmt: skip
+
+    def halt(self) -> None:
+        """Stop the server as an operator would (clients disconnected), keeping its data,
+        for resume to start it again: a store outage."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def stop(self) -> None:
         try:

@@ -74,6 +74,8 @@ class RecoverAttempt(_Stored):
     undone: list[str] = Field(default_factory=list)
     drift: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    # Changes missing from the journal (lost by the store), undone from the snapshot before.
+    from_snapshot: list[str] = Field(default_factory=list)
 
 
 class StuckRecord(_Stored):
@@ -151,6 +153,9 @@ class RunDetails(_Stored):
     measurement: MeasurementRecord | None = None
     forecast: ForecastRecord | None = None
     recover: list[RecoverAttempt] = Field(default_factory=list)
+    # The history store did not answer during the run (when, how long, why): the run went
+    # on from its write-ahead journal and wrote everything back once it answered.
+    store_outages: list[str] = Field(default_factory=list)
     incident: IncidentLink | None = None  # an incident or a failback: the incident record
     failback: FailbackRecord | None = None  # a failback run: downtime and the data copied back
     stuck: StuckRecord | None = None  # an incident held when a deadline passed part-way

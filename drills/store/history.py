@@ -41,6 +41,7 @@ Query = TypeVar("Query", bound=Select[Any])
 SnapshotRow = tuple[str, dt.datetime, bool, int, dict[str, Any]]
 T = TypeVar("T")
 SQLITE_WAL_WAIT_S = 10.0
+PG_CONNECT_TIMEOUT_S = 10
 CHAIN_RETRIES = 8  # writers racing for a plan's next link: each loser writes again
 
 
@@ -104,10 +105,15 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     parsed = check_store_url(url)
     if read_only:
         return _read_only_engine(url, parsed)
+    connect_args: dict[str, Any] = {}
+    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        # A server that accepts nothing (stopped by a signal, a dead route) must fail a
+        # connection in bounded time, so a run waits for it on its own terms.
+        connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
     with store_errors(url):
         if parsed.get_backend_name() == "sqlite" and parsed.database:
             Path(parsed.database).parent.mkdir(exist_ok=True)  # .drills/ of the default
-        engine = create_engine(url, future=True)
+        engine = create_engine(url, future=True, connect_args=connect_args)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine

@@ -38,7 +38,6 @@ from drills.store.models import DrillRun
 from drills.store.serving import serving_from_dr_refusal
 from drills.takeover.cancellation import cancel_run
 from drills.takeover.forecasted import forecast_record
-from drills.takeover.journal import Journal
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
 from drills.takeover.live import LiveTimeline
 from drills.takeover.measure import Measurement, measure
@@ -49,6 +48,14 @@ from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
 from drills.takeover.stuck import hold_stuck, transient
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline, utc_now
+from drills.takeover.write_ahead import (
+    Backlog,
+    WriteAheadJournal,
+    refuse_nondurable,
+    replay_left,
+    state_dir,
+    write_ahead_file,
+)
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.drill")
@@ -89,6 +96,9 @@ class DrillRequest:
     flow_run_id: str | None = None
     plan_path: str | None = None  # kept in the run record, so `drills recover` can reload it
     lease_s: float = LEASE_S
+    # How long a run that ended waits for a history store that does not answer, to write
+    # its record; past it, the record waits in the run's write-ahead file.
+    store_wait_s: float = 600.0
 
     def __post_init__(self) -> None:
         # Callers outside typed code (a flow's parameters, a test) may give the plain word.
@@ -153,8 +163,17 @@ class Drill:
         self.hooks = hooks or DrillHooks()
         self.run_id = request.run_id or uuid.uuid4().hex[:12]
         self.timeline = Timeline(self._on_event)
-        self.live = LiveTimeline(history, self.run_id, self.timeline)
-        self.journal = Journal(history, self.run_id)
+        self.live = LiveTimeline(
+            history, self.run_id, self.timeline, store_out=lambda: self.backlog.outage is not None
+        )
+        # Kept in memory and in a local file too: a store outage never loses it (write_ahead).
+        self.backlog = Backlog(self.run_id)
+        self.local_dir = state_dir(history.url)
+        self.journal = WriteAheadJournal(
+            history, self.run_id, self.backlog, write_ahead_file(self.local_dir, self.run_id),
+            halt=self._halts_on_outage,
+        )  # fmt: skip
+        self._undoing = False  # a drill's undo goes on through a store outage
         self.t0: dt.datetime | None = None
         self.readiness: ReadinessReport | None = None
         self.stopping: str | None = None  # why the run is undoing itself, once it is
@@ -179,6 +198,7 @@ class Drill:
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
+        self._store_ready()
         self._refuse_at_dr()
         if self.request.dry_run:  # changes nothing: needs no lease, blocks nobody
             yield
@@ -191,6 +211,13 @@ class Drill:
             if unfinished:
                 raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
             yield
+
+    def _store_ready(self) -> None:
+        """A store that keeps what it acknowledges (an incident is only warned), and the
+        records runs here left in their write-ahead files during an outage written back."""
+        if not self.request.dry_run:
+            refuse_nondurable(self.history, incident=self.request.mode == Mode.INCIDENT)
+            replay_left(self.history, self.local_dir)
 
     def _refuse_at_dr(self) -> None:
         """A takeover starts from the primary; a plan serving from DR goes home first."""
@@ -317,7 +344,7 @@ class Drill:
                 return {}
         # Durable before the first change: `drills recover` and a failback verify against it.
         self.details.snapshot_before = before
-        self.history.update_run(self.run_id, details=self.details)
+        self._update(details=self.details)
         return before if self.request.mode == Mode.DRILL else {}
 
     def _incident_snapshot(self, ctx: PhaseContext) -> Snapshot:
@@ -406,6 +433,7 @@ class Drill:
             return self.hooks.run_phase(name, body)
 
     def _failback(self, ctx: PhaseContext) -> None:
+        self._undoing = True
         safe_rollback(ctx.executor, self.plan, self.timeline)
         wait_primary_serves(self.plan, self.timeline, deadline_s=self.request.tier_deadline_s)
 
@@ -451,7 +479,7 @@ class Drill:
                     self._readiness(step)
                     step.evidence["beside_takeover"] = True
                 assert self.readiness is not None
-                self.history.update_run(self.run_id, readiness=self.readiness.to_json())
+                self._update(readiness=self.readiness.to_json())
             except Exception:  # recorded in its step; an incident goes on without it
                 log.error("run %s: readiness checks failed", self.run_id, exc_info=True)
 
@@ -474,7 +502,7 @@ class Drill:
         with self.timeline.phase("declare"), self.timeline.step("record T0") as step:
             self.t0 = self.request.declared_at or utc_now()
             step.evidence = {"t0": self.t0.isoformat(), "declared": bool(self.request.declared_at)}
-            self.history.update_run(self.run_id, t0=self.t0)
+            self._update(t0=self.t0)
 
     def _approve(self) -> None:
         if not self.plan.approval.required:
@@ -503,7 +531,7 @@ class Drill:
     def _measure(self, ctx: PhaseContext) -> Measurement:
         assert self.t0 is not None
         restored: dt.datetime = ctx.facts["restored_at"]
-        self.history.update_run(self.run_id, restored_at=restored)
+        self._update(restored_at=restored)
         return measure(
             self.plan,
             t0=self.t0,
@@ -528,6 +556,7 @@ class Drill:
 
     def _rollback(self, ctx: PhaseContext, before: Snapshot, error: str) -> DrillResult:
         self.stopping = error
+        self._undoing = True
         try:
             with self.timeline.phase("rollback"):
                 safe_rollback(ctx.executor, self.plan, self.timeline)
@@ -541,6 +570,15 @@ class Drill:
         return self._result(status, None, drift=drift, error=error)
 
     # -- records -----------------------------------------------------------------
+    def _halts_on_outage(self) -> bool:
+        """A store that does not answer stops a drill going forward; an incident goes on
+        toward service, and an undo goes on to its end."""
+        return self.request.mode == Mode.DRILL and not self._undoing
+
+    def _update(self, **fields: Any) -> None:
+        """Write some of the run's fields, now or, while the store is out, once it is back."""
+        self.backlog.submit(partial(self.history.update_run, self.run_id, **fields))
+
     def _result(
         self,
         status: RunStatus,
@@ -585,8 +623,7 @@ class Drill:
         if m is not None:
             self.details.measurement = m.record()
             self.details.forecast = forecast_record(self.readiness, m.rto_seconds)
-        self.history.update_run(
-            self.run_id,
+        self._update(
             status=result.status,
             verdict=result.verdict,
             finished_at=None if left else utc_now(),
@@ -598,11 +635,22 @@ class Drill:
             details=self.details,
             error=result.error,
         )
+        self._record_kept(result, finished=not left)
         announce_finish(
             self.plan, self.run_id, self.request.mode, status=result.status,
             verdict=result.verdict, rto_s=m.rto_seconds if m else None,
             rpo_s=m.rpo_seconds if m else {}, error=result.error, dry_run=self.request.dry_run,
         )  # fmt: skip
+
+    def _record_kept(self, result: DrillResult, *, finished: bool) -> None:
+        """The store has the run's record, or the result says where it waits."""
+        unwritten = self.journal.settle(
+            self.details, result.status, result.error, finished=finished,
+            wait_s=self.request.store_wait_s,
+        )  # fmt: skip
+        if unwritten:
+            result.error = f"{result.error + '; ' if result.error else ''}{unwritten}"
+            log.error("run %s: %s", self.run_id, result.error)
 
     def _on_event(self, event: str, phase: Any, step: Any) -> None:
         if event == "phase-start" and phase.name in STOPPING_PHASES:

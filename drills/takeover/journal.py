@@ -5,6 +5,9 @@ A step records what it is about to change *before* it acts (state
 ``undone`` when rolled back. A crash between the two leaves a ``pending``
 entry: recovery treats it as possibly applied and undoes it, which is safe
 because every undo restores the recorded original and is idempotent.
+
+The run that makes the changes keeps its journal through a store outage
+(drills.takeover.write_ahead); `drills recover` and readers use this one, on the store.
 """
 
 from __future__ import annotations
@@ -57,37 +60,44 @@ class Journal:
                 select(func.max(JournalEntry.seq)).where(JournalEntry.run_id == self.run_id)
             )
             seq = (last or 0) + 1
-            s.add(
-                JournalEntry(
-                    run_id=self.run_id,
-                    seq=seq,
-                    kind=kind,
-                    target=target,
-                    original=original,
-                    intended=intended,
-                    state=EntryState.PENDING,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
-            sealer.seal_journal(self.run_id, seq)  # in the chain before the change is made
+            change = Change(seq, kind, target, original, intended, EntryState.PENDING)
+            self.write_entry(s, sealer, change, now)
             return seq
 
         with self._lock:
             return self.store.write(write)
 
     def mark(self, seq: int, state: EntryState) -> None:
-        def write(s: Session, sealer: Sealer) -> None:
-            entry = s.scalars(
-                select(JournalEntry).where(
-                    JournalEntry.run_id == self.run_id, JournalEntry.seq == seq
-                )
-            ).one()
-            entry.state = state
-            entry.updated_at = dt.datetime.now(dt.UTC)
-            sealer.seal_journal(self.run_id, seq)  # each state is a link of its own
+        now = dt.datetime.now(dt.UTC)
+        self.store.write(lambda s, sealer: self.write_state(s, sealer, seq, state, now))
 
-        self.store.write(write)
+    def write_entry(self, s: Session, sealer: Sealer, change: Change, at: dt.datetime) -> None:
+        """Add an entry, or make the one of its seq say the same (a write whose commit
+        the store made but never confirmed, written again)."""
+        entry = self.entry(s, change.seq)
+        if entry is None:
+            entry = JournalEntry(run_id=self.run_id, seq=change.seq, created_at=at)
+            s.add(entry)
+        entry.kind, entry.target, entry.state = change.kind, change.target, change.state
+        entry.original, entry.intended, entry.updated_at = change.original, change.intended, at
+        s.flush()
+        sealer.seal_journal(self.run_id, change.seq)  # in the chain before the change is made
+
+    def write_state(
+        self, s: Session, sealer: Sealer, seq: int, state: EntryState, at: dt.datetime
+    ) -> None:
+        entry = self.entry(s, seq)
+        if entry is None:
+            raise KeyError(f"run {self.run_id} has no journal entry {seq}")
+        entry.state = state
+        entry.updated_at = at
+        sealer.seal_journal(self.run_id, seq)  # each state is a link of its own
+
+    def entry(self, s: Session, seq: int) -> JournalEntry | None:
+        query = select(JournalEntry).where(
+            JournalEntry.run_id == self.run_id, JournalEntry.seq == seq
+        )
+        return s.scalars(query).one_or_none()
 
     def changes(self) -> list[Change]:
         return [

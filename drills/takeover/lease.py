@@ -34,6 +34,7 @@ from drills.plan.claims import Claim
 from drills.store.clock import database_now
 from drills.store.history import HistoryStore, rows_matched
 from drills.store.models import DrillRun, Lease, TargetLease
+from drills.store.outage import is_store_outage
 
 log = logging.getLogger("drills.takeover.lease")
 
@@ -353,11 +354,19 @@ class PlanLease:
     ) -> None:
         self._stop.set()
         self._thread.join(5)
-        if _unfinished(self.store, self.run_id) is None:
-            release_targets(self.store, self.holder)
-        else:  # ended part-way: its targets stay held for it until `drills recover`
-            lapse_targets(self.store, self.holder)
-        release(self.store, self.plan, self.holder)
+        try:
+            if _unfinished(self.store, self.run_id) is None:
+                release_targets(self.store, self.holder)
+            else:  # ended part-way: its targets stay held for it until `drills recover`
+                lapse_targets(self.store, self.holder)
+            release(self.store, self.plan, self.holder)
+        except Exception as failed:
+            if not is_store_outage(failed):
+                raise
+            # The run's own end is what matters; the lease expires by itself, and its
+            # targets stay held while the run's record says it is unfinished.
+            log.error("run %s: the history store does not answer; the lease of %s is left "
+                      "to expire (%s)", self.run_id, self.plan, failed)  # fmt: skip
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from drills.store.history import HistoryStore
 from drills.takeover.timeline import Timeline
@@ -20,8 +21,17 @@ CLOSE_WAIT_S = 5.0
 
 
 class LiveTimeline:
-    def __init__(self, history: HistoryStore, run_id: str, timeline: Timeline) -> None:
+    def __init__(
+        self,
+        history: HistoryStore,
+        run_id: str,
+        timeline: Timeline,
+        store_out: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.history = history
+        # While the store is known not to answer, the live view waits: the final record
+        # carries the whole timeline anyway, and a try would only hold up a phase.
+        self.store_out = store_out
         self.run_id = run_id
         self.timeline = timeline
         self._lock = threading.Lock()  # one write at a time, each of the newest timeline
@@ -67,7 +77,7 @@ class LiveTimeline:
 
     def _write(self) -> None:
         with self._lock:
-            if self._closed:
+            if self._closed or self.store_out():
                 return
             self.history.update_run(self.run_id, timeline=self.timeline.to_json())
 

@@ -50,6 +50,7 @@ from drills.store.models import DrillRun
 from drills.takeover.failback import close_incident
 from drills.takeover.journal import Journal
 from drills.takeover.lease import LeaseHeldError, PlanLease, holder_role
+from drills.takeover.lost_changes import journal_lost_changes
 from drills.takeover.measure import Measurement, measure
 from drills.takeover.recover_failback import failback_action, recover_failback
 from drills.takeover.snapshot import differences, take
@@ -60,6 +61,7 @@ from drills.takeover.steps.phases import PhaseContext
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import resume
 from drills.takeover.timeline import Timeline, utc_now
+from drills.takeover.write_ahead import replay_left, state_dir
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.recover")
@@ -119,6 +121,8 @@ class RecoverReport:
     timeline: Timeline = field(default_factory=Timeline)
     # An incident completed here: its RTO, from the T0 it was declared at.
     measurement: Measurement | None = None
+    # Changes the journal had lost, undone from the snapshot before the run instead.
+    from_snapshot: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -133,6 +137,7 @@ class RecoverReport:
             "drift": self.drift,
             "error": self.error,
             "rto_seconds": self.measurement.rto_seconds if self.measurement else None,
+            "from_snapshot": self.from_snapshot,
         }
 
 
@@ -140,8 +145,10 @@ def pick_run(history: HistoryStore, run_id: str | None, plan: str | None) -> Dri
     """The run by id (or unique prefix), or the newest unfinished run of a plan.
 
     Never a dry run, nor a run that finished by itself: only one left unfinished, or one
-    a recover finished (an incident held may be completed later).
+    a recover finished (an incident held may be completed later). What runs on this machine
+    left in their write-ahead files during a store outage is written back first.
     """
+    replay_left(history, state_dir(history.url))
     if run_id:
         run = history.find_run(run_id)
         if run is None:
@@ -309,6 +316,7 @@ def _roll_back(
     run: DrillRun,
     deadline_s: float,
 ) -> None:
+    _fill_from_snapshot(report, executor, plan, run)
     undone = safe_rollback(executor, plan, report.timeline, deadline_s=deadline_s)
     report.undone = [c.target for c in undone]
     wait_primary_serves(plan, report.timeline, deadline_s=deadline_s)
@@ -321,6 +329,30 @@ def _roll_back(
         report.drift = differences(before, now)
         step.evidence = {"against": against, "differences": report.drift}
         step.result = "identical" if not report.drift else f"{len(report.drift)} difference(s)"
+
+
+def _fill_from_snapshot(
+    report: RecoverReport, executor: ChangeExecutor, plan: DrillPlan, run: DrillRun
+) -> None:
+    """A journal that lost its last entries (a store that did not make its commits
+    durable) is completed from the snapshot before the run, and the report says so."""
+    before = run.details.snapshot_before
+    if not before:
+        return
+    with report.timeline.step("journal against the snapshot before the run") as step:
+        report.from_snapshot = journal_lost_changes(plan, executor.journal, executor.targets,
+                                                    before)  # fmt: skip
+        step.evidence = {"not_in_journal": report.from_snapshot}
+        step.result = "complete" if not report.from_snapshot else _incomplete(report)
+    if report.from_snapshot:
+        log.warning("run %s: %s", run.id, _incomplete(report))
+
+
+def _incomplete(report: RecoverReport) -> str:
+    return (
+        f"the journal is incomplete: {len(report.from_snapshot)} change(s) not in it "
+        f"({', '.join(report.from_snapshot)}); undone from the snapshot before the run"
+    )
 
 
 def _state_before(
@@ -412,7 +444,7 @@ def _record(history: HistoryStore, run: DrillRun, report: RecoverReport) -> None
     status = RunStatus(report.status)
     attempt = RecoverAttempt(
         at=utc_now(), action=report.action, status=status, undone=report.undone,
-        drift=report.drift, error=report.error,
+        drift=report.drift, error=report.error, from_snapshot=report.from_snapshot,
     )  # fmt: skip
     # As it stands now: the recover may have written to it (a failback closing its incident).
     run = history.get_run(run.id) or run

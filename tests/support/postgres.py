@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from drills.lab.postgres import PostgresServer, find_postgres_bin_dir
+from drills.store.history import HistoryStore
 from tests.support.services import require_system_binary
 
 
@@ -15,4 +18,16 @@ def unstarted_server() -> PostgresServer:
     return PostgresServer(bin_dir=bin_dir)
 
 
-__all__ = ["PostgresServer", "unstarted_server"]
+@contextmanager
+def store_on(server: PostgresServer) -> Iterator[HistoryStore]:
+    """A history store in a new database of ``server``, dropped afterwards."""
+    url = server.create_database()
+    store = HistoryStore(url)
+    try:
+        yield store
+    finally:
+        store.close()
+        server.drop_database(url)
+
+
+__all__ = ["PostgresServer", "store_on", "unstarted_server"]
