@@ -112,6 +112,7 @@ __all__ = [
     "plan_digest",
     "plan_from_text",
     "plan_schema",
+    "plan_schema_text",
     "plan_warnings",
 ]
 
@@ -428,6 +429,11 @@ def _nearest(positions: dict[Loc, Position], loc: Loc) -> Position | None:
 def plan_schema() -> dict[str, Any]:
     """The JSON Schema of a plan file, for editors and for `drills plan schema`."""
     return DrillPlan.model_json_schema()
+
+
+def plan_schema_text() -> str:
+    """The schema as `drills plan schema` prints it and docs/schema/plan.schema.json holds it."""
+    return json.dumps(plan_schema(), indent=2, sort_keys=False) + "\n"
 
 
 def plan_digest(plan: DrillPlan) -> str:
