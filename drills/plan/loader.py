@@ -125,28 +125,42 @@ class DrillPlan(PlanModel):
     """A whole drill plan, as validated from YAML (see plans/gpu-platform.example.yaml)."""
 
     name: PlanName
+    """The plan's name, used by the CLI, the history store and the dashboard."""
     description: Annotated[Text, Field(max_length=4000)] = ""
+    """Free text for people: what this plan fails over and why."""
     sites: Sites
+    """The two sites: the primary that serves now and the DR site that takes over."""
     workloads: Annotated[
         tuple[Workload, ...],
         Field(min_length=1),
         unique_by("workload", key_of("namespace", "name"), "name", "workloads"),
     ]
+    """The Deployments and StatefulSets that fail over, each in a tier."""
     datasets: Annotated[
         tuple[Dataset, ...], unique_by("dataset", key_of("name"), "name", "datasets")
     ] = ()
+    """Bucket pairs replicated from the primary to DR, checked and measured for RPO."""
     secrets: SecretsPolicy = SecretsPolicy()
+    """Secrets that must exist at DR, and how old they may be."""
     dns: Dns
+    """The DNS record the takeover switches from the primary to DR."""
     objectives: Objectives
+    """The RTO and RPO a takeover is judged against."""
     smoke: Annotated[
         tuple[SmokeProbe, ...], unique_by("smoke probe", key_of("name"), "name", "smoke")
     ] = ()
+    """Probes through the DNS name that prove the service is restored."""
     schedule: Schedule | None = None
+    """When drills of this plan run (the Prefect deployment's schedule)."""
     approval: Approval = Approval()
+    """Whether a person must approve before the primary is fenced."""
     sentinel: Sentinel | None = None
+    """A small real workload kept running at DR, checked by cluster.sentinel."""
     # Where to send notifications: credential references, each to one or more Apprise URLs
     # (comma-separated), because an Apprise URL holds its service's token.
     notify: Annotated[tuple[SecretRef, ...], Field(max_length=20)] = ()
+    """Where to send notifications: credential references (env:, file:, prefect:), each
+    to one or more Apprise URLs."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
