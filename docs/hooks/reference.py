@@ -181,55 +181,49 @@ def checks_page() -> str:
     return "\n".join(lines)
 
 
+def _table_page(title: str, intro: str, header: list[str], rows: Iterable[list[str]]) -> str:
+    lines = [f"# {title}", "", intro, "", "| " + " | ".join(header) + " |"]
+    lines.append("|" + "---|" * len(header))
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
 def metrics_page() -> str:
     from drills.metrics.exporter import SPECS
 
-    lines = [
-        "# Metrics",
-        "",
+    return _table_page(
+        "Metrics",
         "Every metric that `drills metrics serve` exports, generated from its definitions. "
         "All are gauges.",
-        "",
-        "| Metric | Labels | Meaning |",
-        "|---|---|---|",
-    ]
-    for spec in SPECS:
-        labels = ", ".join(f"`{label}`" for label in spec.labels) or "none"
-        lines.append(f"| `{spec.name}` | {labels} | {_text(spec.help)} |")
-    return "\n".join(lines) + "\n"
+        ["Metric", "Labels", "Meaning"],
+        (
+            [f"`{s.name}`", ", ".join(f"`{label}`" for label in s.labels) or "none", _text(s.help)]
+            for s in SPECS
+        ),
+    )
 
 
 def events_page() -> str:
     from drills.notify.events import EventKind
 
-    lines = [
-        "# Notification events",
-        "",
+    return _table_page(
+        "Notification events",
         "Every kind of notice drills sends, generated from its definitions. Each is also "
         "emitted as a Prefect event of the name shown.",
-        "",
-        "| Kind | Prefect event | When |",
-        "|---|---|---|",
-    ]
-    for kind in EventKind:
-        lines.append(f"| `{kind.value}` | `{kind.event_name}` | {_text(kind.description)} |")
-    return "\n".join(lines) + "\n"
+        ["Kind", "Prefect event", "When"],
+        ([f"`{k.value}`", f"`{k.event_name}`", _text(k.description)] for k in EventKind),
+    )
 
 
 def exit_codes_page() -> str:
     from drills.cli.common import EXIT_CODES
 
-    lines = [
-        "# Exit codes",
-        "",
+    return _table_page(
+        "Exit codes",
         "What the exit code of every `drills` command means, generated from the CLI.",
-        "",
-        "| Code | Meaning |",
-        "|---|---|",
-    ]
-    for code, meaning in sorted(EXIT_CODES.items()):
-        lines.append(f"| {code} | {_text(meaning)} |")
-    return "\n".join(lines) + "\n"
+        ["Code", "Meaning"],
+        ([str(code), _text(meaning)] for code, meaning in sorted(EXIT_CODES.items())),
+    )
 
 
 PAGES: dict[str, Callable[[], str]] = {
