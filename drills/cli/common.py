@@ -35,11 +35,11 @@ EXIT_CODES: dict[int, str] = {
 }
 
 PlanPath = Annotated[Path, typer.Argument(metavar="PLAN", help="The drill plan (YAML).")]
-# A command's --json that is a documented, stable interface (see its README section).
+# A command's --json that is a documented, stable interface (see its page in docs/).
 StableJson = Annotated[
     bool,
     typer.Option(
-        "--json", help="Print one JSON object (the stable interface described in the README)."
+        "--json", help="Print one JSON object (the stable interface described in the docs)."
     ),
 ]
 
