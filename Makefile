@@ -8,8 +8,9 @@ DRILLS := $(BIN)/drills
 
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export STREAMLIT_BROWSER_GATHER_USAGE_STATS := false
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: help venv sysdeps lint typecheck test demo serve down lab-up lab-down lock bench screenshots clean
+.PHONY: help venv sysdeps lint typecheck test demo serve down lab-up lab-down lock bench screenshots docs clean
 
 help:
 	@echo "make demo         start the lab and a local Prefect server, run a whole drill as a flow run"
@@ -21,6 +22,7 @@ help:
 	@echo "make lab-down     stop the local lab"
 	@echo "make lint         ruff, the format check and the import contracts"
 	@echo "make typecheck    mypy"
+	@echo "make docs         serve the docs site (docs/, mkdocs.yml) on http://127.0.0.1:8000"
 	@echo "make screenshots  re-take the dashboard screenshots in docs/screenshots"
 	@echo "make bench        run the benchmarks in bench/"
 	@echo "make lock         re-pin constraints.txt from a fresh resolve"
@@ -87,6 +89,10 @@ lab-down: venv
 # Re-take the README's screenshots of the dashboard with the browser test.
 screenshots: sysdeps venv
 	DRILLS_UPDATE_SCREENSHOTS=1 $(BIN)/pytest tests/ui/test_browser.py
+
+# The docs site, rebuilt on every save; `make test` builds it with --strict (tests/docs).
+docs: venv
+	$(BIN)/mkdocs serve --strict
 
 bench: venv sysdeps
 	$(BIN)/python -m bench

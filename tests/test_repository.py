@@ -14,6 +14,7 @@ ROOT_FILES = {
     "Makefile",
     "README.md",
     "constraints.txt",
+    "mkdocs.yml",
     "prefect.yaml",
     "pyproject.toml",
 }

@@ -61,7 +61,7 @@ def orchestrator_placement(ctx: CheckContext) -> Outcome:
             f"this {placement.role} runs inside the primary cluster: it would go down with it",
             evidence,
             remediation="Run the worker and the dashboard at the DR site or a neutral site "
-            "(README: Topology), and set DRILLS_CLUSTER there.",
+            "(docs: Where the orchestrator runs), and set DRILLS_CLUSTER there.",
         )
     outside = _workers_outside(placement)
     evidence["workers_outside_primary"] = outside

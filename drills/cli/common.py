@@ -22,12 +22,26 @@ if TYPE_CHECKING:
 EXIT_FAILED = 1
 EXIT_INVALID = 2
 
+# What each exit code of any command means; the docs' exit-code reference is generated from
+# this, and tests/docs fails when a command module defines an EXIT_ constant not listed here.
+EXIT_CODES: dict[int, str] = {
+    0: "Success: the command did what it was asked, and nothing it checked failed.",
+    EXIT_FAILED: "A failure found or met: a failing readiness check, a drill that failed or "
+    "missed an objective, a forecast over the RTO target, an unreachable store or target, a "
+    "pack that does not verify.",
+    EXIT_INVALID: "Bad input, nothing done: an invalid plan, option, argument or file.",
+    3: "Refused or not done yet: `drills run` and `drills recover` refuse a run nothing could "
+    "prove safe; `drills recover` waits for the operator to decide (--complete, --hold, "
+    "--fail-back); `drills serve run` gave up waiting for a flow run still running.",
+    4: "`drills status`: the live DNS or the endpoints disagree with the history.",
+}
+
 PlanPath = Annotated[Path, typer.Argument(metavar="PLAN", help="The drill plan (YAML).")]
-# A command's --json that is a documented, stable interface (see its README section).
+# A command's --json that is a documented, stable interface (see its page in docs/).
 StableJson = Annotated[
     bool,
     typer.Option(
-        "--json", help="Print one JSON object (the stable interface described in the README)."
+        "--json", help="Print one JSON object (the stable interface described in the docs)."
     ),
 ]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -29,7 +28,7 @@ from drills.plan import (
     Rfc2136Dns,
     Site,
     Tier,
-    plan_schema,
+    plan_schema_text,
 )
 from drills.plan.durations import format_duration
 from drills.plan.kubeconfig import KubeconfigError, load_kubeconfig
@@ -392,7 +391,7 @@ def schema(
     ] = None,
 ) -> None:
     """Print the JSON Schema of plan files (for editors and CI)."""
-    text = json.dumps(plan_schema(), indent=2, sort_keys=False) + "\n"
+    text = plan_schema_text()
     if output is None:
         typer.echo(text, nl=False)
         return

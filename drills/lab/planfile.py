@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from drills.lab import topology
+from drills.plan import plan_schema_text
 
 CREDENTIALS = {
     "access_key_id": "file:aws/access_key_id",
@@ -140,8 +141,15 @@ def lab_plan(lab: LabEndpoints, *, drift: bool) -> dict[str, Any]:
     }
 
 
+SCHEMA_FILE = "plan.schema.json"
+
+
 def write_plan(path: Path, lab: LabEndpoints, *, drift: bool) -> None:
+    """The plan, and beside it the plan schema its first line names, so that an editor with
+    the YAML language server completes and checks it wherever the lab's directory is."""
+    (path.parent / SCHEMA_FILE).write_text(plan_schema_text())
     header = (
+        f"# yaml-language-server: $schema={SCHEMA_FILE}\n"
         "# Written by `drills lab up`: the lab's ports are chosen at start, so this plan\n"
         "# is regenerated each time. Credentials are references to files beside it.\n"
     )

@@ -1,7 +1,8 @@
 """The snapshot as Prometheus metrics: a collector that computes on each scrape.
 
-Every name is documented in the README (Metrics and alerts); tests/metrics checks that
-the README's table and this module name the same metrics.
+Every name is documented by its help here, which the docs' metrics reference is generated
+from; tests/metrics checks that the table of docs/how-to/alerts-and-notifications.md names the
+same metrics.
 """
 
 from __future__ import annotations
@@ -243,8 +244,8 @@ def metrics_app(registry: CollectorRegistry) -> Callable[[dict[str, Any], Start]
         if asked is not None and unknown:
             body = (
                 f"name[] {', '.join(map(repr, unknown))} names no metric of drills; give one "
-                "or more of the drills_* names (see the README), or leave name[] out for "
-                "them all\n"
+                "or more of the drills_* names (see the metrics reference), or leave name[] "
+                "out for them all\n"
             ).encode()
             start_response("400 Bad Request", [("Content-Type", "text/plain; charset=utf-8")])
             return [body]

@@ -11,26 +11,47 @@ from typing import Any
 class EventKind(StrEnum):
     """The kinds of notice. Each is also the name of a Prefect event, prefixed ``drills.``."""
 
-    READINESS_CHANGED = "readiness.changed"  # checks started failing, or passed again
-    READINESS_REMINDER = "readiness.reminder"  # still failing after DRILLS_NOTIFY_REMIND
-    DRILL_DUE = "drill.due"  # the next drill is due within 14 days
-    DRILL_OVERDUE = "drill.overdue"  # the last successful drill is over 92 days old, or none
-    RUN_STARTED = "run.started"  # a drill or an incident takeover started
-    RUN_FINISHED = "run.finished"  # ... and finished, with its verdict, RTO and RPO
+    READINESS_CHANGED = "readiness.changed"
+    READINESS_REMINDER = "readiness.reminder"
+    DRILL_DUE = "drill.due"
+    DRILL_OVERDUE = "drill.overdue"
+    RUN_STARTED = "run.started"
+    RUN_FINISHED = "run.finished"
     INCIDENT_DECLARED = "incident.declared"
-    # A run whose orchestrator died (its lease expired): a drill was rolled back by
-    # recover-orphans, an incident held for a person to decide.
     RUN_ORPHANED = "run.orphaned"
-    # Sent by the failback run when it ends; closed also by `drills recover RUN --fail-back`.
     INCIDENT_FAILED_BACK = "incident.failed_back"
     INCIDENT_CLOSED = "incident.closed"
-    # An incident whose deadline passed part-way: held as it stands, with the state and the
-    # one command that continues it; recover-orphans retries it (told again if it fails).
     INCIDENT_STUCK = "incident.stuck"
 
     @property
     def event_name(self) -> str:
         return f"drills.{self.value}"
+
+    @property
+    def description(self) -> str:
+        """When this notice is sent (the docs' event reference is generated from it)."""
+        return _DESCRIPTIONS[self]
+
+
+_DESCRIPTIONS = {
+    EventKind.READINESS_CHANGED: "Checks started failing, or passed again.",
+    EventKind.READINESS_REMINDER: "Checks still failing after DRILLS_NOTIFY_REMIND.",
+    EventKind.DRILL_DUE: "The next drill is due within 14 days.",
+    EventKind.DRILL_OVERDUE: "The last successful drill is over 92 days old, or there is none.",
+    EventKind.RUN_STARTED: "A drill, an incident takeover or a failback started.",
+    EventKind.RUN_FINISHED: "A run finished, with its verdict, RTO and RPO.",
+    EventKind.INCIDENT_DECLARED: "An incident was declared for the plan.",
+    EventKind.RUN_ORPHANED: "A run whose orchestrator died (its lease expired): a drill was "
+    "rolled back by recover-orphans, an incident held for a person to decide.",
+    EventKind.INCIDENT_FAILED_BACK: "A failback run brought the incident home to the primary; sent "
+    "when that run ends.",
+    EventKind.INCIDENT_CLOSED: "An incident was closed, by its failback or by "
+    "`drills recover RUN --fail-back`.",
+    EventKind.INCIDENT_STUCK: "An incident stopped part-way when a deadline passed or a "
+    "step was refused: held as it stands, with the state of both sites and DNS and the one "
+    "command that continues it; recover-orphans retries one stopped by a deadline (and says "
+    "once more if that fails).",
+}
 
 
 class Severity(StrEnum):

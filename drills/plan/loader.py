@@ -113,6 +113,7 @@ __all__ = [
     "plan_digest",
     "plan_from_text",
     "plan_schema",
+    "plan_schema_text",
     "plan_warnings",
 ]
 
@@ -125,29 +126,44 @@ class DrillPlan(PlanModel):
     """A whole drill plan, as validated from YAML (see plans/gpu-platform.example.yaml)."""
 
     name: PlanName
+    """The plan's name, used by the CLI, the history store and the dashboard."""
     description: Annotated[Text, Field(max_length=4000)] = ""
+    """Free text for people: what this plan fails over and why."""
     sites: Sites
+    """The two sites: the primary that serves now and the DR site that takes over."""
     workloads: Annotated[
         tuple[Workload, ...],
         Field(min_length=1),
         unique_by("workload", key_of("namespace", "name"), "name", "workloads"),
     ]
+    """The Deployments and StatefulSets that fail over, each in a tier."""
     datasets: Annotated[
         tuple[Dataset, ...], unique_by("dataset", key_of("name"), "name", "datasets")
     ] = ()
+    """Bucket pairs replicated from the primary to DR, checked and measured for RPO."""
     secrets: SecretsPolicy = SecretsPolicy()
+    """Secrets that must exist at DR, and how old they may be."""
     dns: Dns
+    """The DNS record the takeover switches from the primary to DR."""
     objectives: Objectives
+    """The RTO and RPO a takeover is judged against."""
     smoke: Annotated[
         tuple[SmokeProbe, ...], unique_by("smoke probe", key_of("name"), "name", "smoke")
     ] = ()
+    """Probes through the DNS name that prove the service is restored."""
     schedule: Schedule | None = None
+    """When drills of this plan run (the Prefect deployment's schedule)."""
     approval: Approval = Approval()
+    """Whether a person must approve before the primary is fenced."""
     sentinel: Sentinel | None = None
+    """A small real workload kept running at DR, checked by cluster.sentinel."""
     # Where to send notifications: credential references, each to one or more Apprise URLs
     # (comma-separated), because an Apprise URL holds its service's token.
     notify: Annotated[tuple[SecretRef, ...], Field(max_length=20)] = ()
+    """Where to send notifications: credential references (env:, file:, prefect:), each
+    to one or more Apprise URLs."""
     evidence: EvidenceSettings = EvidenceSettings()
+    """Where the evidence chain's checkpoints are kept outside the store."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
@@ -431,6 +447,11 @@ def _nearest(positions: dict[Loc, Position], loc: Loc) -> Position | None:
 def plan_schema() -> dict[str, Any]:
     """The JSON Schema of a plan file, for editors and for `drills plan schema`."""
     return DrillPlan.model_json_schema()
+
+
+def plan_schema_text() -> str:
+    """The schema as `drills plan schema` prints it and docs/schema/plan.schema.json holds it."""
+    return json.dumps(plan_schema(), indent=2, sort_keys=False) + "\n"
 
 
 def plan_digest(plan: DrillPlan) -> str:

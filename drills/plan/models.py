@@ -53,7 +53,11 @@ StrictBool = Annotated[bool, Field(strict=True)]
 class PlanModel(BaseModel):
     # hide_input_in_errors: a ValidationError printed by anyone must not show a
     # credential that was (wrongly) written inline.
-    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+    # use_attribute_docstrings: a field's docstring is its description in the JSON Schema,
+    # the reference and an editor's hover (the docstring is the one source of that text).
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", hide_input_in_errors=True, use_attribute_docstrings=True
+    )
 
 
 class Tier(StrEnum):
@@ -94,8 +98,11 @@ class KubernetesAccess(PlanModel):
     """Either a kubeconfig file (and optionally a context in it) or the in-cluster account."""
 
     kubeconfig: FilePath | None = None
+    """A kubeconfig file, relative to the plan's directory."""
     context: ShortText | None = None
+    """The context of the kubeconfig to use; default its current context."""
     in_cluster: StrictBool = False
+    """Use the service account of the pod drills runs in, instead of a kubeconfig."""
 
     @model_validator(mode="after")
     def _one_way_in(self) -> KubernetesAccess:
@@ -116,20 +123,27 @@ class AwsCredentials(PlanModel):
     access_key_id: SecretRef
     secret_access_key: SecretRef
     session_token: SecretRef | None = None
+    """A reference to a session token, for temporary credentials."""
 
 
 class AwsAccess(PlanModel):
     region: AwsRegion
+    """The AWS region of the site's Secrets Manager and ECR."""
     endpoint_url: HttpUrl | None = None
+    """Another endpoint than AWS's (an S3-compatible store, a test server)."""
     credentials: AwsCredentials | None = None
+    """Credential references; without them, the default AWS credential chain."""
 
 
 class OciAuth(PlanModel):
     """Registry credentials: ``username`` and ``password``, or a bearer ``token``."""
 
     username: ShortText | None = None
+    """The registry user."""
     password: SecretRef | None = None
+    """A reference to the registry password."""
     token: SecretRef | None = None
+    """A reference to a bearer token, instead of username and password."""
 
     @model_validator(mode="after")
     def _one_scheme(self) -> OciAuth:
@@ -149,14 +163,19 @@ class OciAuth(PlanModel):
 
 class OciRegistry(PlanModel):
     kind: Literal["oci"]
+    """An OCI distribution registry (Harbor, Docker registry, GHCR...)."""
     url: HttpUrl
+    """The registry's base URL."""
     auth: OciAuth | None = None
+    """Credentials; without them, anonymous pulls."""
 
 
 class EcrRegistry(PlanModel):
     kind: Literal["ecr"]
+    """Amazon ECR."""
     region: AwsRegion | None = Field(None, description="Defaults to the site's aws.region.")
     registry_id: AwsAccountId
+    """The AWS account id of the registry."""
 
 
 Registry = Annotated[OciRegistry | EcrRegistry, Field(discriminator="kind")]
@@ -166,13 +185,18 @@ class ObjectStorage(PlanModel):
     """S3-compatible object storage; without ``endpoint_url``, AWS S3 itself."""
 
     endpoint_url: HttpUrl | None = None
+    """An S3-compatible endpoint; without it, AWS S3."""
     region: AwsRegion | None = None
+    """The buckets' region; default the site's aws.region, else us-east-1."""
     credentials: AwsCredentials | None = None
+    """Credential references; without them, the default AWS credential chain."""
 
 
 class ObjectRef(PlanModel):
     namespace: K8sNamespace
+    """The object's namespace."""
     name: K8sName
+    """The object's name."""
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -182,18 +206,22 @@ class IngressFence(PlanModel):
     """Fence the site by closing these Ingress objects."""
 
     mode: Literal["ingress"]
+    """Fence by closing Ingress objects (switched to a class no controller serves)."""
     objects: Annotated[
         tuple[ObjectRef, ...],
         Field(min_length=1),
         unique_by("ingress", key_of("namespace", "name"), "name", "objects"),
     ]
+    """The Ingress objects to close."""
 
 
 class ControllerFence(PlanModel):
     """Fence the site by scaling its ingress-controller Deployment to zero."""
 
     mode: Literal["controller"]
+    """Fence by scaling the ingress controller to zero."""
     deployment: ObjectRef
+    """The ingress controller's Deployment."""
 
 
 Fence = Annotated[IngressFence | ControllerFence, Field(discriminator="mode")]
@@ -201,10 +229,15 @@ Fence = Annotated[IngressFence | ControllerFence, Field(discriminator="mode")]
 
 class Site(PlanModel):
     kubernetes: KubernetesAccess
+    """How to reach the site's cluster."""
     aws: AwsAccess | None = None
+    """The site's AWS account, for Secrets Manager and ECR."""
     registry: Registry
+    """The container registry the site pulls from."""
     objects: ObjectStorage
+    """The site's object storage, holding the datasets' buckets."""
     ingress: Fence
+    """How the site is fenced: its Ingress objects closed, or its controller stopped."""
     endpoint: HttpUrl = Field(description="The site's own service endpoint, probed directly.")
 
     @model_validator(mode="after")
@@ -230,7 +263,9 @@ class Site(PlanModel):
 
 class Sites(PlanModel):
     primary: Site
+    """The site that serves now."""
     dr: Site
+    """The site that takes over."""
 
     @model_validator(mode="after")
     def _distinct(self) -> Sites:
@@ -259,10 +294,15 @@ class Sites(PlanModel):
 
 class Workload(PlanModel):
     name: K8sName
+    """The workload's name."""
     namespace: K8sNamespace
+    """Its namespace (the same at both sites)."""
     kind: WorkloadKind
+    """Deployment or StatefulSet."""
     tier: Tier
+    """critical: needed to serve (up before the RTO); normal: up after it; batch: paused."""
     dr_replicas: Annotated[StrictInt, Field(ge=0, le=10_000)]
+    """Replicas at DR during a takeover; at least 1 for a critical workload."""
     writer: StrictBool = Field(False, description="Stopped at the primary before DR comes up.")
     gpu: Annotated[StrictInt, Field(ge=0, le=64, description="nvidia.com/gpu per replica.")] = 0
     images: tuple[ImageRef, ...] = Field((), description="Empty: read from the cluster.")
@@ -308,8 +348,11 @@ class InventoryDestination(PlanModel):
     """Where one side's inventory reports land: the destination bucket and prefix."""
 
     bucket: BucketName
+    """The bucket S3 writes this side's inventory reports to."""
     prefix: ObjectPrefix = ""
+    """The reports' prefix in that bucket."""
     config_id: InventoryId | None = None  # when this side's configuration has its own id
+    """This side's inventory configuration id, when it differs from the dataset's."""
 
 
 class DatasetInventory(PlanModel):
@@ -322,10 +365,15 @@ class DatasetInventory(PlanModel):
     """
 
     config_id: InventoryId
+    """The S3 Inventory configuration's id."""
     schedule: InventorySchedule = InventorySchedule.DAILY
+    """How often S3 publishes the report."""
     primary: InventoryDestination
+    """Where the primary bucket's reports are."""
     dr: InventoryDestination
+    """Where the DR bucket's reports are."""
     recent_layout: ShortText | None = None
+    """How recent objects, newer than the reports, are named, to list them directly."""
 
     def config_for(self, side: InventoryDestination) -> str:
         return side.config_id or self.config_id
@@ -353,35 +401,49 @@ class DatasetInventory(PlanModel):
 
 class Dataset(PlanModel):
     name: Label
+    """The dataset's name, in reports and metrics."""
     kind: DatasetKind
+    """data, checkpoint or model: checkpoints are also checked for freshness."""
     primary_bucket: BucketName
+    """The bucket at the primary."""
     dr_bucket: BucketName
+    """Its replica at DR."""
     prefix: ObjectPrefix = ""
+    """Only objects under this prefix."""
     rpo_target: PositiveDuration
     min_versions: Annotated[StrictInt, Field(ge=1, le=1000)] = 3
+    """Non-current versions the DR bucket's lifecycle must keep."""
     inventory: DatasetInventory | None = None
+    """For buckets too big to list: compare their S3 Inventory reports instead."""
 
 
 class KubernetesSecret(PlanModel):
     namespace: K8sNamespace
+    """The Secret's namespace."""
     name: K8sName
+    """The Secret's name."""
     per_site: StrictBool = Field(False, description="Must differ between sites (pull secrets).")
 
 
 class AwsSecret(PlanModel):
     id: AwsSecretId
+    """The Secrets Manager secret's name or ARN."""
     per_site: StrictBool = False
+    """Must differ between sites."""
 
 
 class SecretsPolicy(PlanModel):
     max_age_days: Annotated[StrictInt, Field(ge=1, le=3650)] = 90
+    """The longest a secret may go without rotation or change."""
     kubernetes: Annotated[
         tuple[KubernetesSecret, ...],
         unique_by("secret", key_of("namespace", "name"), "name", "secrets.kubernetes"),
     ] = ()
+    """Kubernetes Secrets that must be at DR."""
     aws: Annotated[
         tuple[AwsSecret, ...], unique_by("secret", key_of("id"), "id", "secrets.aws")
     ] = ()
+    """Secrets Manager secrets that must be at DR."""
 
 
 # --- DNS ---------------------------------------------------------------------------
@@ -389,12 +451,16 @@ class SecretsPolicy(PlanModel):
 
 class DnsRecord(PlanModel):
     name: DnsName
+    """The record's fully qualified name."""
     type: RecordType
+    """A, AAAA or CNAME."""
 
 
 class TsigKey(PlanModel):
     name: DnsName
+    """The TSIG key's name."""
     algorithm: TsigAlgorithm = TsigAlgorithm.HMAC_SHA256
+    """The TSIG algorithm."""
     secret: SecretRef
 
 
@@ -419,8 +485,11 @@ class DnsSwitch(PlanModel):
 
     provider: str
     record: DnsRecord
+    """The record to switch."""
     primary_value: ShortText
+    """Its value while the primary serves."""
     dr_value: ShortText
+    """Its value while DR serves."""
     max_ttl: Duration = Field(60.0, description="Longest TTL the record may have.")
 
     @model_validator(mode="after")
@@ -454,9 +523,13 @@ class Rfc2136Dns(DnsSwitch):
     """Dynamic updates (RFC 2136), signed with TSIG, sent to every listed server."""
 
     provider: Literal["rfc2136"]
+    """Dynamic DNS updates (RFC 2136), signed with TSIG."""
     servers: Annotated[tuple[DnsServer, ...], Field(min_length=1)]
+    """The authoritative servers (host:port), each updated and confirmed."""
     zone: DnsName
+    """The zone that holds the record."""
     tsig: TsigKey
+    """The key that signs the updates."""
 
     def _zone_rules(self) -> list[Rule]:
         name, zone = self.record.name, self.zone
@@ -467,8 +540,11 @@ class Rfc2136Dns(DnsSwitch):
 
 class Route53Dns(DnsSwitch):
     provider: Literal["route53"]
+    """Amazon Route 53."""
     hosted_zone_id: HostedZoneId
+    """The hosted zone that holds the record."""
     aws: AwsAccess
+    """The AWS account of the hosted zone."""
 
 
 Dns = Annotated[Rfc2136Dns | Route53Dns, Field(discriminator="provider")]
@@ -495,19 +571,25 @@ class Objectives(PlanModel):
 
 class SmokeProbe(PlanModel):
     name: ShortText
+    """The probe's name, in reports."""
     url: HttpUrl
+    """The URL to request, through the plan's DNS name."""
     expect_status: Annotated[StrictInt, Field(ge=100, le=599)] = 200
+    """The HTTP status the probe must get."""
     expect_body: Text | None = Field(None, description="A substring the body must contain.")
     timeout: PositiveDuration = 30.0
 
 
 class Schedule(PlanModel):
     cron: CronExpr
+    """A cron expression: at most hourly; weekly to quarterly is usual."""
     timezone: TimeZone = "UTC"
+    """The IANA time zone the cron expression is read in."""
 
 
 class Approval(PlanModel):
     required: StrictBool = False
+    """A person must approve before the primary is fenced."""
     timeout: PositiveDuration = 3600.0
 
 
@@ -515,8 +597,11 @@ class Sentinel(PlanModel):
     """A small real workload kept running at DR, so the DR chain is exercised every day."""
 
     namespace: K8sNamespace
+    """The sentinel's namespace at DR."""
     name: K8sName
+    """The sentinel workload's name."""
     kind: WorkloadKind = WorkloadKind.DEPLOYMENT
+    """Deployment or StatefulSet."""
     max_age: PositiveDuration = Field(
         3600.0, description="How old the sentinel's last success may be."
     )

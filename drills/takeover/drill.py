@@ -1,6 +1,6 @@
 """A minimum-takeover drill, or the same takeover for a real incident.
 
-``Drill.run()`` goes through the phases of a takeover in order (the README's
+``Drill.run()`` goes through the phases of a takeover in order (the docs'
 "The takeover drill" lists them), records each in the timeline and the history
 store, and on any failure in drill mode rolls back to the exact starting state
 (verified by snapshot). In incident mode a failure stops and reports; it never

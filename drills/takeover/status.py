@@ -7,7 +7,8 @@ authoritative DNS servers answer and which site endpoint serves. When the live
 record points elsewhere than the history says (someone switched DNS by hand), the
 status says so in ``disagreement``.
 
-The JSON (``ServingStatus.to_json``) is a stable interface, described in the README:
+The JSON (``ServingStatus.to_json``) is a stable interface, described in the docs
+(how-to/fail-back.md):
 keys are only ever added.
 """
 
@@ -154,7 +155,7 @@ def serving_status(plan: DrillPlan, history: HistoryStore, *, live: bool = True)
     )
 
 
-# The keys of ServingStatus.to_json(), in order: a stable interface (see the README).
+# The keys of ServingStatus.to_json(), in order: a stable interface (see the docs).
 STATUS_KEYS = (
     "plan", "serving", "since", "run_id", "incident_id", "incident_t0", "holding_run",
     "lease_run_id", "unfinished_runs", "live", "agrees", "disagreement", "checked_at",

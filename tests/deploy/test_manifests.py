@@ -22,7 +22,7 @@ from tests.support.ui import ROOT
 
 BASE = ROOT / "deploy" / "kubernetes"
 JOB_TEMPLATE = ROOT / "deploy" / "prefect" / "kubernetes-base-job-template.json"
-README = (ROOT / "README.md").read_text()
+KUBERNETES_PAGE = (ROOT / "docs" / "how-to" / "kubernetes.md").read_text()
 TOKEN = "manifests-test-token"
 
 
@@ -63,11 +63,11 @@ def test_the_base_renders_the_worker_and_the_dashboard_with_no_secret_in_it() ->
     for container in (worker, dashboard):
         for var in container.get("env") or []:
             assert not re.search(r"KEY|SECRET|PASSWORD|TOKEN|DB_URL", var["name"]), var
-    # The README names every Secret the operator must create.
+    # The how-to names every Secret the operator must create.
     secrets = _secret_names(objects)
     assert secrets >= {"drills-db", "drills-prefect", "drills-targets"}
-    missing = [name for name in sorted(secrets) if f"`{name}`" not in README]
-    assert not missing, f"Secrets the README does not name: {missing}"
+    missing = [name for name in sorted(secrets) if f"`{name}`" not in KUBERNETES_PAGE]
+    assert not missing, f"Secrets the how-to does not name: {missing}"
 
 
 # --- the work pool's base job template ------------------------------------------------

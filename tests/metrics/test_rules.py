@@ -12,7 +12,7 @@ from tests.support.services import require_system_binary
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 RULES = DEPLOY / "drills-rules.yml"
 UNIT_TESTS = sorted((DEPLOY / "tests").glob("*.yml"))
-README = DEPLOY.parents[1] / "README.md"
+RUNBOOKS = DEPLOY.parents[1] / "docs" / "how-to" / "alerts-and-notifications.md"
 
 
 def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
@@ -45,7 +45,7 @@ def test_every_alert_has_a_unit_test_a_severity_and_a_runbook_section() -> None:
         for check in test["alert_rule_test"]
         if check["exp_alerts"]
     }
-    readme = README.read_text()
+    runbooks = RUNBOOKS.read_text()
     for rule in _alerts():
         name = str(rule["alert"])
         assert name in tested, f"{name} has no promtool test where it fires"
@@ -55,4 +55,4 @@ def test_every_alert_has_a_unit_test_a_severity_and_a_runbook_section() -> None:
         assert {"summary", "description", "runbook_url"} <= notes.keys(), name
         anchor = str(notes["runbook_url"]).rsplit("#", 1)[1]
         assert anchor == name.lower()
-        assert f"\n#### {name}\n" in readme, f"README has no runbook section for {name}"
+        assert f"\n#### {name}\n" in runbooks, f"the docs have no runbook section for {name}"

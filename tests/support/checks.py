@@ -31,7 +31,7 @@ def run_check(
         return run_one(spec, context)
 
 
-# What `drills lab up --drift` seeds that a readiness check can see, as README's "Readiness
+# What `drills lab up --drift` seeds that a readiness check can see, as the docs' "Readiness
 # checks" says. (The DR deployment that never becomes ready is a runtime fault: only a
 # drill finds it.)
 DRIFT_FAILURES = frozenset(
@@ -57,7 +57,7 @@ V2_CHECKS = (
     "cluster.sentinel",
 )
 
-# What `drills lab up --drift-scheduling` fails, as README's "Readiness checks" says; the
+# What `drills lab up --drift-scheduling` fails, as the docs' "Readiness checks" says; the
 # forecast warns beside them that a takeover started now would not complete.
 SCHEDULING_DRIFT_FAILURES = frozenset(
     {
