@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
-from drills.cli import chain_cmd
+from drills.cli import evidence_chain
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, DbUrl, open_history
 from drills.cli.console import err_console, out_console
 
@@ -29,7 +29,7 @@ evidence_app = typer.Typer(
 err = err_console(highlight=False, soft_wrap=True)
 
 
-evidence_app.command("checkpoint")(chain_cmd.checkpoint)
+evidence_app.command("checkpoint")(evidence_chain.checkpoint)
 
 
 def register(app: typer.Typer) -> None:
@@ -170,7 +170,7 @@ def verify(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    checkpoints: chain_cmd.CheckpointsOption = None,
+    checkpoints: evidence_chain.CheckpointsOption = None,
 ) -> None:
     """Verify a pack with no database and no network: every file against the signed statement,
     and the signature against --public-key. Exit 0 when all hold; 1 naming each file or the
@@ -188,7 +188,7 @@ def verify(
     if (pack is None) == (db is None):
         raise _fail("give either a PACK or --db", EXIT_INVALID)
     if db is not None:
-        chain_cmd.verify_db(db, checkpoints, public_key, as_json)
+        evidence_chain.verify_db(db, checkpoints, public_key, as_json)
         return
     if checkpoints is not None:
         raise _fail("--checkpoints goes with --db", EXIT_INVALID)

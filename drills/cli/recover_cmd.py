@@ -117,10 +117,12 @@ def recover_cmd(
     """Finish the job of a run that died: a drill is rolled back and verified against the
     snapshot taken before it; an incident is reported, then completed (--complete), held
     (--hold) or, stopped before its DNS switch, abandoned (--fail-back) as the operator
-    chooses; a failback is undone before its DNS switch and completed after it. A change
-    missing from the journal (lost by a store without durable commits) is undone from the
+    chooses; a failback is undone before its DNS switch and completed after it. Safe to run
+    again.
+
+    A change missing from the journal (lost by a store without durable commits) is undone from the
     snapshot before the run, and the output says so. What runs on this machine left in their
-    write-ahead files while the store was out is written back first. Safe to run again; two
+    write-ahead files while the store was out is written back first. Two
     at once on one run are one at a time: the second is refused (exit 3) and names the
     first, which holds the plan's lease. Exit 0 recovered, 1 recover failed, 2 bad input,
     3 refused (the plan or a target held by another live process) or an incident waiting

@@ -171,7 +171,9 @@ def run(
     db: DbUrl = None,
 ) -> None:
     """Run a minimum-takeover drill (or a real incident takeover, or the failback after one)
-    and print its report. A refused incident or failback exits 3 and is written to the audit
+    and print its report.
+
+    A refused incident or failback exits 3 and is written to the audit
     log, as the dashboard's refusals are. If the history store stops answering mid-run, a
     drill rolls back and an incident goes on; both keep their journal in a local write-ahead
     file (DRILLS_STATE_DIR) and write it back when the store answers. A PostgreSQL store
