@@ -18,9 +18,9 @@ from drills.passwords import hash_password
 ui_app = typer.Typer(
     name="ui",
     help="The Streamlit dashboard: readiness, drill history, declare incident, plans.\n\n"
-    "Public read shows, and nothing more: running checks, evidence exports, declaring, failing back "
-    "and cancelling need a signed-in operator (anyone with --lab), and are audited; failed "
-    "sign-ins lock a name and an address out for longer each time, across sessions.",
+    "Public read shows, and nothing more: running checks, evidence exports, declaring, "
+    "failing back and cancelling need a signed-in operator (anyone with --lab), and are "
+    "audited; failed sign-ins lock a name and an address out for longer each time, across sessions.",
 )
 
 
