@@ -20,7 +20,8 @@ ui_app = typer.Typer(
     help="The Streamlit dashboard: readiness, drill history, declare incident, plans.\n\n"
     "Public read shows, and nothing more: running checks, evidence exports, declaring, "
     "failing back and cancelling need a signed-in operator (anyone with --lab), and are "
-    "audited; failed sign-ins lock a name and an address out for longer each time, across sessions.",
+    "audited; failed sign-ins lock a name and an address out for longer each time, "
+    "across sessions.",
 )
 
 
