@@ -25,6 +25,7 @@ from drills.plan.types import (
     BucketName,
     CronExpr,
     DnsName,
+    DnsNameOrRef,
     DnsServer,
     FilePath,
     HostedZoneId,
@@ -33,6 +34,7 @@ from drills.plan.types import (
     K8sName,
     K8sNamespace,
     Label,
+    NameOrRef,
     ObjectPrefix,
     ShortText,
     Text,
@@ -124,9 +126,11 @@ class AwsAccess(PlanModel):
 
 
 class OciAuth(PlanModel):
-    """Registry credentials: ``username`` and ``password``, or a bearer ``token``."""
+    """Registry credentials: ``username`` and ``password``, or a bearer ``token``.
 
-    username: ShortText | None = None
+    ``username`` is a literal or a reference (``env:HARBOR_USER``), like ``password``."""
+
+    username: NameOrRef | None = None
     password: SecretRef | None = None
     token: SecretRef | None = None
 
@@ -392,7 +396,9 @@ class DnsRecord(PlanModel):
 
 
 class TsigKey(PlanModel):
-    name: DnsName
+    """The key's ``name`` is a DNS name or a reference to one; ``secret`` a reference."""
+
+    name: DnsNameOrRef
     algorithm: TsigAlgorithm = TsigAlgorithm.HMAC_SHA256
     secret: SecretRef
 
