@@ -79,7 +79,8 @@ ResolveOption = Annotated[
         "variable set, file readable, Prefect block loadable) and that kubeconfig "
         "files exist and hold the named context, then list each field that was resolved "
         "and the reference it names. Every credential field (passwords, tokens, access "
-        "keys, and user names too) takes a reference. Values are never printed.",
+        "keys, and registry user names and TSIG key names too) takes a reference. Values are "
+        "never printed.",
     ),
 ]
 StrictOption = Annotated[
