@@ -82,18 +82,21 @@ class SecretRef(str):
         cls, source: type[Any], handler: GetCoreSchemaHandler
     ) -> CoreSchema:
         def validate(value: object) -> SecretRef:
-            if isinstance(value, SecretRef):
-                return value
-            try:
-                return cls.parse(value)
-            except ValueError as exc:
-                raise PydanticCustomError(
-                    "plan_secret_ref", "{message}", {"message": str(exc)}
-                ) from None
+            return value if isinstance(value, SecretRef) else cls.validated(value)
 
         return core_schema.no_info_plain_validator_function(
             validate, serialization=core_schema.to_string_ser_schema()
         )
+
+    @classmethod
+    def validated(cls, value: object) -> SecretRef:
+        """:meth:`parse` for a pydantic validator: its error is a validation error."""
+        try:
+            return cls.parse(value)
+        except ValueError as exc:
+            raise PydanticCustomError(
+                "plan_secret_ref", "{message}", {"message": str(exc)}
+            ) from None
 
     @classmethod
     def __get_pydantic_json_schema__(
@@ -112,12 +115,7 @@ def reference_when_shaped(value: object, handler: ValidatorFunctionWrapHandler) 
     so a mistyped reference is an error, never silently a literal. Anything else goes
     to ``handler`` (the literal's own checks)."""
     if isinstance(value, str) and value.partition(":")[0] in ("env", "file", "prefect"):
-        try:
-            return SecretRef.parse(value)
-        except ValueError as exc:
-            raise PydanticCustomError(
-                "plan_secret_ref", "{message}", {"message": str(exc)}
-            ) from None
+        return SecretRef.validated(value)
     return handler(value)
 
 
