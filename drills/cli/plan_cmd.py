@@ -76,7 +76,10 @@ ResolveOption = Annotated[
         "--resolve",
         help="Also check that every credential reference resolves (environment "
         "variable set, file readable, Prefect block loadable) and that kubeconfig "
-        "files exist and hold the named context. Values are never printed.",
+        "files exist and hold the named context, then list each field that was resolved "
+        "and the reference it names. Every credential field (passwords, tokens, access "
+        "keys, and registry user names and TSIG key names too) takes a reference. Values are "
+        "never printed.",
     ),
 ]
 StrictOption = Annotated[
@@ -136,7 +139,12 @@ def _validate_one(plan: DrillPlan, path: Path | str, *, resolve: bool, strict: b
         _err().print(Text(f"✗ {shown}: warnings are problems with --strict", style="red"))
         return False
     checked = " and its references resolve" if resolve else ""
-    _out().print(Text(f"✓ {shown} is valid{checked}: {_summary(plan)}", style="green"))
+    out = _out()
+    out.print(Text(f"✓ {shown} is valid{checked}: {_summary(plan)}", style="green"))
+    if resolve:
+        # Which field resolved from which reference: the reference is a name, never the value.
+        for field, ref in plan.secret_refs():
+            out.print(Text(for_terminal(f"  ✓ {field}: {ref}")))
     return True
 
 

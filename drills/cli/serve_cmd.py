@@ -26,7 +26,9 @@ from drills.orchestrator.rest import PrefectRest
 
 serve_app = typer.Typer(
     help="A local Prefect server, work pool, worker, the warm runner of declared incidents and "
-    "the deployments of prefect.yaml.",
+    "the deployments of prefect.yaml. The scheduled drill (quarterly-drill) runs on the "
+    "schedule: of the plan it names, the one place that schedule is written; edit the plan, "
+    "then run drills serve again.",
 )
 console = out_console()
 err = err_console(highlight=False, soft_wrap=True)
@@ -83,7 +85,8 @@ def _own_server_hint(project: Path) -> str:
         f"if it needs one), then `{pythonpath}prefect --no-prompt deploy --all{shipped}` and\n"
         f"`DRILLS_PROJECT_DIR=$PWD {pythonpath}prefect worker start --pool {serve.WORK_POOL}` "
         "here; the\ndashboard and `drills serve run` follow PREFECT_API_URL when no local server "
-        "runs."
+        "runs. Give quarterly-drill\nits plan's schedule yourself there: `prefect deployment "
+        "schedule create\nminimum-takeover-drill/quarterly-drill --cron CRON --timezone ZONE`."
     )
 
 
@@ -118,7 +121,9 @@ def start(
     state_dir: StateDir = serve.DEFAULT_STATE_DIR,
 ) -> None:
     """Start a local Prefect server, deploy the drills flows and start a worker, and a warm
-    runner that starts declared incidents at once (idempotent)."""
+    runner that starts declared incidents at once (idempotent). The scheduled drill
+    (quarterly-drill) gets the schedule of its plan's `schedule:`, the one place it is
+    written: edit the plan, then run this again."""
     if ctx.invoked_subcommand is not None:
         return
     if stop_flag:

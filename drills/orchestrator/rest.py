@@ -251,6 +251,11 @@ class PrefectRest:
                 return None
             raise
 
+    def set_schedules(self, deployment_id: str, schedules: list[dict[str, Any]]) -> None:
+        """Replace all the deployment's schedules with ``schedules`` (Prefect's
+        ``DeploymentScheduleUpdate`` shape); idempotent, so safe to retry."""
+        self._call("PATCH", f"deployments/{deployment_id}", {"schedules": schedules})
+
     # -- flow runs --------------------------------------------------------------------
 
     def create_flow_run(

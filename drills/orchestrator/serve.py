@@ -30,6 +30,7 @@ from sqlalchemy import make_url
 from drills import apps
 from drills.errors import LabError
 from drills.orchestrator.names import INCIDENT_DEPLOYMENT, WARM_READY
+from drills.orchestrator.plan_schedule import apply_plan_schedule
 from drills.orchestrator.rest import PrefectRest, WorkerStatus
 from drills.processes import descendants, pid_alive
 from drills.store.history import database_url
@@ -389,7 +390,9 @@ def up(
                          info.logs["deploy"], remaining)  # fmt: skip
         deploy = ["--no-prompt", "deploy", "--all", "--prefect-file", str(prefect_file)]
         _run_cli(deploy, info, info.logs["deploy"], deadline - time.monotonic())
-        done(f"work pool {WORK_POOL} and the deployments of prefect.yaml ready")
+        with PrefectRest(info.api_url) as api:
+            scheduled = apply_plan_schedule(api, project_dir)
+        done(f"work pool {WORK_POOL} and the deployments of prefect.yaml ready; {scheduled}")
         info = _start_worker(info, deadline)
         done(f"worker {WORKER_NAME} online")
         info = _start_warm(info, deadline)

@@ -244,6 +244,10 @@ class DrillPlan(PlanModel):
         """Read a credential the plan refers to (``file:`` paths relative to the plan)."""
         return resolve_secret(ref, self._source_dir or Path.cwd())
 
+    def resolve_value(self, value: str) -> str:
+        """``value`` itself, or what it names when it is a reference (a user name)."""
+        return self.resolve_secret(value) if isinstance(value, SecretRef) else value
+
     def workloads_in(self, tier: Tier | str) -> tuple[Workload, ...]:
         return tuple(w for w in self.workloads if w.tier == Tier(tier))
 

@@ -26,6 +26,7 @@ from drills.plan.types import (
     CheckpointPlace,
     CronExpr,
     DnsName,
+    DnsNameOrRef,
     DnsServer,
     FilePath,
     HostedZoneId,
@@ -34,6 +35,7 @@ from drills.plan.types import (
     K8sName,
     K8sNamespace,
     Label,
+    NameOrRef,
     ObjectPrefix,
     ShortText,
     Text,
@@ -136,10 +138,12 @@ class AwsAccess(PlanModel):
 
 
 class OciAuth(PlanModel):
-    """Registry credentials: ``username`` and ``password``, or a bearer ``token``."""
+    """Registry credentials: ``username`` and ``password``, or a bearer ``token``.
 
-    username: ShortText | None = None
-    """The registry user."""
+    ``username`` is a literal or a reference (``env:HARBOR_USER``), like ``password``."""
+
+    username: NameOrRef | None = None
+    """The registry user: a literal, or a reference (env:, file:, prefect:)."""
     password: SecretRef | None = None
     """A reference to the registry password."""
     token: SecretRef | None = None
@@ -457,8 +461,10 @@ class DnsRecord(PlanModel):
 
 
 class TsigKey(PlanModel):
-    name: DnsName
-    """The TSIG key's name."""
+    """The key's ``name`` is a DNS name or a reference to one; ``secret`` a reference."""
+
+    name: DnsNameOrRef
+    """The TSIG key's name: a DNS name, or a reference to one."""
     algorithm: TsigAlgorithm = TsigAlgorithm.HMAC_SHA256
     """The TSIG algorithm."""
     secret: SecretRef

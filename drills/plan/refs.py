@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, ValidatorFunctionWrapHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
@@ -82,18 +82,21 @@ class SecretRef(str):
         cls, source: type[Any], handler: GetCoreSchemaHandler
     ) -> CoreSchema:
         def validate(value: object) -> SecretRef:
-            if isinstance(value, SecretRef):
-                return value
-            try:
-                return cls.parse(value)
-            except ValueError as exc:
-                raise PydanticCustomError(
-                    "plan_secret_ref", "{message}", {"message": str(exc)}
-                ) from None
+            return value if isinstance(value, SecretRef) else cls.validated(value)
 
         return core_schema.no_info_plain_validator_function(
             validate, serialization=core_schema.to_string_ser_schema()
         )
+
+    @classmethod
+    def validated(cls, value: object) -> SecretRef:
+        """:meth:`parse` for a pydantic validator: its error is a validation error."""
+        try:
+            return cls.parse(value)
+        except ValueError as exc:
+            raise PydanticCustomError(
+                "plan_secret_ref", "{message}", {"message": str(exc)}
+            ) from None
 
     @classmethod
     def __get_pydantic_json_schema__(
@@ -104,6 +107,16 @@ class SecretRef(str):
             "pattern": r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:\S.*|prefect:[a-z0-9][a-z0-9-]*)$",
             "description": "A credential reference: env:NAME, file:PATH or prefect:BLOCK.",
         }
+
+
+def reference_when_shaped(value: object, handler: ValidatorFunctionWrapHandler) -> object:
+    """Validator for a field that takes a literal or a reference (a user name): a value
+    written as ``env:``, ``file:`` or ``prefect:`` is a reference and is checked as one,
+    so a mistyped reference is an error, never silently a literal. Anything else goes
+    to ``handler`` (the literal's own checks)."""
+    if isinstance(value, str) and value.partition(":")[0] in ("env", "file", "prefect"):
+        return SecretRef.validated(value)
+    return handler(value)
 
 
 def resolve_secret(ref: SecretRef, base_dir: Path) -> str:

@@ -16,13 +16,13 @@ from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, WrapValidator
 from pydantic_core import PydanticCustomError
 
 from drills.plan import cron
 from drills.plan.cron import small_int
 from drills.plan.durations import format_duration
-from drills.plan.refs import safe_repr
+from drills.plan.refs import SecretRef, reference_when_shaped, safe_repr
 from drills.plan.urls import check_http_url
 from drills.text import control_characters, visible
 
@@ -279,3 +279,7 @@ AwsSecretId = Annotated[str, _checked(check_aws_secret_id)]
 ShortText = Annotated[str, Field(min_length=1, max_length=200), _checked(check_printable)]
 Text = Annotated[str, _checked(check_text)]
 CheckpointPlace = Annotated[str, _checked(check_checkpoint_place)]
+# A credential that is not itself a secret (a user name): written as is, or as a
+# reference exactly like a password, so it can live beside the password it goes with.
+NameOrRef = Annotated[SecretRef | ShortText, WrapValidator(reference_when_shaped)]
+DnsNameOrRef = Annotated[SecretRef | DnsName, WrapValidator(reference_when_shaped)]

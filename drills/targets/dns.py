@@ -19,8 +19,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from drills.errors import TemporaryError
-from drills.plan import DrillPlan, Rfc2136Dns
+from drills.errors import PermanentError, TemporaryError
+from drills.plan import DrillPlan, Rfc2136Dns, SecretRef
+from drills.plan.types import check_fqdn
 from drills.targets.retry import Waiting
 
 log = logging.getLogger("drills.targets.dns")
@@ -197,7 +198,26 @@ def dns_for(plan: DrillPlan, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> DnsTarg
     if isinstance(config, Rfc2136Dns):
         from drills.targets.dns_rfc2136 import Rfc2136Target
 
-        return Rfc2136Target(config, plan.resolve_secret(config.tsig.secret), timeout_s=timeout_s)
+        return Rfc2136Target(
+            config,
+            plan.resolve_secret(config.tsig.secret),
+            timeout_s=timeout_s,
+            tsig_name=_tsig_name(plan, config),
+        )
     from drills.targets.dns_route53 import Route53Target, route53_endpoint
 
     return Route53Target(config, route53_endpoint(config, plan))
+
+
+def _tsig_name(plan: DrillPlan, config: Rfc2136Dns) -> str:
+    """The TSIG key's name, read when the plan gives it by reference, and checked as the
+    plan checks a name written in it."""
+    name = config.tsig.name
+    if not isinstance(name, SecretRef):
+        return name
+    try:
+        return check_fqdn(plan.resolve_secret(name))
+    except ValueError:
+        raise PermanentError(
+            f"dns tsig key {name}", "the name it holds is not a valid DNS name"
+        ) from None

@@ -91,17 +91,20 @@ class Rfc2136Target(DnsTarget):
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         retry: RetryPolicy = DEFAULT_POLICY,
+        tsig_name: str | None = None,
     ) -> None:
+        """``tsig_name`` is the key's name when the plan gives it by reference (resolved);
+        otherwise the plan's own ``tsig.name``."""
         self.config = config
         self.retry = retry
         self.servers: tuple[str, ...] = tuple(config.servers)
         self.zone = dns.name.from_text(config.zone)
         self.timeout_s = timeout_s
         self.target = f"dns rfc2136 {', '.join(self.servers)} zone {config.zone}"
-        self._key_name = config.tsig.name
+        self._key_name = tsig_name or config.tsig.name
         try:
             self._key = dns.tsig.Key(
-                config.tsig.name, tsig_secret, _ALGORITHMS[config.tsig.algorithm]
+                self._key_name, tsig_secret, _ALGORITHMS[config.tsig.algorithm]
             )
         except (binascii.Error, ValueError):
             raise PermanentError(

@@ -107,7 +107,7 @@ def registry_for(role: str, site: Site, plan: DrillPlan) -> Registry:
     auth = site.registry.auth
     username = password = token = None
     if auth is not None:
-        username = auth.username
+        username = plan.resolve_value(auth.username) if auth.username else None
         password = plan.resolve_secret(auth.password) if auth.password else None
         token = plan.resolve_secret(auth.token) if auth.token else None
     return OciDistribution(

@@ -24,8 +24,9 @@ import yaml
 from drills.lab.procs import free_port
 from drills.lab.runtime import LabInfo
 from drills.orchestrator import serve
-from drills.orchestrator.rest import FlowRunState, PrefectRest
-from drills.plan import DrillPlan
+from drills.orchestrator.plan_schedule import deployment_schedules
+from drills.orchestrator.rest import FlowRunState, PrefectRest, describe_schedule
+from drills.plan import DrillPlan, load_plan
 from drills.processes import pid_alive
 from drills.store.history import HistoryStore
 from drills.store.models import AuditEvent
@@ -149,7 +150,14 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
         "quarterly-drill", "readiness-check", "declare-incident", "failback", "recover-orphans"
     }  # fmt: skip
     assert by_name["recover-orphans"]["schedules"] == ["every 1m"]
-    assert by_name["quarterly-drill"]["schedules"] == ["cron 0 3 1 1,4,7,10 * (UTC)"]
+    # prefect.yaml carries no cron for it: serve deploys the `schedule:` of the plan it runs.
+    drill_plan = PROJECT_DIR / by_name["quarterly-drill"]["parameters"]["plan"]
+    planned = (
+        [describe_schedule(s) for s in deployment_schedules(load_plan(drill_plan))]
+        if drill_plan.exists()
+        else []
+    )
+    assert by_name["quarterly-drill"]["schedules"] == planned
     assert by_name["readiness-check"]["schedules"] == ["every 15m"]
     assert by_name["declare-incident"]["schedules"] == []
     assert by_name["declare-incident"]["parameters"]["mode"] == "incident"

@@ -96,6 +96,44 @@ def test_validate_resolve_reports_unresolved_references_without_values(
     assert secret_value not in result.output
 
 
+def test_validate_resolve_lists_every_reference_username_included(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = tmp_path / "plan.yaml"
+    text = VALID.read_text(encoding="utf-8")
+    auth = "      auth: {username: env:HARBOR_USER, password: env:HARBOR_PASSWORD}\n"
+    dr_url = "      url: http://127.0.0.1:5002\n"
+    text = text.replace(dr_url, dr_url + auth)
+    plan.write_text(text, encoding="utf-8")
+    (tmp_path / "tsig.secret").write_text("tsig-value\n", encoding="utf-8")
+    for name in ("primary", "dr"):
+        kubeconfig = {
+            "clusters": [{"name": name, "cluster": {"server": "https://10.0.0.1:6443"}}],
+            "contexts": [{"name": name, "context": {"cluster": name}}],
+        }
+        (tmp_path / f"{name}.kubeconfig").write_text(json.dumps(kubeconfig), encoding="utf-8")
+    monkeypatch.setenv("HARBOR_PASSWORD", "harbor-password-must-not-appear")
+    monkeypatch.delenv("HARBOR_USER", raising=False)
+    result = runner.invoke(app, ["plan", "validate", str(plan), "--resolve"])
+    assert result.exit_code == 2
+    assert (
+        "sites.dr.registry.auth.username: env:HARBOR_USER does not resolve: environment "
+        "variable HARBOR_USER is not set" in result.stderr
+    )
+
+    monkeypatch.setenv("HARBOR_USER", "harbor-user-value")
+    result = runner.invoke(app, ["plan", "validate", str(plan), "--resolve"])
+    assert result.exit_code == 0, result.output
+    listed = [line.strip() for line in result.stdout.splitlines()[1:]]
+    assert listed == [
+        "✓ sites.dr.registry.auth.username: env:HARBOR_USER",
+        "✓ sites.dr.registry.auth.password: env:HARBOR_PASSWORD",
+        "✓ dns.tsig.secret: file:tsig.secret",
+    ]
+    assert "harbor-user-value" not in result.output
+    assert "harbor-password-must-not-appear" not in result.output
+
+
 def test_show_summarises_the_plan() -> None:
     result = runner.invoke(app, ["plan", "show", str(EXAMPLE)], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output

@@ -16,12 +16,13 @@ import pytest
 
 from drills.errors import PermanentError, TemporaryError
 from drills.lab.named import LabDnsRecord, NamedServer
-from drills.plan import Rfc2136Dns
-from drills.targets.dns import normalize_value, serial_newer
+from drills.plan import DrillPlan, Rfc2136Dns, plan_from_text
+from drills.targets.dns import dns_for, normalize_value, serial_newer
 from drills.targets.dns_rfc2136 import Rfc2136Target
 from tests.support.services import require_system_binary
 
 ZONE = "drills.test."
+VALID_PLAN = Path(__file__).parents[1] / "plan" / "plans" / "valid.yaml"
 KEY = "drills-key"
 READONLY_KEY = "readonly-key"
 BIG_TXT = 60  # TXT records of 40+ bytes each: far over a 512-byte UDP answer
@@ -219,6 +220,34 @@ def test_key_outside_the_update_acl_is_refused(masters: tuple[NamedServer, Named
     dns_a = target([addr(a)], ReadOnlyKeyNamed.readonly_secret, key=READONLY_KEY)
     with pytest.raises(PermanentError, match="REFUSED"):
         dns_a.check_control("api.drills.test.", "A")
+
+
+def _plan_with_tsig_name_by_reference(server: str) -> DrillPlan:
+    text = VALID_PLAN.read_text(encoding="utf-8")
+    text = text.replace('servers: ["127.0.0.1:5353"]', f'servers: ["{server}"]')
+    text = text.replace(
+        "tsig: {name: drills-key, algorithm: hmac-sha256, secret: file:tsig.secret}",
+        "tsig: {name: env:DRILLS_TEST_TSIG_NAME, secret: env:DRILLS_TEST_TSIG_SECRET}",
+    )
+    return plan_from_text(text)
+
+
+def test_a_tsig_key_name_by_reference_is_resolved_and_used(
+    masters: tuple[NamedServer, NamedServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, _ = masters
+    plan = _plan_with_tsig_name_by_reference(addr(a))
+    assert ("dns.tsig.name", "env:DRILLS_TEST_TSIG_NAME") in list(plan.secret_refs())
+    monkeypatch.setenv("DRILLS_TEST_TSIG_SECRET", a.tsig_secret)
+    monkeypatch.setenv("DRILLS_TEST_TSIG_NAME", "nobody-knows-this-key")
+    with pytest.raises(PermanentError, match=r"TSIG key rejected \(BADKEY\)"):
+        dns_for(plan, timeout_s=2.0).check_control("api.drills.test.", "A")
+    monkeypatch.setenv("DRILLS_TEST_TSIG_NAME", KEY)
+    dns_for(plan, timeout_s=2.0).check_control("api.drills.test.", "A")  # the server's key
+    monkeypatch.setenv("DRILLS_TEST_TSIG_NAME", "not a name!")
+    with pytest.raises(PermanentError, match="not a valid DNS name") as refused:
+        dns_for(plan, timeout_s=2.0)
+    assert "not a name!" not in str(refused.value)
 
 
 def test_secret_that_is_not_base64_is_refused_without_echo() -> None:

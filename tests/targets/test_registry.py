@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from drills.errors import PermanentError, TemporaryError
+from drills.errors import PermanentError, PlanError, TemporaryError
 from drills.lab.httpserve import serve_in_thread
 from drills.lab.images import Image, build_image, push_oci
 from drills.lab.moto_server import MotoServer
@@ -181,6 +181,37 @@ def test_registry_for_resolves_the_plan_credentials(
     ecr.close()
 
 
+def test_registry_for_resolves_a_username_reference(
+    basic_registry: RegistryServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DRILLS_TEST_REGISTRY_PASSWORD", PASSWORD)
+    plan = plan_from_text(_plan_yaml(basic_registry.url, username="env:DRILLS_TEST_REGISTRY_USER"))
+    assert ("sites.primary.registry.auth.username", "env:DRILLS_TEST_REGISTRY_USER") in list(
+        plan.secret_refs()
+    )
+    monkeypatch.setenv("DRILLS_TEST_REGISTRY_USER", "not-" + USER)
+    wrong_user = registry_for("primary", plan.sites.primary, plan)
+    try:
+        # The reference is what is sent: a wrong user behind it is refused by the registry.
+        with pytest.raises(PermanentError, match="authentication failed"):
+            wrong_user.digest("private/app", "1.0")
+    finally:
+        wrong_user.close()
+    monkeypatch.setenv("DRILLS_TEST_REGISTRY_USER", USER)
+    registry = registry_for("primary", plan.sites.primary, plan)
+    try:
+        assert registry.digest("private/app", "1.0") == build_image("private/app:1.0").top.digest
+    finally:
+        registry.close()
+
+
+def test_a_mistyped_username_reference_is_refused_not_taken_literally(
+    basic_registry: RegistryServer,
+) -> None:
+    with pytest.raises(PlanError, match="env: must be followed by an environment variable name"):
+        plan_from_text(_plan_yaml(basic_registry.url, username="env:1-not-a-name"))
+
+
 # -- bearer token challenge ------------------------------------------------------------
 
 
@@ -336,7 +367,7 @@ def test_not_a_registry_is_a_permanent_error(moto_server: MotoServer) -> None:
         OciDistribution(moto_server.url).digest("a/b", "1")
 
 
-def _plan_yaml(primary_url: str) -> str:
+def _plan_yaml(primary_url: str, username: str = USER) -> str:
     return f"""
 name: registry-test
 sites:
@@ -345,7 +376,7 @@ sites:
     registry:
       kind: oci
       url: {primary_url}
-      auth: {{username: {USER}, password: "env:DRILLS_TEST_REGISTRY_PASSWORD"}}
+      auth: {{username: "{username}", password: "env:DRILLS_TEST_REGISTRY_PASSWORD"}}
     objects: {{endpoint_url: "http://127.0.0.1:9", region: us-east-1}}
     ingress: {{mode: controller, deployment: {{namespace: ingress, name: controller}}}}
     endpoint: http://127.0.0.2:18080/healthz

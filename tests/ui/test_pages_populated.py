@@ -192,7 +192,7 @@ def test_plans_page_shows_the_last_drill(populated: Drilled, ui_env: UiEnv) -> N
     text = shown(at)
     assert f"✓ {populated.plan_path} is valid: 12 workloads" in text
     assert "**met**, RTO" in text and populated.run_id in text
-    assert "the plan says `0 3 1 1,4,7,10 *` (UTC)" in text
+    assert "plan schedule `0 3 1 1,4,7,10 *` (UTC)" in text
     assert "stays paused" in text  # the batch tier, in the tiers table
 
 

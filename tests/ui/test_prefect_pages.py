@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from drills.checks.readiness import select_checks
+from drills.orchestrator.plan_schedule import apply_plan_schedule
+from drills.orchestrator.rest import PrefectRest
 from tests.support.ui import (
     FLOW_NAME,
     Drilled,
@@ -37,11 +40,13 @@ def deployments(prefect_url: str, drilled: Drilled) -> dict[str, str]:
     readiness: Any = readiness_check.to_deployment(name=READINESS_DEPLOYMENT.split("/")[1])
     readiness.apply()
     drill: Any = minimum_takeover_drill.to_deployment(
-        name=DRILL_DEPLOYMENT.split("/")[1],
-        cron="0 3 1 1,4,7,10 *",
-        parameters={"plan": drilled.plan_path},
+        name=DRILL_DEPLOYMENT.split("/")[1], parameters={"plan": drilled.plan_path}
     )
     drill.apply()
+    # Scheduled as `drills serve` schedules it: from the plan's `schedule:`, nowhere else.
+    with PrefectRest(prefect_url) as api:
+        done = apply_plan_schedule(api, Path("."), DRILL_DEPLOYMENT)
+    assert done.endswith("scheduled from plan lab: cron 0 3 1 1,4,7,10 * (UTC)"), done
     return {"readiness": READINESS_DEPLOYMENT, "drill": DRILL_DEPLOYMENT}
 
 
@@ -90,8 +95,29 @@ def test_plans_page_shows_the_next_scheduled_drill(
         c.create_flow_run_from_deployment(deployment.id, state=Scheduled(scheduled_time=when))
     at = open_page("plans")
     text = shown(at)
-    assert "Next scheduled drill:** **2031-04-01 03:00:00 UTC**" in text
-    assert "cron 0 3 1 1,4,7,10 * (UTC)" in text
+    assert (
+        "Next scheduled drill:** **2031-04-01 03:00:00 UTC** "
+        "(plan schedule `0 3 1 1,4,7,10 *` (UTC))" in text
+    )
+    assert "instead" not in text
+
+
+def test_plans_page_calls_out_a_deployment_that_runs_another_schedule(
+    prefect_env: UiEnv, populated: Drilled, prefect_url: str
+) -> None:
+    with PrefectRest(prefect_url) as api:
+        deployment = api.deployment(DRILL_DEPLOYMENT)
+        api.set_schedules(deployment.id, [{"schedule": {"cron": "0 4 * * *"}, "active": True}])
+        try:
+            at = open_page("plans")
+        finally:
+            apply_plan_schedule(api, Path("."), DRILL_DEPLOYMENT)
+        assert api.deployment(DRILL_DEPLOYMENT).schedules == ("cron 0 3 1 1,4,7,10 * (UTC)",)
+    text = shown(at)
+    assert (
+        f"plan schedule `0 3 1 1,4,7,10 *` (UTC) — **the `{DRILL_DEPLOYMENT}` deployment runs "
+        "cron 0 4 * * * (UTC) instead**: run `drills serve` again" in text
+    )
 
 
 def _scheduled_drill(prefect_url: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from drills.evidence.coverage import Coverage, PlanCoverage
+from drills.orchestrator.plan_schedule import deployment_schedules
+from drills.orchestrator.rest import describe_schedule
 from drills.store.kinds import Mode
 from drills.text import for_markdown
 from ui import components, data, plan_summary
@@ -15,23 +17,33 @@ KEY = "plans"
 
 
 def _next_drill(settings: UISettings, entry: PlanEntry) -> str:
+    """When the plan is next drilled. The schedule shown is the plan's `schedule:`, the one
+    source `drills serve` deploys; a deployment that runs another one is called out."""
     assert entry.plan is not None
     in_plan = entry.plan.schedule
-    fallback = (
-        f"the plan says `{in_plan.cron}` ({in_plan.timezone})" if in_plan else "not scheduled"
+    planned = (
+        f"plan schedule `{in_plan.cron}` ({in_plan.timezone})"
+        if in_plan
+        else "the plan has no `schedule:`"
     )
     state = data.prefect_state(settings)
     if not state.usable or settings.prefect_api_url is None:
-        return f"unknown: {state.problem}; {fallback}"
+        return f"unknown: {state.problem}; {planned}"
     info = data.deployment(
         settings.prefect_api_url, settings.drill_deployment, entry.path, entry.name
     )
     if info is None:
-        return f"no `{settings.drill_deployment}` deployment on Prefect; {fallback}"
-    schedules = "; ".join(info.schedules) or "no schedule"
+        return f"no `{settings.drill_deployment}` deployment on Prefect; {planned}"
+    expected = tuple(describe_schedule(s) for s in deployment_schedules(entry.plan))
+    if info.schedules != expected:
+        carried = "; ".join(info.schedules) or "no schedule"
+        planned += (
+            f" — **the `{settings.drill_deployment}` deployment runs {carried} instead**: "
+            "run `drills serve` again to deploy the plan's schedule"
+        )
     if info.next_run is not None:
-        return f"**{components.when(info.next_run)}** ({settings.drill_deployment}: {schedules})"
-    return f"none scheduled for this plan ({settings.drill_deployment}: {schedules}); {fallback}"
+        return f"**{components.when(info.next_run)}** ({planned})"
+    return f"none scheduled for this plan ({planned})"
 
 
 def _last_drill(settings: UISettings, entry: PlanEntry) -> str:
