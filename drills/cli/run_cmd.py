@@ -328,6 +328,20 @@ def _seconds(value: float | None) -> str:
     return f"{value:.1f}s" if value is not None else ""
 
 
+# The shortest id `drills history` shows: long enough to read, still far from the full one.
+SHORTEST_ID = 8
+
+
+def short_id(history: HistoryStore, run_id: str) -> str:
+    """The shortest prefix of the id, at least SHORTEST_ID long, that `drills report` resolves to
+    this run: git's way, so a narrow terminal never has to cut the one value the user copies."""
+    for length in range(SHORTEST_ID, len(run_id)):
+        found = history.find_run(run_id[:length])
+        if found is not None and found.id == run_id:
+            return run_id[:length]
+    return run_id
+
+
 def history_cmd(
     plan: Annotated[str | None, typer.Option("--plan", help="Only runs of this plan.")] = None,
     mode: Annotated[
@@ -337,19 +351,25 @@ def history_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of runs.")] = False,
     db: DbUrl = None,
 ) -> None:
-    """List past drills and incidents, newest first."""
-    runs = open_history(db).list_runs(plan=plan, mode=mode, limit=limit)
+    """List past drills and incidents, newest first. The id column shows each run's shortest
+    unique prefix (at least 8 characters), never cut: `drills report` accepts it as it is;
+    `--json` gives the full ids."""
+    history = open_history(db)
+    runs = history.list_runs(plan=plan, mode=mode, limit=limit)
     if as_json:
         typer.echo(json.dumps([_row(r) for r in runs], indent=2))
         return
+    ids = [short_id(history, r.id) for r in runs]
     table = Table(title="Drill history")
-    columns = ("id", "plan", "mode", "started", "status", "verdict", "RTO", "client RTO",
+    # The id is the value people copy into `drills report`: it keeps its width, others wrap.
+    table.add_column("id", no_wrap=True, min_width=max((len(i) for i in ids), default=2))
+    columns = ("plan", "mode", "started", "status", "verdict", "RTO", "client RTO",
                "full capacity")  # fmt: skip
     for column in columns:
         table.add_column(column)
-    for r in runs:
+    for shown, r in zip(ids, runs, strict=True):
         table.add_row(
-            r.id, r.plan, r.mode + (" (dry)" if r.dry_run else ""),
+            shown, r.plan, r.mode + (" (dry)" if r.dry_run else ""),
             f"{r.started_at:%Y-%m-%d %H:%M}", r.status, r.verdict or "",
             _seconds(r.rto_seconds), _seconds(r.client_rto_seconds),
             _seconds(r.details.full_capacity_seconds),
