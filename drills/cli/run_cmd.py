@@ -40,6 +40,7 @@ STATUS_STYLE = {
     "running": "yellow",
     "skipped": "dim",
     "planned": "cyan",
+    "would": "cyan",
 }
 
 
