@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from drills.plan import DrillPlan
     from drills.store.history import HistoryStore
     from drills.store.models import DrillRun
-    from drills.takeover.drill import Approval, DrillHooks, DrillRequest
+    from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest
     from drills.takeover.steps.executor import PlannedChange
     from drills.takeover.timeline import PhaseRecord, StepRecord
 
@@ -34,6 +34,7 @@ console = out_console()
 err = err_console()
 
 EXIT_REFUSED = 3
+EXIT_DECLINED = 4  # the operator said no at "Proceed?": nothing changed, nothing recorded
 STATUS_STYLE = {
     "ok": "green",
     "failed": "red",
@@ -122,7 +123,12 @@ def run(
     ] = False,
     yes: Annotated[
         bool,
-        typer.Option("--yes", "-y", help="Do not ask for confirmation before the first change."),
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Do not ask for confirmation. Without it the changes are listed and asked "
+            "about before the run starts; answering no exits 4 and records nothing.",
+        ),
     ] = False,
     force_unfenced: Annotated[
         bool,
@@ -159,8 +165,9 @@ def run(
     db: DbUrl = None,
 ) -> None:
     """Run a minimum-takeover drill (or a real incident takeover, or the failback after one)
-    and print its report. A refused incident or failback exits 3 and is written to the audit
-    log, as the dashboard's refusals are."""
+    and print its report. Exit 0 succeeded (or dry run), 1 failed, 2 bad plan or options, 3
+    refused (a refused incident or failback is written to the audit log, as the dashboard's
+    refusals are), 4 declined at the confirmation: nothing changed and no run recorded."""
     _check_mode(mode, force_unfenced)
     plan = load_plan_or_exit(plan_path)
     history = open_history(db)
@@ -176,8 +183,9 @@ def run(
         tier_deadline=tier_deadline,
         sync_deadline=sync_deadline,
     )
-    hooks = _hooks(view, confirm=not (yes or dry_run))
-    run_id, status = _execute(request, history, hooks, view, live=not as_json and err.is_terminal)
+    hooks = _hooks(view)
+    live = not as_json and err.is_terminal
+    run_id, status = _execute(request, history, hooks, view, live=live, ask=not (yes or dry_run))
     _print_report(history, run_id, as_json=as_json)
     if not status.succeeded:
         raise typer.Exit(EXIT_FAILED)
@@ -220,13 +228,12 @@ def _request(
     )
 
 
-def _hooks(view: LiveView, *, confirm: bool) -> DrillHooks:
+def _hooks(view: LiveView) -> DrillHooks:
     from drills.takeover import crashpoints
     from drills.takeover.drill import DrillHooks
 
     return DrillHooks(
         approve=_approve,
-        confirm=_confirm if confirm else None,
         listener=view.on_event,
         # Only the crash tests set DRILLS_CRASH_AT; otherwise no hook at all.
         crash_point=crashpoints.point if crashpoints.wanted() else None,
@@ -234,9 +241,16 @@ def _hooks(view: LiveView, *, confirm: bool) -> DrillHooks:
 
 
 def _execute(
-    request: DrillRequest, history: HistoryStore, hooks: DrillHooks, view: LiveView, *, live: bool
+    request: DrillRequest,
+    history: HistoryStore,
+    hooks: DrillHooks,
+    view: LiveView,
+    *,
+    live: bool,
+    ask: bool,
 ) -> tuple[str, RunStatus]:
-    """Run the drill with the live view; returns the run's id and final status."""
+    """Run the drill with the live view; returns the run's id and final status. With ``ask``,
+    the changes are confirmed before the run starts, so a "no" leaves no run in the history."""
     from drills.errors import RunRefused
     from drills.takeover.cancellation import cancel_on_signals
     from drills.takeover.drill import Drill
@@ -245,6 +259,8 @@ def _execute(
 
     drill = (Failback if request.mode == Mode.FAILBACK else Drill)(request, history, hooks)
     try:
+        if ask:
+            _ask_first(drill)
         # Ctrl-C or SIGTERM: the drill rolls back (incident: stops and reports), then exits.
         with (
             cancel_on_signals(),
@@ -257,6 +273,26 @@ def _execute(
         _audit_refusal(request, history, f"refused: {exc}")
         raise typer.Exit(EXIT_REFUSED) from None
     return result.run_id, result.status
+
+
+def _ask_first(drill: Drill) -> None:
+    """The changes, confirmed before the run starts: a "no" exits 4 with nothing recorded.
+    When they cannot be read beforehand (a site unreachable), the run asks as it goes, after
+    its preflight, as it always did; a "no" there is recorded as an aborted run."""
+    from drills.errors import DrillError, RunRefused
+
+    try:
+        planned = drill.preview()
+    except RunRefused:
+        raise
+    except DrillError as exc:
+        err.print(Text(f"the changes cannot be listed before the run ({exc}); asking after "
+                       "its preflight", style="yellow"))  # fmt: skip
+        drill.hooks.confirm = _confirm
+        return
+    if not _confirm(planned):
+        err.print("declined: nothing was changed and no run was recorded")
+        raise typer.Exit(EXIT_DECLINED)
 
 
 def _audit_refusal(request: DrillRequest, history: HistoryStore, why: str) -> None:
