@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 import typer.main
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 if TYPE_CHECKING:
     # Typer carries its own copy of click; its groups and commands are built on these.
@@ -44,9 +44,16 @@ COMMANDS: dict[str, Entry] = {
     "run": Entry(
         "drills.cli.run_cmd",
         "Run a minimum-takeover drill (or a real incident takeover, or the failback after one) "
-        "and print its report.",
+        "and print its report. Exit 0 succeeded (or dry run), 1 failed, 2 bad plan or options, 3 "
+        "refused (a refused incident or failback is written to the audit log, as the dashboard's "
+        "refusals are), 4 declined at the confirmation: nothing changed and no run recorded.",
     ),
-    "history": Entry("drills.cli.run_cmd", "List past drills and incidents, newest first."),
+    "history": Entry(
+        "drills.cli.run_cmd",
+        "List past drills and incidents, newest first. The id column shows each run's shortest "
+        "unique prefix (at least 8 characters), never cut: `drills report` accepts it as it is; "
+        "`--json` gives the full ids.",
+    ),
     "report": Entry(
         "drills.cli.run_cmd",
         "Print a run's report: who, when, what changed, how long each phase took, objectives met,"
@@ -158,6 +165,25 @@ class LazyGroup(TyperGroup):
             super().format_help(ctx, formatter)
         finally:
             self._listing = False
+
+
+# One help convention for every command, set here once: a required argument reads PLAN and an
+# optional one [PLAN] (Typer 0.29 writes {PLAN}, and [[PLAN]] for a bracketed metavar), and a
+# flag shows no type (Typer writes <bool> beside every one, --help included).
+def _usage_name(self: TyperArgument) -> str:
+    name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+    return name + ("..." if self.nargs != 1 else "")
+
+
+_option_type = TyperOption.display_type_rich
+
+
+def _type_unless_flag(self: TyperOption, ctx: Context) -> str | None:
+    return None if self.is_flag else _option_type(self, ctx)
+
+
+TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]
+TyperOption.display_type_rich = _type_unless_flag  # type: ignore[method-assign]
 
 
 app = typer.Typer(

@@ -33,7 +33,10 @@ EXIT_CODES: dict[int, str] = {
     3: "Refused or not done yet: `drills run` and `drills recover` refuse a run nothing could "
     "prove safe; `drills recover` waits for the operator to decide (--complete, --hold, "
     "--fail-back); `drills serve run` gave up waiting for a flow run still running.",
-    4: "`drills status`: the live DNS or the endpoints disagree with the history.",
+    4: "`drills status`: the live DNS or the endpoints disagree with the history. "
+    "`drills run`: declined at its confirmation; nothing was changed and no run recorded.",
+    5: "`drills status`: where DNS points could not be confirmed (no authoritative server "
+    "answered), so agreement is unknown.",
 }
 
 PlanPath = Annotated[Path, typer.Argument(metavar="PLAN", help="The drill plan (YAML).")]

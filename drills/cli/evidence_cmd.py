@@ -144,7 +144,7 @@ def verify(
     pack: Annotated[
         Path | None,
         typer.Argument(
-            metavar="[PACK]", help="The pack (.zip) to verify; or give --db.", show_default=False
+            metavar="PACK", help="The pack (.zip) to verify; or give --db.", show_default=False
         ),
     ] = None,
     public_key: Annotated[

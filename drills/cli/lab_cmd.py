@@ -136,7 +136,8 @@ def status(
     state_dir: StateDir = Path(".lab"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the lab's state as JSON.")] = False,
 ) -> None:
-    """Show where each part of the lab runs and whether it answers. Exit 1 if it is down."""
+    """Show where each part of the lab runs and whether it answers (status and reason, never
+    a response body). Exit 1 if the lab is down or any part of it does not answer."""
     info = control.running(state_dir)
     if info is None:
         exit_not_running(
@@ -146,7 +147,13 @@ def status(
     if as_json:
         payload = {"running": True, **asdict(info), "probes": [asdict(p) for p in probes]}
         console.print_json(json.dumps(payload))
-        return
+    else:
+        _print_probes(info, probes)
+    if not all(p.ok for p in probes):
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _print_probes(info: LabInfo, probes: list[control.Probe]) -> None:
     _print_info(info)
     table = Table(title="Probes")
     for column in ("part", "url", "answer"):

@@ -40,7 +40,9 @@ plan_app = typer.Typer(
     no_args_is_help=True,
 )
 
-PlanPath = Annotated[Path, typer.Argument(help="The plan file (YAML).", show_default=False)]
+PlanPath = Annotated[
+    Path, typer.Argument(metavar="PLAN", help="The plan file (YAML).", show_default=False)
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -96,7 +98,9 @@ StrictOption = Annotated[
 def validate(
     path: Annotated[
         Path | None,
-        typer.Argument(help="The plan file (YAML); none with --all.", show_default=False),
+        typer.Argument(
+            metavar="PLAN", help="The plan file (YAML); none with --all.", show_default=False
+        ),
     ] = None,
     resolve: ResolveOption = False,
     strict: StrictOption = False,

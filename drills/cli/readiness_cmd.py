@@ -42,7 +42,7 @@ def readiness(
     plan_path: Annotated[
         Path | None,
         typer.Argument(
-            metavar="[PLAN]", help="The drill plan (YAML); none with --all.", show_default=False
+            metavar="PLAN", help="The drill plan (YAML); none with --all.", show_default=False
         ),
     ] = None,
     as_json: StableJson = False,

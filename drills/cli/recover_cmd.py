@@ -63,7 +63,7 @@ def _print(report: RecoverReport) -> None:
 def recover_cmd(
     run_id: Annotated[
         str | None,
-        typer.Argument(metavar="[RUN_ID]", help="The run to recover (id or unique prefix)."),
+        typer.Argument(metavar="RUN_ID", help="The run to recover (id or unique prefix)."),
     ] = None,
     plan: Annotated[
         str | None,

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from drills.plan import DrillPlan
     from drills.store.history import HistoryStore
     from drills.store.models import DrillRun
-    from drills.takeover.drill import Approval, DrillHooks, DrillRequest, DrillResult
+    from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult
     from drills.takeover.steps.executor import PlannedChange
     from drills.takeover.timeline import PhaseRecord, StepRecord
 
@@ -34,12 +34,14 @@ console = out_console()
 err = err_console()
 
 EXIT_REFUSED = 3
+EXIT_DECLINED = 4  # the operator said no at "Proceed?": nothing changed, nothing recorded
 STATUS_STYLE = {
     "ok": "green",
     "failed": "red",
     "running": "yellow",
     "skipped": "dim",
     "planned": "cyan",
+    "would": "cyan",
 }
 
 
@@ -130,7 +132,12 @@ def run(
     ] = False,
     yes: Annotated[
         bool,
-        typer.Option("--yes", "-y", help="Do not ask for confirmation before the first change."),
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Do not ask for confirmation. Without it the changes are listed and asked "
+            "about before the run starts; answering no exits 4 and records nothing.",
+        ),
     ] = False,
     force_unfenced: Annotated[
         bool,
@@ -173,11 +180,13 @@ def run(
     """Run a minimum-takeover drill (or a real incident takeover, or the failback after one)
     and print its report.
 
-    A refused incident or failback exits 3 and is written to the audit
-    log, as the dashboard's refusals are. If the history store stops answering mid-run, a
-    drill rolls back and an incident goes on; both keep their journal in a local write-ahead
-    file (DRILLS_STATE_DIR) and write it back when the store answers. A PostgreSQL store
-    without durable commits is refused unless DRILLS_ALLOW_NONDURABLE_STORE=1."""
+    Exit 0 succeeded (or dry run), 1 failed, 2 bad plan or options, 3 refused (a refused
+    incident or failback is written to the audit log, as the dashboard's refusals are), 4
+    declined at the confirmation: nothing changed and no run recorded. If the history store
+    stops answering mid-run, a drill rolls back and an incident goes on; both keep their
+    journal in a local write-ahead file (DRILLS_STATE_DIR) and write it back when the store
+    answers. A PostgreSQL store without durable commits is refused unless
+    DRILLS_ALLOW_NONDURABLE_STORE=1."""
     _check_mode(mode, force_unfenced)
     plan = load_plan_or_exit(plan_path)
     history = open_history(db)
@@ -193,10 +202,10 @@ def run(
         tier_deadline=tier_deadline,
         sync_deadline=sync_deadline,
     )
-    hooks = _hooks(view, confirm=not (yes or dry_run))
+    hooks = _hooks(view)
     live = not as_json and err.is_terminal
     view.echo_waits = not live
-    result = _execute(request, history, hooks, view, live=live)
+    result = _execute(request, history, hooks, view, live=live, ask=not (yes or dry_run))
     _print_report(history, result, as_json=as_json)
     if not result.status.succeeded:
         raise typer.Exit(EXIT_FAILED)
@@ -239,13 +248,12 @@ def _request(
     )
 
 
-def _hooks(view: LiveView, *, confirm: bool) -> DrillHooks:
+def _hooks(view: LiveView) -> DrillHooks:
     from drills.takeover import crashpoints
     from drills.takeover.drill import DrillHooks
 
     return DrillHooks(
         approve=_approve,
-        confirm=_confirm if confirm else None,
         listener=view.on_event,
         # Only the crash tests set DRILLS_CRASH_AT; otherwise no hook at all.
         crash_point=crashpoints.point if crashpoints.wanted() else None,
@@ -253,9 +261,16 @@ def _hooks(view: LiveView, *, confirm: bool) -> DrillHooks:
 
 
 def _execute(
-    request: DrillRequest, history: HistoryStore, hooks: DrillHooks, view: LiveView, *, live: bool
+    request: DrillRequest,
+    history: HistoryStore,
+    hooks: DrillHooks,
+    view: LiveView,
+    *,
+    live: bool,
+    ask: bool,
 ) -> DrillResult:
-    """Run the drill with the live view; returns its result."""
+    """Run the drill with the live view; returns its result. With ``ask``, the changes are
+    confirmed before the run starts, so a "no" leaves no run in the history."""
     from drills.errors import RunRefused
     from drills.store.outage import is_store_outage, outage_text
     from drills.takeover.cancellation import cancel_on_signals
@@ -265,6 +280,8 @@ def _execute(
 
     drill = (Failback if request.mode == Mode.FAILBACK else Drill)(request, history, hooks)
     try:
+        if ask:
+            _ask_first(drill)
         # Ctrl-C or SIGTERM: the drill rolls back (incident: stops and reports), then exits.
         with (
             cancel_on_signals(),
@@ -283,6 +300,26 @@ def _execute(
                        style="bold red"))  # fmt: skip
         raise typer.Exit(EXIT_REFUSED) from None
     return result
+
+
+def _ask_first(drill: Drill) -> None:
+    """The changes, confirmed before the run starts: a "no" exits 4 with nothing recorded.
+    When they cannot be read beforehand (a site unreachable), the run asks as it goes, after
+    its preflight, as it always did; a "no" there is recorded as an aborted run."""
+    from drills.errors import DrillError, RunRefused
+
+    try:
+        planned = drill.preview()
+    except RunRefused:
+        raise
+    except DrillError as exc:
+        err.print(Text(f"the changes cannot be listed before the run ({exc}); asking after "
+                       "its preflight", style="yellow"))  # fmt: skip
+        drill.hooks.confirm = _confirm
+        return
+    if not _confirm(planned):
+        err.print("declined: nothing was changed and no run was recorded")
+        raise typer.Exit(EXIT_DECLINED)
 
 
 def _audit_refusal(request: DrillRequest, history: HistoryStore, why: str) -> None:
@@ -365,6 +402,20 @@ def _seconds(value: float | None) -> str:
     return f"{value:.1f}s" if value is not None else ""
 
 
+# The shortest id `drills history` shows: long enough to read, still far from the full one.
+SHORTEST_ID = 8
+
+
+def short_id(history: HistoryStore, run_id: str) -> str:
+    """The shortest prefix of the id, at least SHORTEST_ID long, that `drills report` resolves to
+    this run: git's way, so a narrow terminal never has to cut the one value the user copies."""
+    for length in range(SHORTEST_ID, len(run_id)):
+        found = history.find_run(run_id[:length])
+        if found is not None and found.id == run_id:
+            return run_id[:length]
+    return run_id
+
+
 def history_cmd(
     plan: Annotated[str | None, typer.Option("--plan", help="Only runs of this plan.")] = None,
     mode: Annotated[
@@ -374,19 +425,25 @@ def history_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of runs.")] = False,
     db: DbUrl = None,
 ) -> None:
-    """List past drills and incidents, newest first."""
-    runs = open_history(db).list_runs(plan=plan, mode=mode, limit=limit)
+    """List past drills and incidents, newest first. The id column shows each run's shortest
+    unique prefix (at least 8 characters), never cut: `drills report` accepts it as it is;
+    `--json` gives the full ids."""
+    history = open_history(db)
+    runs = history.list_runs(plan=plan, mode=mode, limit=limit)
     if as_json:
         typer.echo(json.dumps([_row(r) for r in runs], indent=2))
         return
+    ids = [short_id(history, r.id) for r in runs]
     table = Table(title="Drill history")
-    columns = ("id", "plan", "mode", "started", "status", "verdict", "RTO", "client RTO",
+    # The id is the value people copy into `drills report`: it keeps its width, others wrap.
+    table.add_column("id", no_wrap=True, min_width=max((len(i) for i in ids), default=2))
+    columns = ("plan", "mode", "started", "status", "verdict", "RTO", "client RTO",
                "full capacity")  # fmt: skip
     for column in columns:
         table.add_column(column)
-    for r in runs:
+    for shown, r in zip(ids, runs, strict=True):
         table.add_row(
-            r.id, r.plan, r.mode + (" (dry)" if r.dry_run else ""),
+            shown, r.plan, r.mode + (" (dry)" if r.dry_run else ""),
             f"{r.started_at:%Y-%m-%d %H:%M}", r.status, r.verdict or "",
             _seconds(r.rto_seconds), _seconds(r.client_rto_seconds),
             _seconds(r.details.full_capacity_seconds),

@@ -2,7 +2,7 @@
 
 drills serve                 start it all (idempotent), print where it runs
 drills serve status          what runs, whether it answers, the deployments
-drills serve stop            stop the worker and the server (also `drills serve --stop`)
+drills serve stop [--force]  stop the worker and the server (the one way to stop)
 drills serve run NAME        start a deployment's flow run, follow it, print the report
                              (in serve_run, which adds itself to this group)
 """
@@ -93,9 +93,6 @@ def _own_server_hint(project: Path) -> str:
 @serve_app.callback(invoke_without_command=True)
 def start(
     ctx: typer.Context,
-    stop_flag: Annotated[
-        bool, typer.Option("--stop", help="Stop the runners and the server instead.")
-    ] = False,
     port: Annotated[
         int | None,
         typer.Option("--port", min=1, max=65535, help="Port of the server (default 4200 if free)."),
@@ -123,11 +120,8 @@ def start(
     """Start a local Prefect server, deploy the drills flows and start a worker, and a warm
     runner that starts declared incidents at once (idempotent). The scheduled drill
     (quarterly-drill) gets the schedule of its plan's `schedule:`, the one place it is
-    written: edit the plan, then run this again."""
+    written: edit the plan, then run this again. `drills serve stop` stops it all."""
     if ctx.invoked_subcommand is not None:
-        return
-    if stop_flag:
-        stop(state_dir)
         return
     if serve.running(state_dir) is None:
         err.print("Starting the Prefect server, deployments and worker (about 30 s)…")

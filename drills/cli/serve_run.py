@@ -127,7 +127,9 @@ def run_deployment(
     deployment: Annotated[
         str,
         typer.Argument(
-            help="quarterly-drill, readiness-check, declare-incident, failback, or FLOW/DEPLOYMENT."
+            metavar="DEPLOYMENT",
+            help="quarterly-drill, readiness-check, declare-incident, failback, or "
+            "FLOW/DEPLOYMENT.",
         ),
     ],
     param: Annotated[

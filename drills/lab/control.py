@@ -9,8 +9,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from drills.errors import LabError
 from drills.lab.state import ERROR_FILE, LabInfo, read_info
@@ -128,22 +130,53 @@ class Probe:
 
 
 def probe(info: LabInfo) -> list[Probe]:
-    """Ask each part of a running lab whether it answers."""
+    """Ask each part of a running lab whether it answers. Each Kubernetes API is asked as
+    kubectl would be, through its kubeconfig: trusting the lab's own CA, with its token. A
+    probe says the status and its reason only: a response body is the server's, not ours to
+    print. A site endpoint answering 503 is up (DR does not serve before a takeover)."""
     import httpx  # only `lab status` probes; the other lab commands start without it
 
-    checks = [(f"kubernetes {s}", f"{u}/healthz") for s, u in info.kube.items()]
-    checks += [(f"endpoint {s}", u) for s, u in info.endpoints.items()]
+    state = Path(info.state_dir)
+    results = [_probe_kube(s, u, state / f"{s}.kubeconfig") for s, u in info.kube.items()]
+    checks = [(f"endpoint {s}", u) for s, u in info.endpoints.items()]
     checks += [(f"registry {s}", f"{u}/v2/") for s, u in info.registries.items()]
     checks += [("moto", f"{info.moto}/moto-api/")]
-    results = []
     with httpx.Client(timeout=2.0) as client:
         for name, url in checks:
-            try:
-                response = client.get(url)
-                detail = f"{response.status_code} {response.text.strip()[:40]}"
-                results.append(
-                    Probe(name, url, response.status_code < 500 or "endpoint" in name, detail)
-                )
-            except httpx.HTTPError as exc:
-                results.append(Probe(name, url, False, type(exc).__name__))
+            results.append(_answer(name, url, client.get, up_on_5xx="endpoint" in name))
     return results
+
+
+def _probe_kube(site: str, url: str, kubeconfig: Path) -> Probe:
+    import base64
+    import ssl
+
+    import httpx
+    import yaml
+
+    name, healthz = f"kubernetes {site}", f"{url}/healthz"
+    try:
+        config = yaml.safe_load(kubeconfig.read_text())
+        cluster = config["clusters"][0]["cluster"]
+        token = config["users"][0]["user"].get("token")
+        trust = ssl.create_default_context()
+        if "certificate-authority-data" in cluster:
+            trust.load_verify_locations(
+                cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+            )
+    except (OSError, ValueError, KeyError, IndexError, TypeError, ssl.SSLError) as exc:
+        return Probe(name, healthz, False, f"kubeconfig {kubeconfig.name}: {type(exc).__name__}")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with httpx.Client(timeout=2.0, verify=trust, headers=headers) as client:
+        return _answer(name, healthz, client.get, up_on_5xx=False)
+
+
+def _answer(name: str, url: str, get: Callable[[str], Any], *, up_on_5xx: bool) -> Probe:
+    import httpx
+
+    try:
+        response = get(url)
+    except httpx.HTTPError as exc:
+        return Probe(name, url, False, type(exc).__name__)
+    detail = f"{response.status_code} {response.reason_phrase}".strip()
+    return Probe(name, url, response.status_code < 500 or up_on_5xx, detail)

@@ -196,6 +196,25 @@ class Drill:
         with self._exclusive():
             return self._run()
 
+    def preview(self) -> list[PlannedChange]:
+        """Every change a run would make, as the world stands now. Nothing is recorded and no
+        lease taken: what an operator is asked before the run starts, so that saying no leaves
+        no run behind. Raises RunRefused or UnfinishedRunError as ``run`` would."""
+        self._refuse_at_dr()
+        unfinished = [r for r in self.history.unfinished_runs(self.plan.name) if not r.dry_run]
+        if unfinished:
+            raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
+        with Targets(self.plan) as targets:
+            return self._planned(self._preview_context(targets))
+
+    def _preview_context(self, targets: Targets) -> PhaseContext:
+        # A timeline of its own: the preview is not part of the run.
+        executor = ChangeExecutor(targets, self.journal, dry_run=True)
+        return PhaseContext(self.plan, targets, executor, Timeline())
+
+    def _planned(self, preview: PhaseContext) -> list[PlannedChange]:
+        return list_changes(preview, "preview")
+
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
         self._store_ready()
@@ -522,10 +541,7 @@ class Drill:
     def _confirm(self, ctx: PhaseContext) -> None:
         if self.hooks.confirm is None:
             return
-        preview = ChangeExecutor(ctx.targets, self.journal, dry_run=True)
-        # A timeline of its own: the preview is not part of the run.
-        dry = PhaseContext(self.plan, ctx.targets, preview, Timeline())
-        if not self.hooks.confirm(list_changes(dry, "preview")):
+        if not self.hooks.confirm(self._planned(self._preview_context(ctx.targets))):
             raise DrillAborted("the operator did not confirm the changes")
 
     def _measure(self, ctx: PhaseContext) -> Measurement:

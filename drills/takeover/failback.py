@@ -31,7 +31,7 @@ from drills.store.serving import open_incident, recorded_serving
 from drills.takeover.drill import Drill, DrillAborted, DrillResult
 from drills.takeover.journal import Journal
 from drills.takeover.snapshot import Snapshot, take
-from drills.takeover.steps.executor import ChangeExecutor
+from drills.takeover.steps.executor import PlannedChange
 from drills.takeover.steps.failback import (
     AFTER_DNS,
     BEFORE_DNS,
@@ -44,7 +44,7 @@ from drills.takeover.steps.failback import (
     undo_before_dns,
 )
 from drills.takeover.steps.phases import PhaseContext
-from drills.takeover.timeline import Timeline, utc_now
+from drills.takeover.timeline import utc_now
 from drills.targets.dns import normalize_value
 
 log = logging.getLogger("drills.takeover.failback")
@@ -106,12 +106,22 @@ class Failback(Drill):
 
     # -- the run ---------------------------------------------------------------
     def _run(self) -> DrillResult:
-        self.incident = open_incident(self.history, self.plan.name)
-        if self.incident is None:
-            where = recorded_serving(self.history, self.plan.name).site
-            raise NotServingFromDrError(not_serving_from_dr(self.plan.name, where))
+        self.incident = self._open_incident()
         self.details.incident = IncidentLink(incident_run=self.incident.id)
         return super()._run()
+
+    def _open_incident(self) -> DrillRun:
+        incident = open_incident(self.history, self.plan.name)
+        if incident is None:
+            where = recorded_serving(self.history, self.plan.name).site
+            raise NotServingFromDrError(not_serving_from_dr(self.plan.name, where))
+        return incident
+
+    def _planned(self, preview: PhaseContext) -> list[PlannedChange]:
+        incident = self._open_incident()
+        fctx = FailbackContext.of(preview, incident_t0=incident.t0)
+        fctx.goal = incident_goal(self.history, incident, fctx)
+        return list_failback(fctx, "preview")
 
     def _run_phases(self, ctx: PhaseContext) -> DrillResult:
         assert self.incident is not None
@@ -193,12 +203,8 @@ class Failback(Drill):
         if self.hooks.confirm is None:
             return
         preview = FailbackContext.of(
-            PhaseContext(
-                self.plan, ctx.targets, ChangeExecutor(ctx.targets, self.journal, dry_run=True),
-                Timeline(),
-            ),
-            goal=ctx.goal, incident_t0=ctx.incident_t0,
-        )  # fmt: skip
+            self._preview_context(ctx.targets), goal=ctx.goal, incident_t0=ctx.incident_t0
+        )
         if not self.hooks.confirm(list_failback(preview, "preview")):
             raise DrillAborted("the operator did not confirm the changes")
 

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-StepStatus = Literal["running", "ok", "failed", "skipped", "planned"]
+# "would": a step of a dry run's phase that changed nothing; "ok" there would read as done.
+StepStatus = Literal["running", "ok", "failed", "skipped", "planned", "would"]
 
 
 def utc_now() -> dt.datetime:
@@ -59,6 +60,7 @@ class StepRecord(_Span):
 @dataclass
 class PhaseRecord(_Span):
     steps: list[StepRecord] = field(default_factory=list)
+    dry: bool = False  # a dry run's phase: its steps end as "would", not "ok"
 
     def to_json(self) -> dict[str, Any]:
         return self._span_json() | {"steps": [s.to_json() for s in list(self.steps)]}
@@ -101,8 +103,8 @@ class Timeline:
         return self.phases[-1]
 
     @contextmanager
-    def phase(self, name: str) -> Iterator[PhaseRecord]:
-        record = PhaseRecord(name, utc_now())
+    def phase(self, name: str, *, dry: bool = False) -> Iterator[PhaseRecord]:
+        record = PhaseRecord(name, utc_now(), dry=dry)
         self.phases.append(record)
         self._emit("phase-start", record)
         try:
@@ -133,7 +135,9 @@ class Timeline:
             record.result = record.result or f"{type(exc).__name__}: {exc}"
             raise
         else:
-            if record.status == "running":
+            if phase.dry and record.status in ("running", "planned"):
+                record.status = "would"
+            elif record.status == "running":
                 record.status = "ok"
         finally:
             # Wall-clock ends can go backwards on a clock step; keep the measured length.

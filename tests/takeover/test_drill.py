@@ -137,6 +137,24 @@ def test_dry_run_changes_nothing(drill_lab: LabInfo, history: HistoryStore) -> N
     critical = [w for w in topology.WORKLOADS if w.tier == "critical"]
     last_critical = max(targets.index(f"dr/{w.kind}/{w.namespace}/{w.name}") for w in critical)
     assert last_critical < dns < first_normal
+    _says_would(history, result.run_id)
+
+
+def _says_would(history: HistoryStore, run_id: str) -> None:
+    """A dry run's steps changed nothing, so none of them reads as done: each says *would*,
+    in the stored timeline and in the report (never "`ok` close primary ingress")."""
+    from drills.store.report import render_markdown, report_data
+
+    run = history.get_run(run_id)
+    assert run is not None
+    (dry,) = [p for p in run.timeline if p["name"] == "dry-run"]
+    statuses = {s["name"]: s["status"] for s in dry["steps"]}
+    # "skipped" is as true in a dry run as in a real one; "ok" would claim it was done.
+    assert statuses and set(statuses.values()) <= {"would", "skipped"}, statuses
+    assert statuses["close primary ingress"] == statuses["stop primary writers"] == "would"
+    report = render_markdown(report_data(run, history))
+    assert "`would` close primary ingress" in report
+    assert "`ok` close primary ingress" not in report
 
 
 def _set_never_ready(info: LabInfo, value: str | None) -> None:

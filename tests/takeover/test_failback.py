@@ -16,7 +16,9 @@ from typing import Any
 
 import boto3
 import pytest
+from typer.testing import CliRunner
 
+from drills.cli.app import app
 from drills.errors import PermanentError
 from drills.lab.runtime import NAMED_DIR, LabInfo
 from drills.plan import DrillPlan
@@ -68,10 +70,27 @@ def incident_then_write_at_dr(info: LabInfo, plan: DrillPlan, history: HistorySt
     return key
 
 
-def full_cycle(info: LabInfo, history: HistoryStore) -> None:
+def decline_failback(info: LabInfo, history: HistoryStore) -> None:
+    """`drills run --mode failback` answered no: the way back was listed, then nothing was
+    changed and no failback recorded; the plan still serves from DR."""
+    at_dr = snapshot(lab_plan(info))
+    runs = [r.id for r in history.list_runs()]
+    plan_file = str(Path(info.state_dir) / "plan.yaml")
+    declined = CliRunner().invoke(
+        app, ["run", plan_file, "--mode", "failback", "--db", history.url], input="n\n"
+    )
+    assert declined.exit_code == 4, declined.output
+    assert "dns.record api.drills.test./A" in declined.output  # the way back, asked about
+    assert [r.id for r in history.list_runs()] == runs
+    assert snapshot(lab_plan(info)) == at_dr
+
+
+def full_cycle(info: LabInfo, history: HistoryStore, *, decline_first: bool = False) -> None:
     plan = lab_plan(info)
     before = snapshot(plan)
     key = incident_then_write_at_dr(info, plan, history)
+    if decline_first:
+        decline_failback(info, history)
     with SplitBrainMonitor(info.endpoints["primary"], info.endpoints["dr"]) as monitor:
         result = run(plan, history, "failback")
     assert result.status == "succeeded", result.error
@@ -98,7 +117,7 @@ def full_cycle(info: LabInfo, history: HistoryStore) -> None:
 def test_incident_then_failback_returns_to_the_state_before(
     home_lab: LabInfo, history: HistoryStore
 ) -> None:
-    full_cycle(home_lab, history)
+    full_cycle(home_lab, history, decline_first=True)
 
 
 def test_incident_then_failback_on_route53(

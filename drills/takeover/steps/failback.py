@@ -241,7 +241,7 @@ def list_failback(ctx: FailbackContext, phase_name: str) -> list[PlannedChange]:
     """Every change the failback would make, as current → intended, none of them made."""
     if not ctx.dry_run:
         raise DrillError("listing the failback's changes needs a dry-run executor")
-    with ctx.timeline.phase(phase_name):
+    with ctx.timeline.phase(phase_name, dry=True):
         for phase in (*BEFORE_DNS, DNS_BACK):
             phase.run(ctx)
         for kind, address in touched(ctx.plan):

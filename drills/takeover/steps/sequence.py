@@ -76,7 +76,7 @@ def list_changes(ctx: PhaseContext, phase_name: str) -> list[PlannedChange]:
     """Every change the takeover would make, as current → intended, none of them made."""
     if not ctx.dry_run:
         raise DrillError("listing the takeover's changes needs a dry-run executor")
-    with ctx.timeline.phase(phase_name):
+    with ctx.timeline.phase(phase_name, dry=True):
         for phase in TAKEOVER:
             if phase.changes:
                 phase.run(ctx)
