@@ -44,9 +44,7 @@ COMMANDS: dict[str, Entry] = {
     "run": Entry(
         "drills.cli.run_cmd",
         "Run a minimum-takeover drill (or a real incident takeover, or the failback after one) "
-        "and print its report. Exit 0 succeeded (or dry run), 1 failed, 2 bad plan or options, 3 "
-        "refused (a refused incident or failback is written to the audit log, as the dashboard's "
-        "refusals are), 4 declined at the confirmation: nothing changed and no run recorded.",
+        "and print its report.",
     ),
     "history": Entry(
         "drills.cli.run_cmd",

@@ -26,7 +26,7 @@ from drills.orchestrator.rest import PrefectRest
 
 serve_app = typer.Typer(
     help="A local Prefect server, work pool, worker, the warm runner of declared incidents and "
-    "the deployments of prefect.yaml. The scheduled drill (quarterly-drill) runs on the "
+    "the deployments of prefect.yaml.\n\nThe scheduled drill (quarterly-drill) runs on the "
     "schedule: of the plan it names, the one place that schedule is written; edit the plan, "
     "then run drills serve again.",
 )
