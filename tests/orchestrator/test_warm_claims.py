@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,19 +18,6 @@ from drills.orchestrator.rest import PrefectRest
 from flows import warm
 
 STALE_RUNS = 12  # more than a page of the runner's query
-
-
-@pytest.fixture(scope="module")
-def api_url(prefect_harness: None) -> str:
-    from prefect.settings import PREFECT_API_URL
-
-    return str(PREFECT_API_URL.value()).rstrip("/")
-
-
-@pytest.fixture
-def api(api_url: str) -> Iterator[PrefectRest]:
-    with PrefectRest(api_url) as rest:
-        yield rest
 
 
 @pytest.fixture
