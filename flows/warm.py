@@ -168,6 +168,8 @@ class WarmRunner:
             return "the warm runner is stopping"
         if self.standby is not None:
             return f"its standby (pid {self.standby.process.pid}) is still importing"
+        if not self._failures:
+            return "the standby went to a run declared later; the next one is starting"
         wait = max(self._next_spawn - time.monotonic(), 0.0)
         return (
             f"no standby: {self._failures} in a row exited before they were ready, the next"
