@@ -83,10 +83,8 @@ def _timeline(phases: list[dict[str, Any]], t0: dt.datetime | None) -> None:
             st.markdown("\n".join(lines))
 
 
-def _outcome(info: FlowRunProgress | None, row: RunRow | None, mode: str, *, settled: bool) -> bool:
-    """How the run ended, once it has; True then. The link to the history only once the
-    whole page is drawn again (``settled``): a click on it while the watcher's last tick
-    still asks for that redraw would be undone by the redraw, back on this page."""
+def _outcome(info: FlowRunProgress | None, row: RunRow | None, mode: str) -> bool:
+    """How the run ended, once it has; True then."""
     # An incident stopped part-way ends its flow run but stays unfinished in the history.
     finished = bool(info and info.final and (row is None or row.status != RunStatus.RUNNING))
     if finished and row is not None:
@@ -100,19 +98,18 @@ def _outcome(info: FlowRunProgress | None, row: RunRow | None, mode: str, *, set
         else:
             why = for_markdown(row.error or "see the report")
             st.error(f"The {mode} run ended {row.status}: {why}")
-        if settled:
-            st.page_link(
-                "app_pages/history.py",
-                label="See this run in the drill history",
-                icon=":material/monitoring:",
-                query_params={"run": row.id},
-            )
+        st.page_link(
+            "app_pages/history.py",
+            label="See this run in the drill history",
+            icon=":material/monitoring:",
+            query_params={"run": row.id},
+        )
     elif finished and info is not None:
         st.error(f"The flow run ended {info.state_name} without a history record.")
     return finished
 
 
-def _live(settings: UISettings, access: Access, flow_run_id: str, *, settled: bool) -> bool:
+def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
     """The run as it stands; True once it is over (Prefect final, history finished)."""
     info = data.flow_run(settings, flow_run_id)
     plan_name = st.session_state.get(PLAN) or ""
@@ -141,7 +138,7 @@ def _live(settings: UISettings, access: Access, flow_run_id: str, *, settled: bo
             name=st.session_state.get(f"{KEY}.operator"),
         )  # fmt: skip
     _timeline(phases, (row.t0 if row else None) or declared_at)
-    return _outcome(info, row, mode, settled=settled)
+    return _outcome(info, row, mode)
 
 
 def _mode_of(info: FlowRunProgress | None) -> str:
@@ -154,7 +151,7 @@ def _mode_of(info: FlowRunProgress | None) -> str:
 def _watch(settings: UISettings, access: Access, flow_run_id: str) -> None:
     if st.session_state.get(DONE) == flow_run_id:
         return  # a tick queued before the run ended: the whole page shows the outcome now
-    if _live(settings, access, flow_run_id, settled=False):
+    if _live(settings, access, flow_run_id):
         st.session_state[DONE] = flow_run_id
         data.clear_caches()  # where the plan serves from changed: the banner reads it again
         st.rerun(scope="app")  # once more as a whole page, without the timer
@@ -166,7 +163,7 @@ def _watch_section(settings: UISettings, access: Access) -> None:
         return
     with st.container(border=True):
         if st.session_state.get(DONE) == flow_run_id:
-            _live(settings, access, flow_run_id, settled=True)
+            _live(settings, access, flow_run_id)
         else:
             _watch(settings, access, flow_run_id)
 
