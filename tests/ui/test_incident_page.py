@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from drills.orchestrator.flow_runs import PrefectLauncher
@@ -92,24 +91,6 @@ def test_no_banner_while_every_plan_serves_from_its_primary(ui_env: UiEnv) -> No
         at = open_page(page)
         assert banners(at) == [], shown(at)
         assert "The incident: the way back and Fail back" not in [x.value for x in at.page_link]
-
-
-def _slots(at: AppTest) -> list[str]:
-    """The kinds of the page's top-level elements, down to the watched run's slot."""
-    kinds = [node.type for node in at.main.children.values()]
-    return kinds[: kinds.index("title") + 4]
-
-
-def test_the_incident_page_keeps_its_place_when_a_plan_goes_to_dr(ui_env: UiEnv) -> None:
-    """A run watched to its end is drawn again, whole, where it was drawn while it ran: were
-    the page moved by the banner or the way-back sections coming or going, the browser would
-    show it at both places until the page is done, its history link twice."""
-    home = _slots(open_page("declare"))
-    at_dr(ui_env.store())
-    st.cache_data.clear()
-    away = open_page("declare")
-    assert banners(away)
-    assert _slots(away) == home, (_slots(away), home)
 
 
 # --- the history links an incident and its failback ---------------------------------------
