@@ -172,14 +172,6 @@ def serving_banner(settings: UISettings) -> None:
     From the history alone (data.serving_from_dr, cached briefly): no DNS read or probe
     on every rerun; `drills status` confirms it live.
     """
-    # One slot, full or empty: the page below keeps its place when a plan goes to DR or
-    # comes home. Were the page moved, the browser would show what it drew at the old place
-    # until the new run ends: a run's outcome and its links twice.
-    with st.container():
-        _serving_notices(settings)
-
-
-def _serving_notices(settings: UISettings) -> None:
     for plan, recorded in data.serving_from_dr(settings.db_url):
         since = f"since {when(recorded.since)} ({ago(recorded.since)})" if recorded.since else ""
         st.error(
