@@ -149,8 +149,6 @@ def _mode_of(info: FlowRunProgress | None) -> str:
 
 @st.fragment(run_every=2)
 def _watch(settings: UISettings, access: Access, flow_run_id: str) -> None:
-    if st.session_state.get(DONE) == flow_run_id:
-        return  # a tick queued before the run ended: the whole page shows the outcome now
     if _live(settings, access, flow_run_id):
         st.session_state[DONE] = flow_run_id
         data.clear_caches()  # where the plan serves from changed: the banner reads it again
@@ -352,24 +350,16 @@ def main() -> None:
         "Nothing fails back on its own: while a plan serves from DR, this page checks the way "
         "back and offers **Fail back**."
     )
-    # One slot each, in a fixed order: the watched run keeps its place on the page whether
-    # or not the way-back sections above it are shown. Were it placed after them, the run
-    # that ends (a failback takes them away, an incident brings them) would be drawn at a
-    # new place while the browser still shows it at the old one until the page is done:
-    # its outcome, and the link to the history, twice.
-    way_back, watched = st.container(), st.container()
     at_dr_names = {plan for plan, _ in data.serving_from_dr(settings.db_url)}
     at_dr = [e for e in data.plans(settings) if e.valid and e.name in at_dr_names]
-    with way_back:
-        for entry in at_dr:
-            _way_back(settings, entry)
+    for entry in at_dr:
+        _way_back(settings, entry)
     problem = _prefect_problem(settings)
     if problem is not None:
         st.error(problem, icon=":material/power_off:")
         _audit_log(settings)
         return
-    with watched:
-        _watch_section(settings, access)
+    _watch_section(settings, access)
     _actions(settings, access, at_dr)
     _audit_log(settings)
 
