@@ -7,7 +7,11 @@ by `drills serve`, keeps one *standby* process with all of that already imported
 and asks Prefect for due runs of the one deployment a few times a second. It claims a
 run as a worker does, by moving it to Pending (Prefect's orchestration lets exactly
 one claimant win, so it and the worker never both run it), hands its id to the
-standby, which runs the flow at once, and starts the next standby.
+standby, which runs the flow at once, and starts the next standby. The latest declared
+run comes first, so a run left over from long ago never takes the standby a new
+declaration needs. A due run it does not start (no standby ready yet, a claim refused or
+lost) stays Scheduled for the worker, which starts it on its next poll; the runner's log
+says which run and why.
 
 It does what a worker does for the runs it started: a run cancelled in Prefect (its
 UI, the dashboard's Cancel) gets SIGTERM, on which an incident stops and reports,
@@ -129,6 +133,7 @@ class WarmRunner:
         self.standby: Standby | None = None
         self._failures = 0  # standbys in a row that exited before they were ready
         self._next_spawn = 0.0  # monotonic time before which no standby is started
+        self._left: set[str] = set()  # due runs left to the worker, each said once
 
     def serve(self) -> None:
         deployment_id = self.api.deployment(self.deployment).id
@@ -147,13 +152,36 @@ class WarmRunner:
                 self.standby.stop()
 
     def _step(self, deployment_id: str) -> None:
-        if self._tend_standby():
-            for run in self._due(deployment_id):
-                if self.standby is None or self.standby.check() is not True:
-                    break
-                if self._claim(run):
-                    self._hand(run)
+        ready = self._tend_standby()
+        due = self._due(deployment_id)
+        self._left &= {run.id for run in due}  # forget runs that are no longer due
+        for run in due:  # the latest declared first: never behind a run left from long ago
+            if not ready or self.standby is None or self.standby.check() is not True:
+                self._leave(run, self._why_no_standby())
+            elif self._claim(run):
+                self._hand(run)
+                ready = False  # the next standby has yet to start
         self._watch()
+
+    def _why_no_standby(self) -> str:
+        if self.stopping:
+            return "the warm runner is stopping"
+        if self.standby is not None:
+            return f"its standby (pid {self.standby.process.pid}) is still importing"
+        if not self._failures:
+            return "the standby went to a run declared later; the next one is starting"
+        wait = max(self._next_spawn - time.monotonic(), 0.0)
+        return (
+            f"no standby: {self._failures} in a row exited before they were ready, the next"
+            f" starts in {wait:.0f}s"
+        )
+
+    def _leave(self, run: FlowRunState, why: str) -> None:
+        """A due run this runner does not start: the worker starts it on its next poll.
+        Said once a run, with why, so that a cold start is never a mystery."""
+        if run.id not in self._left:
+            self._left.add(run.id)
+            log.warning("flow run %s (%s) left to the worker: %s", run.name, run.id, why)
 
     def _tend_standby(self) -> bool:
         """Whether a standby is ready; starts one when there is none (backing off while
@@ -188,23 +216,35 @@ class WarmRunner:
 
     def _due(self, deployment_id: str) -> list[FlowRunState]:
         try:
-            runs = self.api.flow_runs(deployment_id, ["SCHEDULED"], limit=10)
+            return self.api.due_flow_runs(deployment_id)
         except TargetError as exc:
-            log.warning("cannot list the runs of %s: %s", self.deployment, exc)
+            log.warning(
+                "cannot list the runs of %s (%s); the worker starts any due meanwhile",
+                self.deployment, exc,
+            )  # fmt: skip
             return []
-        now = time.time()
-        return [r for r in runs if r.expected_start is None or r.expected_start.timestamp() <= now]
 
     def _claim(self, run: FlowRunState) -> bool:
         message = f"claimed by the drills warm runner (pid {os.getpid()})"
         try:
             change = self.api.set_flow_run_state(run.id, "PENDING", "Pending", message)
         except TargetError as exc:
-            log.warning("cannot claim flow run %s: %s", run.name, exc)
+            # The claim may have been made and its answer lost: then the run is ours, and
+            # leaving it would strand it in Pending, started by nobody.
+            if self._claimed_by_us(run, message):
+                return True
+            self._leave(run, f"cannot claim it: {exc}")
             return False
         if not change.accepted:
-            log.info("flow run %s not claimed: %s", run.name, change.reason)
+            self._leave(run, f"Prefect refused the claim ({change.reason})")
         return change.accepted
+
+    def _claimed_by_us(self, run: FlowRunState, message: str) -> bool:
+        try:
+            now = self.api.flow_run(run.id)
+        except TargetError:
+            return False
+        return now.state_type == "PENDING" and now.message == message
 
     def _hand(self, run: FlowRunState) -> None:
         assert self.standby is not None and self.standby.process.stdin is not None

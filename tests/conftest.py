@@ -7,11 +7,28 @@ that needs only moto never pays for BIND or the registries.
 from __future__ import annotations
 
 import os
+import tempfile
 
 # Before anything imports prefect: a test run must not send telemetry.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
+# The tests share no state with a demo in this checkout. `make demo` leaves its lab's
+# plan and files (.lab), its Prefect server's database with deployments and scheduled
+# runs (.prefect-local) and its history (.drills) in the working directory, which the
+# defaults of `drills lab`, `drills serve`, `drills ui` and the flows resolve against;
+# and a profile in ~/.prefect may name a server. Every default points into a directory
+# of the session's instead, set before anything imports drills (the defaults are read
+# at import) and inherited by every process the tests start.
+os.environ["DRILLS_TESTS_STATE"] = tempfile.mkdtemp(prefix="drills-tests-")
+os.environ["DRILLS_LAB_DIR"] = os.path.join(os.environ["DRILLS_TESTS_STATE"], "lab")
+os.environ["DRILLS_SERVE_DIR"] = os.path.join(os.environ["DRILLS_TESTS_STATE"], "prefect-local")
+os.environ["PREFECT_HOME"] = os.path.join(os.environ["DRILLS_TESTS_STATE"], "prefect-home")
+os.environ["DRILLS_DB_URL"] = "sqlite:///" + os.path.join(
+    os.environ["DRILLS_TESTS_STATE"], "history.db"
+)  # until _history_db gives the session its own
+
 import logging
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -250,3 +267,7 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=90):
         yield
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ["DRILLS_TESTS_STATE"], ignore_errors=True)

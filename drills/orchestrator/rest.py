@@ -289,6 +289,22 @@ class PrefectRest:
         }
         return [_flow_run(run) for run in self._call("POST", "flow_runs/filter", body)]
 
+    def due_flow_runs(self, deployment_id: str, *, limit: int = 10) -> list[FlowRunState]:
+        """Scheduled runs of a deployment that are due now, the latest due first: a run
+        declared a moment ago comes before any number left over from long ago (which a
+        soonest-first page of ``limit`` would be full of)."""
+        now = dt.datetime.now(dt.UTC).isoformat()
+        body = {
+            "deployments": {"id": {"any_": [deployment_id]}},
+            "flow_runs": {
+                "state": {"type": {"any_": ["SCHEDULED"]}},
+                "expected_start_time": {"before_": now},
+            },
+            "sort": "EXPECTED_START_TIME_DESC",
+            "limit": limit,
+        }
+        return [_flow_run(run) for run in self._call("POST", "flow_runs/filter", body)]
+
     def active_flow_runs(self) -> list[FlowRunState]:
         """Flow runs a worker is executing or holding: stopping it would interrupt them."""
         states = {"type": {"any_": ["PENDING", "RUNNING", "PAUSED", "CANCELLING"]}}

@@ -25,7 +25,7 @@ from drills.store.history import HistoryStore
 from drills.store.kinds import RunStatus
 from drills.takeover.orphans import ORPHAN_BOUND_S
 from drills.takeover.snapshot import differences
-from tests.orchestrator.test_serve import PROJECT_DIR, drills, wait_dr_change
+from tests.orchestrator.test_serve import drills, wait_dr_change
 from tests.support.drill import lab_plan, snapshot, stall_dr_bring_up
 from tests.support.postgres import PostgresServer
 from tests.support.services import own_lab
@@ -81,7 +81,8 @@ def test_a_drill_whose_worker_dies_mid_bring_up_is_rolled_back_by_the_other(
         plan = lab_plan(lab)
         plan_file = str(Path(lab.state_dir) / "plan.yaml")
         before = snapshot(plan)
-        info, _ = serve.up(state, project_dir=PROJECT_DIR, port=free_port(), database=prefect_db)
+        project = tmp_path_factory.mktemp("loss-project")  # a demo's files here stay unread
+        info, _ = serve.up(state, project_dir=project, port=free_port(), database=prefect_db)
         second = 0
         try:
             assert info.prefect_db.startswith("postgresql") and info.worker_pid

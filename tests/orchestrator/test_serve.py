@@ -32,6 +32,7 @@ from drills.store.history import HistoryStore
 from drills.store.models import AuditEvent
 from drills.takeover.journal import Journal
 from drills.takeover.snapshot import Snapshot
+from tests.support.demo import leave_demo_state
 from tests.support.drill import back_to_normal, lab_plan, serving, snapshot
 from tests.support.ui import UiEnv, declare, fill_declaration, open_page, shown
 
@@ -100,6 +101,7 @@ class Served:
     api_url: str
     info: serve.ServeInfo
     history: HistoryStore
+    project: Path  # where its worker runs the flows: not this checkout
 
     def start(self, deployment: str, **parameters: str) -> str:
         """Start a run of the deployment without following it; returns the flow run id."""
@@ -115,14 +117,22 @@ class Served:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, _history_db: str) -> Iterator[Served]:
     state = tmp_path_factory.mktemp("serve") / "prefect-local"
+    # A project of its own, holding no prefect.yaml (the one drills ships is deployed) but
+    # what a demo leaves behind: its worker and warm runner work there, unmoved by it.
+    project = tmp_path_factory.mktemp("serve-project")
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+    leave_demo_state(project, server_pid=gone.pid)  # its server is gone, as after `make down`
     port = free_port()
     try:
-        started = drills("serve", "--state-dir", str(state), "--port", str(port))
+        started = drills(
+            "serve", "--state-dir", str(state), "--port", str(port), "--project-dir", str(project)
+        )
         assert started.returncode == 0, started.stdout + started.stderr
         assert f"http://127.0.0.1:{port}" in started.stdout
         info = serve.read_info(state)
         assert info is not None and info.worker_pid is not None
-        yield Served(state, info.api_url, info, HistoryStore(_history_db))
+        yield Served(state, info.api_url, info, HistoryStore(_history_db), project)
     finally:
         if serve.running(state) is not None:  # the last test stops it; this is for failures
             drills("serve", "stop", "--force", "--state-dir", str(state), timeout=90)
@@ -133,7 +143,7 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
     served: Served, lab: LabInfo, _history_db: str
 ) -> None:
     info = served.info
-    assert Path(info.project_dir) == PROJECT_DIR
+    assert Path(info.project_dir) == served.project
     # Everything Prefect writes stays in the state directory.
     assert (served.state / "home" / "prefect.db").exists()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -16,19 +15,6 @@ from drills.errors import TemporaryError
 from drills.orchestrator.flow_runs import cancel_flow_run
 from drills.orchestrator.rest import PrefectRest
 from flows import warm
-
-
-@pytest.fixture(scope="module")
-def api_url(prefect_harness: None) -> str:
-    from prefect.settings import PREFECT_API_URL
-
-    return str(PREFECT_API_URL.value()).rstrip("/")
-
-
-@pytest.fixture
-def api(api_url: str) -> Iterator[PrefectRest]:
-    with PrefectRest(api_url) as rest:
-        yield rest
 
 
 def new_run(api: PrefectRest, *states: str) -> str:

@@ -1,0 +1,100 @@
+"""Which due incident runs the warm runner takes, against a real Prefect server: the run
+declared a moment ago before any left over from long ago, and every run it leaves to the
+worker named in its log with the reason."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import subprocess
+import sys
+import uuid
+from typing import Any
+
+import pytest
+
+from drills.orchestrator.rest import PrefectRest
+from flows import warm
+
+STALE_RUNS = 12  # more than a page of the runner's query
+
+
+@pytest.fixture
+def deployment_id(api: PrefectRest) -> str:
+    """A deployment of its own (nobody serves it), as a demo's server keeps them."""
+    flow = api._call("POST", "flows/", {"name": "drills-warm-claims"})
+    name = f"declare-incident-{uuid.uuid4().hex[:8]}"
+    created = api._call("POST", "deployments/", {"name": name, "flow_id": flow["id"]})
+    return str(created["id"])
+
+
+def scheduled_run(api: PrefectRest, deployment_id: str, due: dt.datetime) -> str:
+    body = {
+        "parameters": {},
+        "state": {"type": "SCHEDULED", "state_details": {"scheduled_time": due.isoformat()}},
+    }
+    return str(api._call("POST", f"deployments/{deployment_id}/create_flow_run", body)["id"])
+
+
+def importing_standby() -> Any:
+    """A standby that has not said it is ready: a live process that prints nothing."""
+    standby: Any = object.__new__(warm.Standby)
+    standby.process = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    standby._out = standby.process.stdout.fileno()
+    os.set_blocking(standby._out, False)
+    standby._seen, standby.ready, standby.announced = b"", False, False
+    return standby
+
+
+def test_a_new_declaration_comes_before_runs_left_from_long_ago(
+    api: PrefectRest, deployment_id: str
+) -> None:
+    now = dt.datetime.now(dt.UTC)
+    for hours in range(STALE_RUNS):
+        scheduled_run(api, deployment_id, now - dt.timedelta(hours=hours + 1))
+    later = scheduled_run(api, deployment_id, now + dt.timedelta(hours=1))
+    declared = scheduled_run(api, deployment_id, now)
+    due = warm.WarmRunner(api, warm.DEPLOYMENT)._due(deployment_id)
+    assert due[0].id == declared, [r.name for r in due]
+    assert later not in {r.id for r in due}  # not due yet: nobody's to take
+    assert len(due) == 10
+
+
+def test_a_run_it_cannot_start_is_left_to_the_worker_and_says_why(
+    api: PrefectRest, deployment_id: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    declared = scheduled_run(api, deployment_id, dt.datetime.now(dt.UTC))
+    runner = warm.WarmRunner(api, warm.DEPLOYMENT)
+    runner.standby = importing_standby()
+    try:
+        with caplog.at_level(logging.INFO, logger="drills.orchestrator.warm"):
+            runner._step(deployment_id)
+            runner._step(deployment_id)  # said once, not at every poll
+        left = [r.getMessage() for r in caplog.records if "left to the worker" in r.getMessage()]
+        assert left == [
+            f"flow run {api.flow_run(declared).name} ({declared}) left to the worker: its"
+            f" standby (pid {runner.standby.process.pid}) is still importing"
+        ]
+        # Still Scheduled: the worker's next poll starts it.
+        assert api.flow_run(declared).state_type == "SCHEDULED"
+        assert runner.started == {}
+    finally:
+        runner.standby.stop()
+
+
+def test_a_claim_refused_is_left_to_the_worker_and_says_why(
+    api: PrefectRest, deployment_id: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    declared = scheduled_run(api, deployment_id, dt.datetime.now(dt.UTC))
+    [seen] = [r for r in api.due_flow_runs(deployment_id) if r.id == declared]
+    taken = api.set_flow_run_state(declared, "PENDING", "Pending", "claimed by a worker")
+    assert taken.accepted, taken
+    runner = warm.WarmRunner(api, warm.DEPLOYMENT)
+    with caplog.at_level(logging.INFO, logger="drills.orchestrator.warm"):
+        assert not runner._claim(seen)  # the worker was first
+    assert f"flow run {seen.name} ({declared}) left to the worker: Prefect refused" in caplog.text
+    assert api.flow_run(declared).message == "claimed by a worker"
