@@ -39,15 +39,20 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "plans" / "gpu-platform.example.
 
 
 def drilled_days_ago(url: str, plan: str, days: float) -> None:
+    """A successful drill ``days`` ago, recorded (and sealed in the evidence chain) as the
+    store records one: a run written around the store is tampering, refused on open."""
     when = dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
-    with HistoryStore(url).session() as s:
-        s.merge(
+    history = HistoryStore(url)
+    try:
+        history.create_run(
             DrillRun(
                 id=f"seeded-{plan}", plan=plan, plan_digest="seeded", mode="drill",
                 dry_run=False, operator="tests", reason="seeded history", status="succeeded",
                 started_at=when, t0=when, restored_at=when, finished_at=when,
             )
         )  # fmt: skip
+    finally:
+        history.close()
 
 
 def readiness_cli(
@@ -75,6 +80,7 @@ def test_a_drifted_lab_is_told_once_then_nothing_then_back_to_pass(
     with json_receiver() as hook:
         first = readiness_cli(plan_file(drift_lab), db, hook.url(), "-v")
         assert first.returncode == 1, first.stderr
+        assert "tampered" not in first.stderr  # exit 1 for the drift, not a refused store
         # The CLI waits for its deliveries at exit (bounded), so they are in by now.
         got = hook.messages()
         assert len(got) == 1, got
