@@ -3,7 +3,6 @@ the flow keeping each check's deadline."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import subprocess
 import sys
@@ -18,8 +17,7 @@ from drills.checks.readiness import select_checks
 from drills.lab.runtime import LabInfo
 from drills.orchestrator.rest import PrefectRest
 from drills.store.history import HistoryStore
-from drills.store.models import DrillRun
-from tests.support.checks import DRIFT_FAILURES, V2_CHECKS
+from tests.support.checks import DRIFT_FAILURES, V2_CHECKS, drilled_days_ago
 from tests.support.drill import offline_lab_plan_text
 
 ALL_CHECKS = {
@@ -34,24 +32,7 @@ ALL_CHECKS = {
 
 def drilled_recently(url: str, plan: str) -> None:
     """Record a successful drill 10 days ago: the cadence check needs one."""
-    when = dt.datetime.now(dt.UTC) - dt.timedelta(days=10)
-    with HistoryStore(url).session() as s:
-        s.merge(
-            DrillRun(
-                id=f"seeded-{plan}",
-                plan=plan,
-                plan_digest="seeded",
-                mode="drill",
-                dry_run=False,
-                operator="tests",
-                reason="seeded history",
-                status="succeeded",
-                started_at=when,
-                t0=when,
-                restored_at=when,
-                finished_at=when,
-            )
-        )
+    drilled_days_ago(url, plan, 10)
 
 
 def readiness_cli(plan: Path, *args: str, db: str) -> subprocess.CompletedProcess[str]:

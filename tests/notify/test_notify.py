@@ -28,31 +28,13 @@ from drills.notify.deliver import (
 from drills.notify.runs import run_finished
 from drills.plan import load_plan, plan_from_text
 from drills.store.history import HistoryStore
-from drills.store.models import DrillRun
-from tests.support.checks import DRIFT_FAILURES
+from tests.support.checks import DRIFT_FAILURES, drilled_days_ago
 from tests.support.drill import drills_cli
 from tests.support.receivers import json_receiver, smtp_receiver
 from tests.support.services import own_lab
 
 UI_URL = "http://drills-ui.example.test:8501"
 EXAMPLE = Path(__file__).resolve().parents[2] / "plans" / "gpu-platform.example.yaml"
-
-
-def drilled_days_ago(url: str, plan: str, days: float) -> None:
-    """A successful drill ``days`` ago, recorded (and sealed in the evidence chain) as the
-    store records one: a run written around the store is tampering, refused on open."""
-    when = dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
-    history = HistoryStore(url)
-    try:
-        history.create_run(
-            DrillRun(
-                id=f"seeded-{plan}", plan=plan, plan_digest="seeded", mode="drill",
-                dry_run=False, operator="tests", reason="seeded history", status="succeeded",
-                started_at=when, t0=when, restored_at=when, finished_at=when,
-            )
-        )  # fmt: skip
-    finally:
-        history.close()
 
 
 def readiness_cli(

@@ -79,3 +79,23 @@ UNUSED_DNS = {
     "primary_value": "127.0.0.2",
     "dr_value": "127.0.0.3",
 }
+
+
+def drilled_days_ago(url: str, plan: str, days: float) -> None:
+    """A successful drill of ``plan`` ``days`` ago, recorded (and sealed in the evidence
+    chain) as the store records one: a run written around the store is tampering, which
+    every command refuses on opening it."""
+    from drills.store.models import DrillRun
+
+    when = dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
+    history = HistoryStore(url)
+    try:
+        history.create_run(
+            DrillRun(
+                id=f"seeded-{plan}", plan=plan, plan_digest="seeded", mode="drill",
+                dry_run=False, operator="tests", reason="seeded history", status="succeeded",
+                started_at=when, t0=when, restored_at=when, finished_at=when,
+            )
+        )  # fmt: skip
+    finally:
+        history.close()
