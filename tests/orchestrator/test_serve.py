@@ -161,7 +161,7 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
     }  # fmt: skip
     assert by_name["recover-orphans"]["schedules"] == ["every 1m"]
     # prefect.yaml carries no cron for it: serve deploys the `schedule:` of the plan it runs.
-    drill_plan = PROJECT_DIR / by_name["quarterly-drill"]["parameters"]["plan"]
+    drill_plan = Path(info.project_dir) / by_name["quarterly-drill"]["parameters"]["plan"]
     planned = (
         [describe_schedule(s) for s in deployment_schedules(load_plan(drill_plan))]
         if drill_plan.exists()
