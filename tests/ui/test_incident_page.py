@@ -35,13 +35,14 @@ from tests.support.ui import (
     shown,
 )
 
-NOW = dt.datetime.now(dt.UTC)
 FAILBACK_BUTTON = "Fail back"
 
 
 def at_dr(store: HistoryStore, plan: str = "lab") -> str:
     """An incident that took the plan over two hours ago: it serves from DR since."""
-    started = NOW - dt.timedelta(hours=2)
+    # From the time of the test, not of the module's import: a long suite runs it half an
+    # hour later, and "2 h ago" would read "3 h ago".
+    started = dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)
     run = add_run(store, plan=plan, mode="incident", started_at=started, rto_seconds=40.0)
     store.update_run(run, restored_at=started + dt.timedelta(seconds=40))
     return run
@@ -49,7 +50,7 @@ def at_dr(store: HistoryStore, plan: str = "lab") -> str:
 
 def failed_back(store: HistoryStore, incident: str, plan: str = "lab") -> str:
     """A failback that closed ``incident``, linked both ways as a real one links them."""
-    started = NOW - dt.timedelta(minutes=30)
+    started = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=30)
     run = add_run(store, plan=plan, mode="failback", started_at=started, rto_seconds=8.0)
     store.update_run(
         run,
