@@ -13,7 +13,6 @@ import binascii
 import datetime as dt
 import json
 import os
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from urllib.parse import quote
 
 from drills.errors import DrillError
 from drills.evidence.keys import Verifier, configured_reference, load_signer
+from drills.plan.files import read_regular_file
 from drills.store.checkpoints import Checkpoint, Sign, latest
 from drills.store.history import HistoryStore
 from drills.store.models import EvidenceMeta
@@ -141,19 +141,10 @@ def _read_dir(root: Path) -> Found:
     found = Found()
     for path in sorted(root.glob("*/*.json")):
         try:
-            found.add(str(path), _read_regular(path))
-        except OSError as exc:
+            found.add(str(path), read_regular_file(path, MAX_CHECKPOINT_BYTES))
+        except OSError as exc:  # FileRefusedError (a FIFO, a device, too large) among them
             found.problems.append(f"{path}: cannot be read ({exc.strerror or exc})")
     return found
-
-
-def _read_regular(path: Path) -> bytes:
-    """A regular file, bounded: a FIFO or a device in the directory is not waited on."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as src:
-        if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
-            raise OSError("not a regular file")
-        return src.read(MAX_CHECKPOINT_BYTES + 1)
 
 
 # -- an S3 bucket -------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
 from drills.takeover.steps.phases import PhaseContext, persist, preflight_guard
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
-from drills.takeover.stuck import hold_stuck, transient
+from drills.takeover.stuck import continue_command, hold_stuck, transient
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline, utc_now
 from drills.takeover.write_ahead import (
     Backlog,
@@ -201,9 +201,7 @@ class Drill:
         lease taken: what an operator is asked before the run starts, so that saying no leaves
         no run behind. Raises RunRefused or UnfinishedRunError as ``run`` would."""
         self._refuse_at_dr()
-        unfinished = [r for r in self.history.unfinished_runs(self.plan.name) if not r.dry_run]
-        if unfinished:
-            raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
+        self._refuse_unfinished()
         with Targets(self.plan) as targets:
             return self._planned(self._preview_context(targets))
 
@@ -226,10 +224,13 @@ class Drill:
         held = PlanLease(self.history, self.plan.name, self.run_id, lease_s=self.request.lease_s,
                          claims=claims, on_lost=self._lease_lost)  # fmt: skip
         with held:
-            unfinished = [r for r in self.history.unfinished_runs(self.plan.name) if not r.dry_run]
-            if unfinished:
-                raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
+            self._refuse_unfinished()
             yield
+
+    def _refuse_unfinished(self) -> None:
+        unfinished = [r for r in self.history.unfinished_runs(self.plan.name) if not r.dry_run]
+        if unfinished:
+            raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
 
     def _store_ready(self) -> None:
         """A store that keeps what it acknowledges (an incident is only warned), and the
@@ -441,8 +442,8 @@ class Drill:
             )
         elif self.journal.to_undo():
             error += (
-                f"; the takeover stopped part-way, see the journal. `drills recover "
-                f"{self.run_id} --complete` finishes it, `--hold` keeps DR as it is."
+                f"; the takeover stopped part-way, see the journal. "
+                f"`{continue_command(self.run_id)}` finishes it, `--hold` keeps DR as it is."
             )
         return self._result(status, None, error=error)
 

@@ -31,6 +31,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from drills.errors import DrillError, RunRefused
@@ -65,8 +66,9 @@ def state_dir(store_url: str) -> Path:
     chosen = os.environ.get(STATE_DIR_ENV)
     if chosen:
         return Path(chosen)
-    if store_url.startswith("sqlite:///") and not store_url.startswith("sqlite:///:memory:"):
-        return Path(store_url.removeprefix("sqlite:///")).parent
+    parsed = make_url(store_url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database:
+        return Path(parsed.database).parent
     return Path(".drills")
 
 

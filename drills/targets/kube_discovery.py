@@ -152,9 +152,8 @@ class Discovery:
         answers, and does not list its group version (an API that is not installed)."""
         names = self._served.get(found.group_version)
         if names is None:
-            names = self._resources(found)
-            if names is None:
-                return False
+            # An API that is not installed is remembered too: read once per adapter.
+            names = self._resources(found) or frozenset()
             with self._lock:
                 self._served[found.group_version] = names
         return found.resource in names
