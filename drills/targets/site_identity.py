@@ -181,8 +181,8 @@ def identify_cluster(site: SiteTargets) -> ClusterIdentity:
     base = ClusterIdentity(site.role, key, access.context, None, frozenset())
     try:
         kube = site.kube  # reads the kubeconfig, which can fail too
-    except TargetError as exc:
-        return _unasked(base, exc)
+    except TargetError as exc:  # never reached: there is no answer to judge
+        return replace(_unasked(base, exc), unreachable=True)
     base = replace(base, server=ServerAddress.of(kube.server), ca=_ca_fingerprints(kube.ca_file))
     try:
         found = replace(base, kube_system_uid=_uid(kube.namespace("kube-system")))

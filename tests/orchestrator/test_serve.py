@@ -162,11 +162,9 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
     assert by_name["recover-orphans"]["schedules"] == ["every 1m"]
     # prefect.yaml carries no cron for it: serve deploys the `schedule:` of the plan it runs.
     drill_plan = Path(info.project_dir) / by_name["quarterly-drill"]["parameters"]["plan"]
-    planned = (
-        [describe_schedule(s) for s in deployment_schedules(load_plan(drill_plan))]
-        if drill_plan.exists()
-        else []
-    )
+    assert drill_plan.exists(), drill_plan  # the project's own plan: a schedule to compare
+    planned = [describe_schedule(s) for s in deployment_schedules(load_plan(drill_plan))]
+    assert planned, "the project's plan names a schedule"
     assert by_name["quarterly-drill"]["schedules"] == planned
     assert by_name["readiness-check"]["schedules"] == ["every 15m"]
     assert by_name["declare-incident"]["schedules"] == []

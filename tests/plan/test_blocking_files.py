@@ -8,6 +8,7 @@ within seconds.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -88,6 +89,9 @@ def test_a_file_the_plan_names(tmp_path: Path, fifo: Path, where: str, blocking:
     # kubeconfig): each says why, in bounded time, and none passes on it.
     done, took = drills("readiness", "--no-store", "--json", str(plan))
     assert_one_clear_line(done, took, says)
+    readers = [r for r in json.loads(done.stdout)["results"] if says in r["summary"]]
+    assert readers and not [r["id"] for r in readers if r["status"] in ("pass", "warn")], readers
+    assert any(r["status"] == "error" for r in readers), readers
 
 
 @pytest.mark.parametrize(

@@ -16,12 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from drills.cli.status_cmd import EXIT_DISAGREES, EXIT_UNCONFIRMED
 from drills.lab import topology
 from drills.lab.named import LabDnsRecord, NamedServer
 from tests.support.drill import drills_cli, offline_lab_plan_data
 from tests.support.services import require_system_binary
-
-EXIT_DISAGREES, EXIT_UNCONFIRMED = 4, 5
 
 
 @pytest.fixture
