@@ -71,6 +71,11 @@ _MARKDOWN_INLINE = re.compile(r"([\\`*\[\]<>|$])")
 _MARKDOWN_LINE_START = re.compile(r"^(\s*)([#>+\-=]|\d+[.)])", re.MULTILINE)
 
 
+def first_line(exc: BaseException) -> str:
+    """An error in one line: the first line of its message, or its type when it has none."""
+    return next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+
+
 def for_markdown(text: str) -> str:
     """``text`` for a Markdown document: controls escaped, Markdown punctuation inert."""
     inline = _MARKDOWN_INLINE.sub(r"\\\1", for_terminal(text))

@@ -16,6 +16,7 @@ from rich.text import Text
 from drills.cli import evidence_chain
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, DbUrl, open_history
 from drills.cli.console import err_console, out_console
+from drills.text import first_line
 
 if TYPE_CHECKING:
     from drills.evidence.coverage import UnreadablePlan
@@ -227,7 +228,7 @@ def _plan_names(plans: str | None) -> tuple[list[str], list[UnreadablePlan]]:
             names.append(load_plan(path).name)
         except (PlanError, OSError) as exc:
             # One line: the file and what is wrong; its plan's coverage is then unknown.
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            first = first_line(exc)
             unreadable.append(UnreadablePlan(str(path), first))
             err.print(Text(f"✗ {path}: cannot be read as a plan: {first}", style="red"))
     return names, unreadable

@@ -33,7 +33,7 @@ from drills.notify.render import UI_URL_ENV, render
 from drills.plan import DrillPlan
 from drills.plan.durations import parse_duration
 from drills.targets.probe import is_ip
-from drills.text import split_url
+from drills.text import first_line, split_url
 
 log = logging.getLogger("drills.notify")
 
@@ -369,7 +369,7 @@ def _load(plan: DrillPlan | str | None) -> tuple[DrillPlan | None, list[Delivery
     try:
         return load_plan(plan), []
     except DrillError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = first_line(exc)
         return None, [Delivery("plan notify:", "(every message)", "not delivered", 0, first)]
 
 

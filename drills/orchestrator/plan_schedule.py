@@ -13,6 +13,7 @@ from typing import Any
 from drills.errors import PlanError
 from drills.orchestrator.rest import PrefectRest
 from drills.plan import DrillPlan, load_plan
+from drills.text import first_line
 
 # The deployment of prefect.yaml that runs the plan's drill on its schedule.
 SCHEDULED_DRILL = "minimum-takeover-drill/quarterly-drill"
@@ -52,7 +53,7 @@ def apply_plan_schedule(
         plan = load_plan(path)
     except PlanError as exc:
         api.set_schedules(deployment.id, [])
-        return f"{deployment_name} not scheduled: {str(exc).splitlines()[0]}"
+        return f"{deployment_name} not scheduled: {first_line(exc)}"
     api.set_schedules(deployment.id, deployment_schedules(plan))
     if plan.schedule is None:
         return f"{deployment_name} not scheduled: plan {plan.name} has no schedule"

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 from drills.errors import DrillError
 from drills.store import chain
 from drills.store.models import Base, EvidenceEntry, EvidenceMeta
-from drills.text import redact_url
+from drills.text import first_line, redact_url
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 BASELINE = "0001"  # the schema of drills 0.1.0, the last release without migrations
@@ -133,7 +133,7 @@ def ensure_readable(engine: Engine) -> None:
 
 
 def _cannot_create(found: SchemaState, cause: Exception) -> SchemaError:
-    reason = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+    reason = first_line(cause)
     return SchemaError(f"cannot create the history store {found.url}: {reason}")
 
 
