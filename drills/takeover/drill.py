@@ -40,7 +40,7 @@ from drills.takeover.cancellation import cancel_run
 from drills.takeover.forecasted import forecast_record
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
 from drills.takeover.live import LiveTimeline
-from drills.takeover.measure import Measurement, measure
+from drills.takeover.measure import Measurement, measure_facts
 from drills.takeover.snapshot import Snapshot, differences, take
 from drills.takeover.steps.executor import ChangeExecutor, PlannedChange
 from drills.takeover.steps.phases import PhaseContext, persist, preflight_guard
@@ -547,17 +547,8 @@ class Drill:
 
     def _measure(self, ctx: PhaseContext) -> Measurement:
         assert self.t0 is not None
-        restored: dt.datetime = ctx.facts["restored_at"]
-        self._update(restored_at=restored)
-        return measure(
-            self.plan,
-            t0=self.t0,
-            restored=restored,
-            dns_switched=ctx.facts.get("dns_switched_at", restored),
-            full_capacity=ctx.facts["full_capacity_at"],
-            old_ttl=float(ctx.facts.get("old_ttl", 0)),
-            readiness=self.readiness,
-        )
+        self._update(restored_at=ctx.facts["restored_at"])
+        return measure_facts(self.plan, self.t0, ctx.facts, self.readiness)
 
     def _verify(self, ctx: PhaseContext, before: Snapshot, name: str) -> dict[str, Any]:
         with self.timeline.phase(name), self.timeline.step("compare with the snapshot") as step:

@@ -115,3 +115,17 @@ def measure(
         rpo_target=plan.objectives.rpo,
         verdict=Verdict.MET if met else Verdict.MISSED,
     )
+
+
+def measure_facts(
+    plan: DrillPlan, t0: dt.datetime, facts: dict[str, Any], readiness: ReadinessReport | None
+) -> Measurement:
+    """The measurement from a takeover's facts, as its phases record them: DNS and full
+    capacity default to the restore when a run (completed by recover) did not record them."""
+    restored: dt.datetime = facts["restored_at"]
+    return measure(
+        plan, t0=t0, restored=restored,
+        dns_switched=facts.get("dns_switched_at", restored),
+        full_capacity=facts.get("full_capacity_at", restored),
+        old_ttl=float(facts.get("old_ttl", 0)), readiness=readiness,
+    )  # fmt: skip

@@ -51,7 +51,7 @@ from drills.takeover.failback import close_incident
 from drills.takeover.journal import Journal
 from drills.takeover.lease import LeaseHeldError, PlanLease, holder_role
 from drills.takeover.lost_changes import journal_lost_changes
-from drills.takeover.measure import Measurement, measure
+from drills.takeover.measure import Measurement, measure_facts
 from drills.takeover.recover_failback import failback_action, recover_failback
 from drills.takeover.snapshot import differences, take
 from drills.takeover.steps.changes import KINDS
@@ -403,12 +403,7 @@ def _measured(plan: DrillPlan, run: DrillRun, facts: dict[str, Any]) -> Measurem
     if run.t0 is None or restored is None:
         return None
     readiness = ReadinessReport.from_json(run.readiness) if run.readiness else None
-    return measure(
-        plan, t0=run.t0, restored=restored,
-        dns_switched=facts.get("dns_switched_at", restored),
-        full_capacity=facts.get("full_capacity_at", restored),
-        old_ttl=float(facts.get("old_ttl", 0)), readiness=readiness,
-    )  # fmt: skip
+    return measure_facts(plan, run.t0, facts, readiness)
 
 
 def _settle_pending(executor: ChangeExecutor) -> None:
