@@ -72,7 +72,7 @@ def fill(endpoint: str) -> tuple[int, int]:
     """Both buckets, made through the API, filled in moto's backend; (missing, different)."""
     from moto.s3.models import s3_backends
 
-    from drills.lab.seed_aws import ACCOUNT
+    from drills_lab.seed_aws import ACCOUNT
 
     s3 = boto3.client(
         "s3",
@@ -327,7 +327,7 @@ def compare(
 
 
 def main() -> int:
-    from drills.lab.moto_server import MotoServer
+    from drills_lab.moto_server import MotoServer
 
     with tempfile.TemporaryDirectory() as tmpdir, MotoServer() as moto:
         tmp = Path(tmpdir)

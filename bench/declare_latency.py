@@ -29,8 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from drills.lab import control
-from drills.lab.runtime import LabInfo
+from drills_lab import control
+from drills_lab.runtime import LabInfo
 from drills.orchestrator import serve
 from drills.orchestrator.flow_runs import PrefectLauncher, drill_run_of
 from drills.orchestrator.rest import PrefectRest

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from drills.lab import control
+from drills_lab import control
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest, DrillResult

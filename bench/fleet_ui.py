@@ -273,7 +273,7 @@ def _side_by_side(measured: dict[str, dict[str, Timing | None]]) -> None:
 def _store_url(backend: str, folder: Path, stack: ExitStack) -> str:
     if backend == "sqlite":
         return f"sqlite:///{folder / 'history.db'}"
-    from drills.lab.postgres import PostgresServer
+    from drills_lab.postgres import PostgresServer
 
     server = PostgresServer()
     server.start()

@@ -32,7 +32,7 @@ import duckdb
 import yaml
 
 from bench import data_replicated
-from drills.lab.inventory import build_report, copy_rows, publish
+from drills_lab.inventory import build_report, copy_rows, publish
 
 OBJECTS = int(os.environ.get("BENCH_INVENTORY_OBJECTS", 10_000_000))
 FILES = 10  # per side, as S3 splits a large report
@@ -119,7 +119,7 @@ def run_ours(endpoint: str, tmp: Path) -> tuple[float, float, dict[str, Any]]:
 
 
 def main() -> int:
-    from drills.lab.moto_server import MotoServer
+    from drills_lab.moto_server import MotoServer
 
     with tempfile.TemporaryDirectory() as tmpdir, MotoServer() as moto:
         tmp = Path(tmpdir)

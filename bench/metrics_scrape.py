@@ -138,7 +138,7 @@ def _scrape(url: str) -> tuple[float, str]:
 
 
 def measure(tmp: Path, db_url: str) -> dict[str, float]:
-    from drills.lab.procs import free_port
+    from drills_lab.procs import free_port
 
     port = free_port()
     env = dict(os.environ, DRILLS_PLANS=str(tmp / "plans" / "*.yaml"))

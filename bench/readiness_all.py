@@ -35,7 +35,7 @@ import yaml
 
 from drills.checks.fleet import PlanReadiness, run_readiness_all
 from drills.checks.readiness import run_readiness
-from drills.lab import control
+from drills_lab import control
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
 

@@ -24,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from drills.checks.readiness import run_readiness
-from drills.lab import control
+from drills_lab import control
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
 

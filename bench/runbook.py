@@ -40,8 +40,8 @@ from typing import Any
 import httpx
 
 from drills.checks.readiness import select_checks
-from drills.lab import control
-from drills.lab.runtime import LabInfo
+from drills_lab import control
+from drills_lab.runtime import LabInfo
 from drills.plan import Route53Dns, load_plan
 from drills.targets.sites import Targets
 

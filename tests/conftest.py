@@ -36,10 +36,10 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from drills.lab.moto_server import MotoServer
-from drills.lab.named import NamedServer
-from drills.lab.registry import RegistryPair, RegistryServer
-from drills.lab.runtime import LabInfo
+from drills_lab.moto_server import MotoServer
+from drills_lab.named import NamedServer
+from drills_lab.registry import RegistryPair, RegistryServer
+from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.store.outage import ALLOW_NONDURABLE_ENV
 from drills.takeover.write_ahead import STATE_DIR_ENV
@@ -190,7 +190,7 @@ def blackhole() -> Iterator[str]:
 @pytest.fixture()
 def closed_port() -> str:
     """``host:port`` where nothing listens: connection refused."""
-    from drills.lab.procs import free_port
+    from drills_lab.procs import free_port
 
     return f"127.0.0.1:{free_port()}"
 
@@ -199,7 +199,7 @@ def closed_port() -> str:
 def _history_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Nothing a test runs may write the developer's own history store, nor its state.
 
-    The session's PostgreSQL runs without durable commits, for speed (drills.lab.postgres):
+    The session's PostgreSQL runs without durable commits, for speed (drills_lab.postgres):
     the tests allow it explicitly, as an operator would (tests/store/test_durability.py
     checks the refusal without it)."""
     url = f"sqlite:///{tmp_path_factory.mktemp('history') / 'history.db'}"

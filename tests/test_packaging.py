@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from drills.lab.procs import free_port
+from drills_lab.procs import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -27,7 +27,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from drills.lab.control import DEFAULT_STATE_DIR
+from drills_lab.control import DEFAULT_STATE_DIR
 from drills.orchestrator.names import INCIDENT_DEPLOYMENT
 from drills.orchestrator.rest import auth_headers
 from drills.plan import discovery

@@ -14,8 +14,8 @@ from rich.text import Text
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, exit_not_running
 from drills.cli.console import err_console, out_console
 from drills.errors import LabError
-from drills.lab import control
-from drills.lab.state import LabInfo
+from drills_lab import control
+from drills_lab.state import LabInfo
 
 lab_app = typer.Typer(help="The local lab: two stand-in sites on loopback.", no_args_is_help=True)
 console = out_console()
@@ -176,7 +176,7 @@ def inventory(
     """Publish an S3 Inventory report of every lab bucket, as S3 would: data file,
     manifest.json and manifest.checksum under inventory/BUCKET/lab-daily/YYYY-MM-DDTHH-MMZ/
     of the bucket BUCKET-inventory. Run it again for a newer report."""
-    from drills.lab.inventory import publish_lab
+    from drills_lab.inventory import publish_lab
 
     if file_format not in ("CSV", "Parquet"):
         err.print(f"✗ --format must be CSV or Parquet, not {file_format!r}")

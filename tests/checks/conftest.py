@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from drills.lab.moto_server import MotoServer
+from drills_lab.moto_server import MotoServer
 from tests.support.s3_seed import make_bucket, s3_client, unique_bucket
 
 

@@ -12,9 +12,9 @@ import drills.checks.cluster  # noqa: F401 - registers the checks
 from drills.checks.base import Status
 from drills.checks.cluster_model import pack_gpus
 from drills.checks.template_diff import strip_registry
-from drills.lab.kubeapi import write_kubeconfig
-from drills.lab.runtime import LabInfo
-from drills.lab.topology import NodePool
+from drills_lab.kubeapi import write_kubeconfig
+from drills_lab.runtime import LabInfo
+from drills_lab.topology import NodePool
 from drills.plan import load_plan
 from tests.support.kube_sites import (
     CPU_POOL,

@@ -13,9 +13,9 @@ import yaml
 
 from drills.checks import data
 from drills.checks.base import CheckResult, Status
-from drills.lab import topology
-from drills.lab.moto_server import MotoServer
-from drills.lab.runtime import LabInfo
+from drills_lab import topology
+from drills_lab.moto_server import MotoServer
+from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan, plan_from_text
 from drills.targets.objects import LifecycleRule
 from drills.targets.sites import Targets

@@ -15,9 +15,9 @@ import yaml
 
 from drills.checks.base import Status
 from drills.errors import PlanError
-from drills.lab import topology
-from drills.lab.inventory import LAB_CONFIG_ID, inventory_bucket, write_inventory
-from drills.lab.runtime import LabInfo
+from drills_lab import topology
+from drills_lab.inventory import LAB_CONFIG_ID, inventory_bucket, write_inventory
+from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from tests.checks.test_data import HOUR, dataset, plan_over, row
 from tests.support.checks import run_check as run

@@ -19,9 +19,9 @@ import yaml
 
 import drills.checks.dns  # noqa: F401 - registers the checks
 from drills.checks.base import Status
-from drills.lab.moto_server import MotoServer
-from drills.lab.named import LabDnsRecord, NamedServer
-from drills.lab.runtime import LabInfo
+from drills_lab.moto_server import MotoServer
+from drills_lab.named import LabDnsRecord, NamedServer
+from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from tests.support.checks import run_check
 from tests.support.drill import offline_lab_plan_data

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from drills.checks.data import dataset_diff
 from drills.checks.readiness import select_checks
 from drills.cli import app
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
 from drills.targets.shared import SharedTargets

@@ -26,8 +26,8 @@ import yaml
 
 from drills.checks.base import Status
 from drills.checks.canary import CANARY_PREFIX
-from drills.lab.kubeapi import write_kubeconfig
-from drills.lab.runtime import LabInfo
+from drills_lab.kubeapi import write_kubeconfig
+from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest

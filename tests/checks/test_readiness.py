@@ -14,7 +14,7 @@ import pytest
 
 from drills.checks.base import CheckContext, CheckRegistry, Outcome, Status
 from drills.checks.readiness import select_checks
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.orchestrator.rest import PrefectRest
 from drills.store.history import HistoryStore
 from tests.support.checks import DRIFT_FAILURES, V2_CHECKS, drilled_days_ago

@@ -17,8 +17,8 @@ from kubernetes import client, config
 
 from drills.checks.base import Status
 from drills.checks.canary import CANARY_PREFIX
-from drills.lab import topology
-from drills.lab.runtime import LabInfo
+from drills_lab import topology
+from drills_lab.runtime import LabInfo
 from drills.plan import load_plan
 from tests.checks.test_readiness import drilled_recently, plan_path, readiness_cli
 from tests.support.checks import (

@@ -18,8 +18,8 @@ import pytest
 import drills.checks.secrets  # noqa: F401 - registers the checks
 from drills.checks.base import Status
 from drills.errors import TemporaryError
-from drills.lab.moto_server import MotoServer
-from drills.lab.runtime import LabInfo
+from drills_lab.moto_server import MotoServer
+from drills_lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.targets.aws import AwsEndpoint
 from drills.targets.fingerprint import fingerprint, short

@@ -25,8 +25,8 @@ from drills.checks.base import CheckResult, CheckSpec, Status
 from drills.checks.catalog import load_checks
 from drills.checks.readiness import check_context, wayback_checks
 from drills.checks.runner import run_one
-from drills.lab.kubeapi import write_kubeconfig
-from drills.lab.runtime import LabInfo
+from drills_lab.kubeapi import write_kubeconfig
+from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan
 from drills.plan.reverse import reversed_plan
 from drills.targets.sites import Targets

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from drills.cli.app import app
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from tests.support.drill import lab_plan, lab_plan_file, snapshot
 

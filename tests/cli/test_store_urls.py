@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from drills.cli.app import app
-from drills.lab.procs import free_port
+from drills_lab.procs import free_port
 from tests.support.drill import offline_lab_plan_text
 
 PASSWORD = "Hunter2StorePw"

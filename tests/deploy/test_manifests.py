@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from drills.lab.kubeapi import KubeApiServer, write_kubeconfig
-from drills.lab.kubeapi.audit import AuditLog
+from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
+from drills_lab.kubeapi.audit import AuditLog
 from tests.support.services import require_system_binary
 from tests.support.ui import ROOT
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from kubernetes import client as k8s
 
-from drills.lab.kubeapi import KubeApiServer
-from drills.lab.kubeapi.audit import AuditEvent, AuditLog
+from drills_lab.kubeapi import KubeApiServer
+from drills_lab.kubeapi.audit import AuditEvent, AuditLog
 from tests.support.rbac import Rule, allowed
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from drills.lab.kubeapi.audit import AuditEvent, read_audit_file
-from drills.lab.runtime import LabInfo, audit_file
+from drills_lab.kubeapi.audit import AuditEvent, read_audit_file
+from drills_lab.runtime import LabInfo, audit_file
 from tests.support.drill import drills_cli, lab_plan_file
 from tests.support.rbac import Rule, allowed, describe, load_rules
 from tests.support.services import own_lab

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from drills.errors import PlanError
-from drills.lab.planfile import SCHEMA_FILE, write_plan
+from drills_lab.planfile import SCHEMA_FILE, write_plan
 from drills.plan import plan_from_text, plan_schema_text
 from tests.docs.conftest import ROOT
 from tests.support.drill import OFFLINE_ENDPOINTS

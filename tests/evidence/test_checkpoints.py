@@ -20,7 +20,7 @@ from drills.evidence.checkpoints import (
     write_checkpoints,
 )
 from drills.evidence.keys import SIGNING_KEY_ENV, keygen
-from drills.lab.moto_server import MotoServer
+from drills_lab.moto_server import MotoServer
 from drills.plan.types import check_checkpoint_place
 from drills.store.chain_verify import verify_store
 from drills.store.history import HistoryStore

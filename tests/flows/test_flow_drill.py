@@ -18,8 +18,8 @@ import httpx
 import pytest
 import yaml
 
-from drills.lab import topology
-from drills.lab.runtime import LabInfo
+from drills_lab import topology
+from drills_lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.store.details import Approval
 from drills.store.history import HistoryStore

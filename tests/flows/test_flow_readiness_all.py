@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

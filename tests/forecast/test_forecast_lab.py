@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from tests.support.drill import drills_cli
 from tests.support.services import own_lab
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from drills.lab.kubeapi import KubeApiServer, write_kubeconfig
+from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
 from tests.support.services import require_system_binary
 
 KUBE_TOKEN = "lab-test-token"

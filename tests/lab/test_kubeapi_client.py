@@ -13,7 +13,7 @@ import pytest
 import urllib3
 from kubernetes import client
 
-from drills.lab.kubeapi import KubeApiServer
+from drills_lab.kubeapi import KubeApiServer
 
 Body = Callable[..., dict[str, Any]]
 

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from kubernetes import client
 
-from drills.lab.kubeapi import NEVER_READY_ANNOTATION, READY_DELAY_ANNOTATION
+from drills_lab.kubeapi import NEVER_READY_ANNOTATION, READY_DELAY_ANNOTATION
 
 Body = Callable[..., dict[str, Any]]
 T = TypeVar("T")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from drills.lab.kubeapi import NEVER_READY_ANNOTATION, KubeApiServer
+from drills_lab.kubeapi import NEVER_READY_ANNOTATION, KubeApiServer
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 Body = Callable[..., dict[str, Any]]

@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 from kubernetes import client
 
-from drills.lab.kubeapi import KubeApiServer
-from drills.lab.seed_scheduling import seed_scheduling
+from drills_lab.kubeapi import KubeApiServer
+from drills_lab.seed_scheduling import seed_scheduling
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 KUEUE = ("kueue.x-k8s.io", "v1beta1")

@@ -6,7 +6,7 @@ import threading
 
 from kubernetes import client, watch
 
-from drills.lab.kubeapi import ResourceStore
+from drills_lab.kubeapi import ResourceStore
 
 
 def test_watch_replays_in_order_from_a_resource_version(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.processes import descendants
 from tests.support.services import own_lab
 

@@ -30,10 +30,10 @@ import httpx
 import pytest
 
 from drills.errors import LabError
-from drills.lab.moto_server import MotoServer
-from drills.lab.named import LabDnsRecord, NamedServer
-from drills.lab.procs import ManagedProcess, free_port, require_binary
-from drills.lab.registry import RegistryPair, RegistryServer
+from drills_lab.moto_server import MotoServer
+from drills_lab.named import LabDnsRecord, NamedServer
+from drills_lab.procs import ManagedProcess, free_port, require_binary
+from drills_lab.registry import RegistryPair, RegistryServer
 from drills.processes import pid_alive
 
 log = logging.getLogger("drills.tests.lab")
@@ -78,7 +78,7 @@ def test_child_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
     parent_code = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from drills.lab.procs import ManagedProcess\n"
+        "from drills_lab.procs import ManagedProcess\n"
         "child = ManagedProcess('sleeper', ['sleep', '60'], log_path=Path(sys.argv[1]))\n"
         "child.start(lambda: True)\n"
         "print(child.pid, flush=True)\n"

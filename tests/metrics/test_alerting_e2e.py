@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from drills.checks.readiness import run_readiness
-from drills.lab.procs import ManagedProcess, free_port
-from drills.lab.runtime import LabInfo
+from drills_lab.procs import ManagedProcess, free_port
+from drills_lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
 from tests.support.services import require_system_binary

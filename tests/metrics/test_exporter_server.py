@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from drills.lab.procs import ManagedProcess, free_port
+from drills_lab.procs import ManagedProcess, free_port
 from drills.store.history import HistoryStore
 
 BURST = 200

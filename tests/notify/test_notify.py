@@ -16,7 +16,7 @@ import yaml
 
 from drills.checks.readiness import run_readiness
 from drills.errors import PlanError
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.notify import EventKind, Notice, Severity, notify, readiness_changes, render
 from drills.notify.deliver import (
     DEADLINE_S,

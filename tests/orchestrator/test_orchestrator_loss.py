@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from drills.lab.procs import free_port
+from drills_lab.procs import free_port
 from drills.orchestrator import serve
 from drills.orchestrator.rest import PrefectRest
 from drills.processes import descendants, pid_alive

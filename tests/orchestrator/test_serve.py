@@ -21,8 +21,8 @@ import httpx
 import pytest
 import yaml
 
-from drills.lab.procs import free_port
-from drills.lab.runtime import LabInfo
+from drills_lab.procs import free_port
+from drills_lab.runtime import LabInfo
 from drills.orchestrator import serve
 from drills.orchestrator.plan_schedule import deployment_schedules
 from drills.orchestrator.rest import FlowRunState, PrefectRest, describe_schedule

@@ -19,11 +19,11 @@ import boto3
 import pytest
 
 from drills.errors import PermanentError, TargetError, TemporaryError
-from drills.lab.kubeapi import KubeApiServer, write_kubeconfig
-from drills.lab.moto_server import MotoServer
-from drills.lab.named import NamedServer
-from drills.lab.registry import RegistryPair
-from drills.lab.topology import LabWorkload
+from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
+from drills_lab.moto_server import MotoServer
+from drills_lab.named import NamedServer
+from drills_lab.registry import RegistryPair
+from drills_lab.topology import LabWorkload
 from drills.plan import Rfc2136Dns
 from drills.targets.aws import AwsEndpoint
 from drills.targets.dns_rfc2136 import Rfc2136Target

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from tests.support.leak_scan import ROOT, Cli, Outcome, SecretScanner, plan_variant
 
 INLINE_AWS = "inline-aws-secret-" + secrets.token_hex(12)

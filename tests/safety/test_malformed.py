@@ -19,11 +19,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from drills.errors import PermanentError, TemporaryError
-from drills.lab.httpserve import serve_in_thread
-from drills.lab.kubeapi import write_kubeconfig
-from drills.lab.named import NamedServer
-from drills.lab.procs import free_port
-from drills.lab.topology import LabWorkload
+from drills_lab.httpserve import serve_in_thread
+from drills_lab.kubeapi import write_kubeconfig
+from drills_lab.named import NamedServer
+from drills_lab.procs import free_port
+from drills_lab.topology import LabWorkload
 from drills.plan import Rfc2136Dns
 from drills.targets.aws import AwsEndpoint
 from drills.targets.dns_rfc2136 import Rfc2136Target

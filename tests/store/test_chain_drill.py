@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from drills.checks.readiness import run_readiness
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.store.chain_verify import run_evidence, verify_store
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
 from tests.support.drill import drills_cli

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from drills.lab.procs import free_port
+from drills_lab.procs import free_port
 from tests.support.ui import FLOW_NAME, ROOT
 
 # System Chromium as the browser tests launch it: no sandbox (containers), nothing fetched.

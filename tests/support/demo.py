@@ -10,8 +10,8 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from drills.lab.procs import free_port
-from drills.lab.state import LabInfo
+from drills_lab.procs import free_port
+from drills_lab.state import LabInfo
 from drills.orchestrator.serve import ServeInfo
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus

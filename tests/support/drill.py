@@ -18,11 +18,11 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from drills.lab import topology
-from drills.lab.kubeapi import NEVER_READY_ANNOTATION
-from drills.lab.planfile import LabEndpoints
-from drills.lab.planfile import lab_plan as lab_plan_data
-from drills.lab.runtime import LabInfo
+from drills_lab import topology
+from drills_lab.kubeapi import NEVER_READY_ANNOTATION
+from drills_lab.planfile import LabEndpoints
+from drills_lab.planfile import lab_plan as lab_plan_data
+from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.store.details import IncidentLink
 from drills.store.history import HistoryStore

@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
-from drills.lab.procs import find_binary
-from drills.lab.runtime import LabInfo
+from drills_lab.procs import find_binary
+from drills_lab.runtime import LabInfo
 
 log = logging.getLogger("drills.tests.leak")
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The session's PostgreSQL server (drills.lab.postgres), or the rule for a missing install."""
+"""The session's PostgreSQL server (drills_lab.postgres), or the rule for a missing install."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from drills.lab.postgres import PostgresServer, find_postgres_bin_dir
+from drills_lab.postgres import PostgresServer, find_postgres_bin_dir
 from drills.store.history import HistoryStore
 from tests.support.services import require_system_binary
 

@@ -1,5 +1,5 @@
 """RBAC as the API server's authorizer evaluates it, for checking shipped roles against
-the requests the lab's audit log recorded (drills/lab/kubeapi/audit.py).
+the requests the lab's audit log recorded (drills_lab/kubeapi/audit.py).
 
 The rule semantics are Kubernetes' (plugin/pkg/auth/authorizer/rbac/rbac.go and
 pkg/apis/rbac/v1/evaluation_helpers.go): a request is allowed when one rule matches its
@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from drills.lab.kubeapi.audit import AuditEvent
+from drills_lab.kubeapi.audit import AuditEvent
 
 ALL = "*"
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from drills.lab.procs import free_port
+from drills_lab.procs import free_port
 
 
 @dataclass

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from drills.lab import control
-from drills.lab.named import LabDnsRecord
-from drills.lab.procs import find_binary
-from drills.lab.runtime import LabInfo
+from drills_lab import control
+from drills_lab.named import LabDnsRecord
+from drills_lab.procs import find_binary
+from drills_lab.runtime import LabInfo
 
 LAB_ZONE = "drills.test."
 API_RECORD = LabDnsRecord(name="api", type="A", ttl=30, value="127.0.0.2")

@@ -29,9 +29,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from cryptography.x509.oid import NameOID
 
-from drills.lab.httpserve import serve_in_thread
-from drills.lab.procs import free_port
-from drills.lab.registry import RegistryServer
+from drills_lab.httpserve import serve_in_thread
+from drills_lab.procs import free_port
+from drills_lab.registry import RegistryServer
 
 SERVICE = "drills-test-registry"
 ISSUER = "drills-test-issuer"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.takeover.journal import Journal
 from tests.support.drill import back_to_normal, lab_plan, serving, snapshot

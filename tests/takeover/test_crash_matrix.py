@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from drills.cli import app
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.takeover import crashpoints
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from drills.errors import StepFailed
-from drills.lab import topology
-from drills.lab.runtime import LabInfo
+from drills_lab import topology
+from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest

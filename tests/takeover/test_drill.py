@@ -17,8 +17,8 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from drills.lab import topology
-from drills.lab.runtime import LabInfo
+from drills_lab import topology
+from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult

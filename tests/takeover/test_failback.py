@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from drills.cli.app import app
 from drills.errors import PermanentError
-from drills.lab.runtime import NAMED_DIR, LabInfo
+from drills_lab.runtime import NAMED_DIR, LabInfo
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.incident_record import incident_record

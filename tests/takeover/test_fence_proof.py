@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.takeover.snapshot import Snapshot
 from tests.support.drill import back_to_normal, drills_cli, lab_plan, serving, snapshot

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from drills.checks.base import CheckContext, CheckRegistry, Outcome, Status
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.store.report import report_data
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest

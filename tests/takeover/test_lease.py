@@ -18,7 +18,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from drills.cli import app
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun, Lease, TargetLease

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from drills.errors import StepFailed
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.notify.deliver import subscribe
 from drills.notify.events import EventKind, Notice
 from drills.store.history import HistoryStore

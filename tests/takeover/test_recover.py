@@ -19,7 +19,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from drills.cli import app
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan
 from drills.plan.claims import plan_claims
 from drills.store.history import HistoryStore

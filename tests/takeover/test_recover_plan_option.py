@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from tests.support.drill import drills_cli
 
 

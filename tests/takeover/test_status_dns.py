@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from drills.cli.status_cmd import EXIT_DISAGREES, EXIT_UNCONFIRMED
-from drills.lab import topology
-from drills.lab.named import LabDnsRecord, NamedServer
+from drills_lab import topology
+from drills_lab.named import LabDnsRecord, NamedServer
 from tests.support.drill import drills_cli, offline_lab_plan_data
 from tests.support.services import require_system_binary
 

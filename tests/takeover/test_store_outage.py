@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState, Mode, RunStatus
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest, DrillResult

@@ -25,8 +25,8 @@ import pytest
 from rich.console import Console
 
 from drills.cli.run_cmd import LiveView
-from drills.lab import topology
-from drills.lab.runtime import NAMED_DIR, LabInfo
+from drills_lab import topology
+from drills_lab.runtime import NAMED_DIR, LabInfo
 from drills.notify.deliver import subscribe
 from drills.notify.events import EventKind, Notice
 from drills.plan import load_plan

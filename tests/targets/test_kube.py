@@ -13,9 +13,9 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
-from drills.lab.kubeapi import NEVER_READY_ANNOTATION, KubeApiServer, write_kubeconfig
-from drills.lab.seed_cluster import ingress, secret, workload
-from drills.lab.topology import LabWorkload
+from drills_lab.kubeapi import NEVER_READY_ANNOTATION, KubeApiServer, write_kubeconfig
+from drills_lab.seed_cluster import ingress, secret, workload
+from drills_lab.topology import LabWorkload
 from drills.plan import DrillPlan
 from drills.targets.kube import KubeTarget
 from drills.targets.kube_errors import NotReadyInTime, translate

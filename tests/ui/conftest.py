@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest

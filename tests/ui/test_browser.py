@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
 from drills.store.incident_record import incident_record

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from drills.lab.procs import free_port
+from drills_lab.procs import free_port
 from tests.support.browser import CHROMIUM_ARGS, dashboard
 from tests.support.drill import offline_lab_plan_text
 from tests.support.services import require_system_binary

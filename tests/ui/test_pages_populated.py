@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from drills.checks import catalog
 from drills.checks.base import Status
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from drills.store.models import AuditEvent, ReadinessSnapshot
 from tests.support.ui import Drilled, UiEnv, add_run, button, open_page, shown
 from ui.components import OVERALL_ICON, STATUS_BADGE

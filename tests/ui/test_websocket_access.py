@@ -19,8 +19,8 @@ import pytest
 import yaml
 from sqlalchemy import func, select
 
-from drills.lab.procs import free_port
-from drills.lab.runtime import LabInfo
+from drills_lab.procs import free_port
+from drills_lab.runtime import LabInfo
 from drills.passwords import hash_password
 from drills.store import sign_in
 from drills.store.models import AuditEvent, ReadinessSnapshot

@@ -1,0 +1,156 @@
+"""Write the lab's own drill plan, since its ports are only known once it runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from drills_lab import topology
+from drills.plan import plan_schema_text
+
+CREDENTIALS = {
+    "access_key_id": "file:aws/access_key_id",
+    "secret_access_key": "file:aws/secret_access_key",
+}
+
+
+@dataclass(frozen=True)
+class LabEndpoints:
+    kube: dict[str, str]
+    site_endpoints: dict[str, str]
+    service_port: int
+    registries: dict[str, str]
+    moto: str
+    named: str | None
+    tsig_name: str | None
+    route53_zone_id: str | None
+    account: str
+
+
+def _aws(region: str, moto: str) -> dict[str, Any]:
+    return {"region": region, "endpoint_url": moto, "credentials": dict(CREDENTIALS)}
+
+
+def _site(site: str, lab: LabEndpoints) -> dict[str, Any]:
+    region = topology.PRIMARY_REGION if site == "primary" else topology.DR_REGION
+    registry: dict[str, Any]
+    if lab.registries:
+        registry = {"kind": "oci", "url": lab.registries[site]}
+    else:
+        registry = {"kind": "ecr", "region": region, "registry_id": lab.account}
+    return {
+        "kubernetes": {"kubeconfig": f"{site}.kubeconfig", "context": site},
+        "aws": _aws(region, lab.moto),
+        "registry": registry,
+        "objects": _aws(region, lab.moto) | {"endpoint_url": lab.moto},
+        "ingress": {
+            "mode": "ingress",
+            "objects": [{"namespace": topology.INGRESS_NAMESPACE, "name": topology.INGRESS_NAME}],
+        },
+        "endpoint": lab.site_endpoints[site],
+    }
+
+
+def _dns(lab: LabEndpoints) -> dict[str, Any]:
+    common = {
+        "record": {"name": topology.RECORD, "type": "A"},
+        "primary_value": topology.PRIMARY_ADDR,
+        "dr_value": topology.DR_ADDR,
+        "max_ttl": topology.MAX_TTL,
+    }
+    if lab.named:
+        return {
+            "provider": "rfc2136",
+            "servers": [lab.named],
+            "zone": topology.ZONE,
+            "tsig": {
+                "name": lab.tsig_name,
+                "algorithm": "hmac-sha256",
+                "secret": "file:tsig.secret",
+            },
+            **common,
+        }
+    return {
+        "provider": "route53",
+        "hosted_zone_id": lab.route53_zone_id,
+        "aws": _aws(topology.PRIMARY_REGION, lab.moto),
+        **common,
+    }
+
+
+def lab_plan(lab: LabEndpoints, *, drift: bool) -> dict[str, Any]:
+    host = topology.RECORD.rstrip(".")
+    return {
+        "name": "lab",
+        "description": "The local lab's stand-in GPU platform"
+        + (" with seeded drift" if drift else ""),
+        "sites": {site: _site(site, lab) for site in ("primary", "dr")},
+        "workloads": [
+            {
+                "name": w.name,
+                "namespace": w.namespace,
+                "kind": w.kind,
+                "tier": w.tier,
+                "dr_replicas": w.dr_replicas,
+                "writer": w.writer,
+                "gpu": w.gpu,
+            }
+            for w in topology.WORKLOADS
+        ],
+        "datasets": [
+            {
+                "name": d.name,
+                "kind": d.kind,
+                "primary_bucket": d.primary_bucket,
+                "dr_bucket": d.dr_bucket,
+                "prefix": d.prefix,
+                "rpo_target": d.rpo_target,
+                "min_versions": 2,
+            }
+            for d in topology.DATASETS
+        ],
+        "secrets": {
+            "max_age_days": 90,
+            "kubernetes": [
+                {"namespace": s.namespace, "name": s.name, "per_site": s.per_site}
+                for s in topology.K8S_SECRETS
+            ],
+            "aws": [{"id": name, "per_site": False} for name in topology.AWS_SECRETS],
+        },
+        "dns": _dns(lab),
+        "objectives": {"rto": "5m", "rpo": "15m"},
+        "smoke": [
+            {
+                "name": "gateway",
+                "url": f"http://{host}:{lab.service_port}/healthz",
+                "expect_status": 200,
+                "expect_body": "dr",
+                "timeout": "30s",
+            }
+        ],
+        "schedule": {"cron": "0 3 1 1,4,7,10 *", "timezone": "UTC"},
+        "approval": {"required": False, "timeout": "1h"},
+        "sentinel": {
+            "namespace": topology.SENTINEL_NAMESPACE,
+            "name": topology.SENTINEL_NAME,
+            "max_age": "10m",
+        },
+    }
+
+
+SCHEMA_FILE = "plan.schema.json"
+
+
+def write_plan(path: Path, lab: LabEndpoints, *, drift: bool) -> None:
+    """The plan, and beside it the plan schema its first line names, so that an editor with
+    the YAML language server completes and checks it wherever the lab's directory is."""
+    (path.parent / SCHEMA_FILE).write_text(plan_schema_text())
+    header = (
+        f"# yaml-language-server: $schema={SCHEMA_FILE}\n"
+        "# Written by `drills lab up`: the lab's ports are chosen at start, so this plan\n"
+        "# is regenerated each time. Credentials are references to files beside it.\n"
+    )
+    path.write_text(header + yaml.safe_dump(lab_plan(lab, drift=drift), sort_keys=False))

@@ -1,0 +1,353 @@
+"""The running lab: two stand-in sites and the real services around them.
+
+``Lab.start()`` brings everything up in this process (Kubernetes-compatible
+servers, site endpoints, moto) or as children that die with it (named, the
+registries), seeds the GPU platform, and writes the state directory: the
+kubeconfigs, credential files, the lab plan and ``lab.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import shutil
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+
+from drills.errors import LabError
+from drills_lab import topology
+from drills_lab.endpoint import SiteEndpoint
+from drills_lab.images import build_image, push_ecr, push_oci
+from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
+from drills_lab.kubeapi.audit import AuditLog
+from drills_lab.moto_server import MotoServer
+from drills_lab.named import LabDnsRecord, NamedServer
+from drills_lab.planfile import LabEndpoints, write_plan
+from drills_lab.procs import find_binary
+from drills_lab.registry import RegistryServer
+from drills_lab.replicator import ReverseReplicator
+from drills_lab.seed_aws import (
+    ACCOUNT,
+    seed_aws_secrets,
+    seed_datasets,
+)
+from drills_lab.seed_cluster import cluster_info, seed_site
+from drills_lab.sentinel import SentinelHeartbeat
+from drills_lab.state import STATE_FILE, LabInfo
+from drills_lab.trainer import CheckpointWriter
+
+log = logging.getLogger("drills_lab")
+
+SITE_ADDR = {"primary": topology.PRIMARY_ADDR, "dr": topology.DR_ADDR}
+SITE_REGION = {"primary": topology.PRIMARY_REGION, "dr": topology.DR_REGION}
+SECRET_PREFIX = "drills-lab-secret-"
+AWS_KEY_ID = "AKLABDRILLSLOCAL0000"
+
+
+# What the lab's services keep on disk in its state directory, and nothing else: `lab up`
+# wipes exactly these, so a lab is the same whatever ran before it in that directory (a
+# registry keeps its blobs across `lab down`: an image `--drift` leaves out would
+# otherwise still be at DR from an earlier clean lab).
+REGISTRY_DIRS = {site: f"registry-{site}" for site in SITE_ADDR}
+NAMED_DIR = "named"
+TSIG_FILE = "tsig.secret"  # written only when named runs: a stale one would outlive it
+
+
+def audit_file(site: str) -> str:
+    """The name of a site's audit log in the state directory (``drills lab up --audit``)."""
+    return f"{site}.audit.jsonl"
+
+
+def clear_service_storage(state_dir: Path) -> list[Path]:
+    """Remove what an earlier lab's services left in ``state_dir``; returns what went.
+
+    Only the lab's own entries, directly in ``state_dir``: a symlink among them is
+    removed as a link, never followed, so nothing outside the state directory is touched.
+    """
+    removed = []
+    for name in (*REGISTRY_DIRS.values(), NAMED_DIR, TSIG_FILE):
+        path = state_dir / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+        else:
+            continue
+        removed.append(path)
+    if removed:
+        log.info("cleared what an earlier lab left: %s", ", ".join(p.name for p in removed))
+    return removed
+
+
+def _port_free_on_both(hosts: tuple[str, ...]) -> int:
+    """A port free on every site address, so the service listens on the same port at both."""
+    for _ in range(50):
+        with socket.socket() as first:
+            first.bind((hosts[0], 0))
+            port = int(first.getsockname()[1])
+        try:
+            for host in hosts:
+                with socket.socket() as probe:
+                    probe.bind((host, port))
+        except OSError:
+            continue
+        return port
+    raise LabError(f"no port free on all of {', '.join(hosts)}")
+
+
+class Lab:
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        drift: bool = False,
+        drift_scheduling: bool = False,
+        ready_delay: float = 1.0,
+        use_system_services: bool = True,
+        checkpoint_every_s: float = 60.0,
+        reverse_replication: bool = True,
+        audit: bool = False,
+    ) -> None:
+        self.state_dir = state_dir.resolve()
+        self.audit = audit
+        self.drift = drift
+        self.drift_scheduling = drift_scheduling
+        self.ready_delay = ready_delay
+        self.use_system_services = use_system_services
+        self.checkpoint_every_s = checkpoint_every_s
+        self.reverse_replication = reverse_replication
+        self._secret_base = secrets.token_bytes(16)
+        self._stoppables: list[Any] = []
+        self.kube: dict[str, KubeApiServer] = {}
+        self.endpoints: dict[str, SiteEndpoint] = {}
+        self.registries: dict[str, RegistryServer] = {}
+        self.moto: MotoServer | None = None
+        self.named: NamedServer | None = None
+        self.info: LabInfo | None = None
+        self.route53_zone_id: str | None = None
+
+    # -- secrets -------------------------------------------------------------
+    def secret_value(self, site: str, ref: str, key: str) -> str:
+        """The value a lab secret has at a site: distinctive, so leak scans can find it."""
+        per_site = {f"{s.namespace}/{s.name}" for s in topology.K8S_SECRETS if s.per_site}
+        drifted = self.drift and ref == "/".join(topology.DRIFT_DIFFERENT_SECRET)
+        scope = site if (ref in per_site or drifted) else "shared"
+        digest = hmac.new(self._secret_base, f"{scope}|{ref}|{key}".encode(), hashlib.sha256)
+        return SECRET_PREFIX + digest.hexdigest()[:24]
+
+    # -- lifecycle -------------------------------------------------------------
+    def start(self) -> LabInfo:
+        begun = time.monotonic()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        clear_service_storage(self.state_dir)
+        try:
+            self._start_services()
+            self._seed()
+            trainer = CheckpointWriter(
+                self.kube["primary"].store,
+                interval_s=self.checkpoint_every_s,
+                replicate=not self.drift,
+            )
+            self._own(trainer).start()
+            heartbeat = SentinelHeartbeat(
+                self.kube["dr"].store, interval_s=topology.SENTINEL_EVERY_S
+            )
+            self._own(heartbeat).start()
+            if self.reverse_replication:
+                replicator = ReverseReplicator(self.kube["dr"].store, self._aws("s3", "primary"))
+                self._own(replicator).start()
+            self.info = self._write_state(time.monotonic() - begun)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("lab up in %.2fs at %s", self.info.startup_seconds, self.state_dir)
+        return self.info
+
+    def stop(self) -> None:
+        for thing in reversed(self._stoppables):
+            try:
+                thing.stop()
+            except Exception:
+                log.exception("stopping %s failed", thing)
+        self._stoppables.clear()
+
+    def _own(self, thing: Any) -> Any:
+        self._stoppables.append(thing)
+        return thing
+
+    def _start_services(self) -> None:
+        have_named = self.use_system_services and find_binary("named") is not None
+        have_registry = self.use_system_services and find_binary("docker-registry") is not None
+        self.moto = self._own(MotoServer(host="127.0.0.1"))
+        self.moto.start()
+        token = secrets.token_urlsafe(24)
+        for site, addr in SITE_ADDR.items():
+            server = KubeApiServer(
+                host=addr,
+                version=(1, topology.SITES[site].kube_minor),
+                token=token,
+                ready_delay=self.ready_delay,
+                name=site,
+                tls=True,  # kubectl sends a kubeconfig's token only over https
+                audit=AuditLog(self.state_dir / audit_file(site)) if self.audit else None,
+            )
+            self.kube[site] = self._own(server)
+            server.start()
+            write_kubeconfig(
+                self.state_dir / f"{site}.kubeconfig",
+                server_url=server.url,
+                context=site,
+                token=token,
+                ca_pem=server.ca_pem,
+            )
+        port = _port_free_on_both(tuple(SITE_ADDR.values()))
+        for site, addr in SITE_ADDR.items():
+            endpoint = SiteEndpoint(site, self.kube[site].store, addr, port)
+            self.endpoints[site] = self._own(endpoint)
+            endpoint.start()
+        if have_registry:
+            for site, addr in SITE_ADDR.items():
+                registry = RegistryServer(
+                    self.state_dir / REGISTRY_DIRS[site], host=addr, name=site
+                )
+                self.registries[site] = self._own(registry)
+                registry.start()
+        if have_named:
+            ttl = topology.DRIFT_TTL if self.drift else topology.GOOD_TTL
+            record = LabDnsRecord(topology.RECORD, "A", ttl, topology.PRIMARY_ADDR)
+            self.named = self._own(
+                NamedServer(self.state_dir / NAMED_DIR, zone=topology.ZONE, records=[record])
+            )
+            self.named.start()
+            self.named.write_tsig_secret(self.state_dir / "tsig.secret")
+
+    def _aws(self, service: str, site: str) -> Any:
+        assert self.moto is not None
+        return boto3.client(
+            service,
+            endpoint_url=self.moto.url,
+            region_name=SITE_REGION[site],
+            aws_access_key_id=AWS_KEY_ID,
+            aws_secret_access_key=self._aws_secret(),
+        )
+
+    def _aws_secret(self) -> str:
+        return hashlib.sha256(self._secret_base + b"aws").hexdigest()[:40]
+
+    def registry_host(self, site: str) -> str:
+        if self.registries:
+            return self.registries[site].url.removeprefix("http://")
+        return f"{ACCOUNT}.dkr.ecr.{SITE_REGION[site]}.amazonaws.com"
+
+    def _seed(self) -> None:
+        for server in self.kube.values():
+            server.store.create("configmaps", cluster_info(server.url, server.ca_pem))
+        for site in SITE_ADDR:
+            seed_site(
+                self.kube[site].store,
+                site,
+                self.registry_host(site),
+                self.secret_value,
+                drift=self.drift,
+                drift_scheduling=self.drift_scheduling,
+            )
+        self._seed_images()
+        seed_datasets(self._aws("s3", "primary"), self._aws("s3", "dr"), drift=self.drift)
+        seed_aws_secrets(
+            self._aws("secretsmanager", "primary"),
+            self.secret_value("primary", "aws/" + topology.AWS_SECRETS[0], "value"),
+        )
+        if self.named is None:
+            self._seed_route53()
+
+    def _seed_images(self) -> None:
+        refs = [w.image for w in topology.WORKLOADS] + [topology.CONTROLLER_IMAGE]
+        jobs = [
+            (site, ref)
+            for site in SITE_ADDR
+            for ref in refs
+            if not (self.drift and site == "dr" and ref == topology.DRIFT_MISSING_IMAGE)
+        ]
+        with httpx.Client(timeout=10) as http, ThreadPoolExecutor(8) as pool:
+            ecr = (
+                {site: self._aws("ecr", site) for site in SITE_ADDR} if not self.registries else {}
+            )
+
+            def push(job: tuple[str, str]) -> str:
+                site, ref = job
+                image = build_image(ref, multi_arch=ref in topology.MULTI_ARCH)
+                if self.registries:
+                    return push_oci(http, self.registries[site].url, image)
+                return push_ecr(ecr[site], image)
+
+            list(pool.map(push, jobs))
+
+    def _seed_route53(self) -> None:
+        r53 = self._aws("route53", "primary")
+        zone = r53.create_hosted_zone(Name=topology.ZONE, CallerReference=str(time.time()))
+        zone_id = zone["HostedZone"]["Id"].split("/")[-1]
+        ttl = topology.DRIFT_TTL if self.drift else topology.GOOD_TTL
+        change = {
+            "Action": "UPSERT",
+            "ResourceRecordSet": {
+                "Name": topology.RECORD,
+                "Type": "A",
+                "TTL": ttl,
+                "ResourceRecords": [{"Value": topology.PRIMARY_ADDR}],
+            },
+        }
+        r53.change_resource_record_sets(HostedZoneId=zone_id, ChangeBatch={"Changes": [change]})
+        self.route53_zone_id = zone_id
+
+    def _write_state(self, startup: float) -> LabInfo:
+        creds = self.state_dir / "aws"
+        creds.mkdir(exist_ok=True)
+        _write_private(creds / "access_key_id", AWS_KEY_ID)
+        _write_private(creds / "secret_access_key", self._aws_secret())
+        assert self.moto is not None
+        endpoints = LabEndpoints(
+            kube={s: k.url for s, k in self.kube.items()},
+            site_endpoints={s: e.url for s, e in self.endpoints.items()},
+            service_port=next(iter(self.endpoints.values())).port,
+            registries={s: r.url for s, r in self.registries.items()},
+            moto=self.moto.url,
+            named=(f"{self.named.host}:{self.named.port}" if self.named else None),
+            tsig_name=self.named.tsig_name if self.named else None,
+            route53_zone_id=self.route53_zone_id,
+            account=ACCOUNT,
+        )
+        write_plan(self.state_dir / "plan.yaml", endpoints, drift=self.drift)
+        info = LabInfo(
+            state_dir=str(self.state_dir),
+            pid=os.getpid(),
+            drift=self.drift,
+            drift_scheduling=self.drift_scheduling,
+            reverse_replication=self.reverse_replication,
+            started_at=time.time(),
+            dns_provider="rfc2136" if self.named else "route53",
+            registry_kind="oci" if self.registries else "ecr",
+            kube=endpoints.kube,
+            endpoints=endpoints.site_endpoints,
+            registries=endpoints.registries,
+            moto=self.moto.url,
+            dns_server=endpoints.named or "route53 (moto)",
+            startup_seconds=round(startup, 3),
+        )
+        (self.state_dir / STATE_FILE).write_text(json.dumps(asdict(info), indent=2) + "\n")
+        return info
+
+
+def _write_private(path: Path, value: str) -> None:
+    path.write_text(value + "\n")
+    path.chmod(0o600)
