@@ -29,8 +29,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from drills_lab import control
-from drills_lab.runtime import LabInfo
 from drills.orchestrator import serve
 from drills.orchestrator.flow_runs import PrefectLauncher, drill_run_of
 from drills.orchestrator.rest import PrefectRest
@@ -38,6 +36,8 @@ from drills.plan import load_plan
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
 from drills.takeover.incident import IncidentRequest, declare_incident
+from drills_lab import control
+from drills_lab.runtime import LabInfo
 
 DECLARATIONS = 5
 READY_DELAY_S = 1.0

@@ -33,12 +33,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from drills_lab import control
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest, DrillResult
 from drills.takeover.timeline import PhaseRecord
 from drills.targets.http import new_client
+from drills_lab import control
 
 READY_DELAY_S = 1.0
 RUNS = 3

@@ -33,12 +33,12 @@ from drills.checks.base import REGISTRY, Status
 from drills.checks.images import images_synced  # noqa: F401 - registers the check
 from drills.checks.readiness import check_context
 from drills.checks.runner import run_one
-from drills_lab.images import Image, build_image, push_oci
-from drills_lab.registry import RegistryServer
 from drills.plan import DrillPlan, plan_from_text
 from drills.targets.registry import Ref
 from drills.targets.registry_oci import OciDistribution
 from drills.targets.sites import Targets
+from drills_lab.images import Image, build_image, push_oci
+from drills_lab.registry import RegistryServer
 
 IMAGES = 200
 MISMATCHED = frozenset({7, 42, 99, 150, 188})  # pushed in another generation at DR

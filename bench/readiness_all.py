@@ -35,9 +35,9 @@ import yaml
 
 from drills.checks.fleet import PlanReadiness, run_readiness_all
 from drills.checks.readiness import run_readiness
-from drills_lab import control
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
+from drills_lab import control
 
 PLANS = 50
 REPEATS = 7

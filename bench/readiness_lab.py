@@ -24,9 +24,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from drills.checks.readiness import run_readiness
-from drills_lab import control
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
+from drills_lab import control
 
 RUNS = 5
 GOAL_S = 3.0

@@ -40,10 +40,10 @@ from typing import Any
 import httpx
 
 from drills.checks.readiness import select_checks
-from drills_lab import control
-from drills_lab.runtime import LabInfo
 from drills.plan import Route53Dns, load_plan
 from drills.targets.sites import Targets
+from drills_lab import control
+from drills_lab.runtime import LabInfo
 
 READY_DELAY_S = 1.0
 PAIRS = 3

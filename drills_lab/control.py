@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from drills.errors import LabError
-from drills_lab.state import ERROR_FILE, LabInfo, read_info
 from drills.processes import pid_alive
+from drills_lab.state import ERROR_FILE, LabInfo, read_info
 
 __all__ = ["LabInfo", "down", "missing_modules", "probe", "running", "up"]
 

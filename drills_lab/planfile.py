@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from drills_lab import topology
 from drills.plan import plan_schema_text
+from drills_lab import topology
 
 CREDENTIALS = {
     "access_key_id": "file:aws/access_key_id",

@@ -23,13 +23,13 @@ from drills.checks.runner import ReadinessReport
 from drills.checks.view import markdown, rows, verdict
 from drills.errors import PlanError
 from drills.evidence.checkpoints import export_if_due, signed_history
-from drills_lab.control import DEFAULT_STATE_DIR
 from drills.orchestrator.placement import gather
 from drills.plan import load_plan
 from drills.plan.discovery import default_plan_patterns, plan_paths
 from drills.plan.durations import parse_duration
 from drills.store.history import HistoryStore
 from drills.store.prune import prune_if_due
+from drills_lab.control import DEFAULT_STATE_DIR
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
 

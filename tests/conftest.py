@@ -36,13 +36,13 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
+from drills.store.history import HistoryStore
+from drills.store.outage import ALLOW_NONDURABLE_ENV
+from drills.takeover.write_ahead import STATE_DIR_ENV
 from drills_lab.moto_server import MotoServer
 from drills_lab.named import NamedServer
 from drills_lab.registry import RegistryPair, RegistryServer
 from drills_lab.runtime import LabInfo
-from drills.store.history import HistoryStore
-from drills.store.outage import ALLOW_NONDURABLE_ENV
-from drills.takeover.write_ahead import STATE_DIR_ENV
 from tests.support.postgres import PostgresServer, unstarted_server
 from tests.support.services import (
     API_RECORD,

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from drills_lab.control import DEFAULT_STATE_DIR as LAB_DIR
 from drills.orchestrator.serve import DEFAULT_STATE_DIR as SERVE_DIR
 from drills.store.history import database_url
+from drills_lab.control import DEFAULT_STATE_DIR as LAB_DIR
 from tests.support.demo import DEMO_RUN, DemoLeftovers, leave_demo_state
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,11 +27,11 @@ import os
 import re
 from dataclasses import dataclass
 
-from drills_lab.control import DEFAULT_STATE_DIR
 from drills.orchestrator.names import INCIDENT_DEPLOYMENT
 from drills.orchestrator.rest import auth_headers
 from drills.plan import discovery
 from drills.store.history import database_url
+from drills_lab.control import DEFAULT_STATE_DIR
 
 DRILL_DEPLOYMENT = "minimum-takeover-drill/quarterly-drill"
 READINESS_DEPLOYMENT = "readiness-check/readiness-check"

@@ -74,8 +74,8 @@ PlanFiles = Annotated[
 
 def fleet_paths(spec: str | None) -> tuple[str, ...]:
     """The plan files of the fleet: ``DRILLS_PLANS`` (or ``--plans``), else the defaults."""
-    from drills_lab.control import DEFAULT_STATE_DIR
     from drills.plan.discovery import default_plan_patterns, plan_paths
+    from drills_lab.control import DEFAULT_STATE_DIR
 
     return plan_paths(spec, default_plan_patterns(DEFAULT_STATE_DIR / "plan.yaml"))
 

@@ -216,9 +216,9 @@ def _plan_names(plans: str | None) -> tuple[list[str], list[UnreadablePlan]]:
     """The names of the plans configured, and the plan files that cannot be read."""
     from drills.errors import PlanError
     from drills.evidence.coverage import UnreadablePlan
-    from drills_lab.control import DEFAULT_STATE_DIR
     from drills.plan import load_plan
     from drills.plan.discovery import default_plan_patterns, plan_paths
+    from drills_lab.control import DEFAULT_STATE_DIR
 
     lab_plan = DEFAULT_STATE_DIR / "plan.yaml"
     defaults = default_plan_patterns(lab_plan)

@@ -56,11 +56,11 @@ def serve(
     """Serve /metrics until interrupted; each scrape reads the store and the plans anew, on a
     thread of its own (a listen backlog of 1024: a burst of scrapes waits, none is dropped).
     ?name[]=METRIC returns only those metrics; a name[] naming no metric of drills is a 400."""
-    from drills_lab.control import DEFAULT_STATE_DIR
     from drills.metrics.exporter import DrillsCollector, start
     from drills.metrics.plans import PlanCache
     from drills.metrics.snapshot import Snapshotter
     from drills.plan.discovery import default_plan_patterns, plan_paths
+    from drills_lab.control import DEFAULT_STATE_DIR
 
     lab_plan = DEFAULT_STATE_DIR / "plan.yaml"
 

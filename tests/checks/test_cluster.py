@@ -12,10 +12,10 @@ import drills.checks.cluster  # noqa: F401 - registers the checks
 from drills.checks.base import Status
 from drills.checks.cluster_model import pack_gpus
 from drills.checks.template_diff import strip_registry
+from drills.plan import load_plan
 from drills_lab.kubeapi import write_kubeconfig
 from drills_lab.runtime import LabInfo
 from drills_lab.topology import NodePool
-from drills.plan import load_plan
 from tests.support.kube_sites import (
     CPU_POOL,
     GPU_POOL,

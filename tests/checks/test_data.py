@@ -13,12 +13,12 @@ import yaml
 
 from drills.checks import data
 from drills.checks.base import CheckResult, Status
-from drills_lab import topology
-from drills_lab.moto_server import MotoServer
-from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan, plan_from_text
 from drills.targets.objects import LifecycleRule
 from drills.targets.sites import Targets
+from drills_lab import topology
+from drills_lab.moto_server import MotoServer
+from drills_lab.runtime import LabInfo
 from tests.support.checks import UNUSED_DNS
 from tests.support.checks import run_check as run
 from tests.support.s3_seed import multipart_etag, put

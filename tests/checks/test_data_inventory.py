@@ -15,10 +15,10 @@ import yaml
 
 from drills.checks.base import Status
 from drills.errors import PlanError
+from drills.plan import DrillPlan, load_plan
 from drills_lab import topology
 from drills_lab.inventory import LAB_CONFIG_ID, inventory_bucket, write_inventory
 from drills_lab.runtime import LabInfo
-from drills.plan import DrillPlan, load_plan
 from tests.checks.test_data import HOUR, dataset, plan_over, row
 from tests.support.checks import run_check as run
 from tests.support.s3_seed import make_bucket, put

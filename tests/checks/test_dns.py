@@ -19,10 +19,10 @@ import yaml
 
 import drills.checks.dns  # noqa: F401 - registers the checks
 from drills.checks.base import Status
+from drills.plan import DrillPlan, load_plan
 from drills_lab.moto_server import MotoServer
 from drills_lab.named import LabDnsRecord, NamedServer
 from drills_lab.runtime import LabInfo
-from drills.plan import DrillPlan, load_plan
 from tests.support.checks import run_check
 from tests.support.drill import offline_lab_plan_data
 from tests.support.services import require_system_binary

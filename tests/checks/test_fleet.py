@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 from drills.checks.data import dataset_diff
 from drills.checks.readiness import select_checks
 from drills.cli import app
-from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
 from drills.targets.shared import SharedTargets
 from drills.targets.sites import Targets
+from drills_lab.runtime import LabInfo
 
 
 def _copies(lab: LabInfo, names: list[str], change: dict[str, object] | None = None) -> list[Path]:

@@ -26,8 +26,6 @@ import yaml
 
 from drills.checks.base import Status
 from drills.checks.canary import CANARY_PREFIX
-from drills_lab.kubeapi import write_kubeconfig
-from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest
@@ -39,6 +37,8 @@ from drills.targets.site_identity import (
     Verdict,
     compare_endpoints,
 )
+from drills_lab.kubeapi import write_kubeconfig
+from drills_lab.runtime import LabInfo
 from tests.support.checks import run_check
 from tests.support.drill import drills_cli, lab_plan, snapshot
 from tests.support.faultproxy import FaultProxy

@@ -14,12 +14,12 @@ import yaml
 
 import drills.checks.images  # noqa: F401 - registers the check
 from drills.checks.base import CheckResult, Status
+from drills.plan import DrillPlan, load_plan, plan_from_text
 from drills_lab import topology
 from drills_lab.images import build_image, push_ecr, push_oci
 from drills_lab.moto_server import MotoServer
 from drills_lab.registry import RegistryPair
 from drills_lab.runtime import LabInfo
-from drills.plan import DrillPlan, load_plan, plan_from_text
 from tests.support.checks import UNUSED_DNS, run_check
 
 LAB_IMAGES = {w.image for w in topology.WORKLOADS}

@@ -14,9 +14,9 @@ import pytest
 
 from drills.checks.base import CheckContext, CheckRegistry, Outcome, Status
 from drills.checks.readiness import select_checks
-from drills_lab.runtime import LabInfo
 from drills.orchestrator.rest import PrefectRest
 from drills.store.history import HistoryStore
+from drills_lab.runtime import LabInfo
 from tests.support.checks import DRIFT_FAILURES, V2_CHECKS, drilled_days_ago
 from tests.support.drill import offline_lab_plan_text
 

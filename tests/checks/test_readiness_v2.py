@@ -17,9 +17,9 @@ from kubernetes import client, config
 
 from drills.checks.base import Status
 from drills.checks.canary import CANARY_PREFIX
+from drills.plan import load_plan
 from drills_lab import topology
 from drills_lab.runtime import LabInfo
-from drills.plan import load_plan
 from tests.checks.test_readiness import drilled_recently, plan_path, readiness_cli
 from tests.support.checks import (
     SCHEDULING_DRIFT_FAILURES,

@@ -18,13 +18,13 @@ import pytest
 import drills.checks.secrets  # noqa: F401 - registers the checks
 from drills.checks.base import Status
 from drills.errors import TemporaryError
-from drills_lab.moto_server import MotoServer
-from drills_lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.targets.aws import AwsEndpoint
 from drills.targets.fingerprint import fingerprint, short
 from drills.targets.kube import KubeTarget
 from drills.targets.secrets import AwsSecrets, aws_secret_fields
+from drills_lab.moto_server import MotoServer
+from drills_lab.runtime import LabInfo
 from tests.support.kube_sites import SiteSpec, plan_for, point_at, run, site_pair
 
 SECRET_CHECKS = ("secrets.synced", "secrets.rotation", "secrets.distinct_credentials")

@@ -25,11 +25,11 @@ from drills.checks.base import CheckResult, CheckSpec, Status
 from drills.checks.catalog import load_checks
 from drills.checks.readiness import check_context, wayback_checks
 from drills.checks.runner import run_one
-from drills_lab.kubeapi import write_kubeconfig
-from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan
 from drills.plan.reverse import reversed_plan
 from drills.targets.sites import Targets
+from drills_lab.kubeapi import write_kubeconfig
+from drills_lab.runtime import LabInfo
 from tests.support.drill import lab_plan, lab_plan_file
 from tests.support.faultproxy import FaultProxy, UdpFaultProxy
 from tests.support.not_found import NotFoundServer

@@ -8,8 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from drills.cli.app import app
-from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
+from drills_lab.runtime import LabInfo
 from tests.support.drill import lab_plan, lab_plan_file, snapshot
 
 runner = CliRunner()

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from drills.errors import PlanError
-from drills_lab.planfile import SCHEMA_FILE, write_plan
 from drills.plan import plan_from_text, plan_schema_text
+from drills_lab.planfile import SCHEMA_FILE, write_plan
 from tests.docs.conftest import ROOT
 from tests.support.drill import OFFLINE_ENDPOINTS
 

@@ -20,11 +20,11 @@ from drills.evidence.checkpoints import (
     write_checkpoints,
 )
 from drills.evidence.keys import SIGNING_KEY_ENV, keygen
-from drills_lab.moto_server import MotoServer
 from drills.plan.types import check_checkpoint_place
 from drills.store.chain_verify import verify_store
 from drills.store.history import HistoryStore
 from drills.store.prune import prune_readiness
+from drills_lab.moto_server import MotoServer
 from tests.evidence.packs import drills
 from tests.store.test_chain import db, record_drill
 from tests.support.ui import EXAMPLE_PLAN

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from drills.evidence.keys import SIGNING_KEY_ENV
-from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
+from drills_lab.runtime import LabInfo
 from tests.evidence.packs import drills, flip_byte, members, pdf_text, rewrite
 from tests.support.services import require_system_binary
 

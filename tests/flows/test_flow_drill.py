@@ -18,11 +18,11 @@ import httpx
 import pytest
 import yaml
 
-from drills_lab import topology
-from drills_lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.store.details import Approval
 from drills.store.history import HistoryStore
+from drills_lab import topology
+from drills_lab.runtime import LabInfo
 from tests.support.drill import lab_plan, snapshot
 from tests.support.services import own_lab
 

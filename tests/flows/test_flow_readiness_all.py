@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
+from drills_lab.runtime import LabInfo
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

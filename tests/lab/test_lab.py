@@ -19,11 +19,11 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from drills.plan import load_plan
+from drills.processes import descendants, pid_alive
 from drills_lab import control, topology
 from drills_lab.images import OCI_INDEX, OCI_MANIFEST
 from drills_lab.runtime import LabInfo
-from drills.plan import load_plan
-from drills.processes import descendants, pid_alive
 from tests.support.services import require_system_binary
 
 ACCEPT = f"{OCI_MANIFEST}, {OCI_INDEX}, application/vnd.docker.distribution.manifest.v2+json"

@@ -13,9 +13,9 @@ import pytest
 
 from drills.checks.base import Status
 from drills.checks.readiness import run_readiness
+from drills.plan import load_plan
 from drills_lab import control
 from drills_lab.runtime import NAMED_DIR, REGISTRY_DIRS, TSIG_FILE, clear_service_storage
-from drills.plan import load_plan
 from tests.support.checks import DRIFT_FAILURES
 from tests.support.services import require_system_binary
 

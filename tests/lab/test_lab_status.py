@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from drills_lab.runtime import LabInfo
 from drills.processes import descendants
+from drills_lab.runtime import LabInfo
 from tests.support.services import own_lab
 
 

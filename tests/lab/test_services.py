@@ -30,11 +30,11 @@ import httpx
 import pytest
 
 from drills.errors import LabError
+from drills.processes import pid_alive
 from drills_lab.moto_server import MotoServer
 from drills_lab.named import LabDnsRecord, NamedServer
 from drills_lab.procs import ManagedProcess, free_port, require_binary
 from drills_lab.registry import RegistryPair, RegistryServer
-from drills.processes import pid_alive
 
 log = logging.getLogger("drills.tests.lab")
 

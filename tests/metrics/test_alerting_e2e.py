@@ -20,10 +20,10 @@ import pytest
 import yaml
 
 from drills.checks.readiness import run_readiness
-from drills_lab.procs import ManagedProcess, free_port
-from drills_lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
+from drills_lab.procs import ManagedProcess, free_port
+from drills_lab.runtime import LabInfo
 from tests.support.services import require_system_binary
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "drills-rules.yml"

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from drills_lab.procs import ManagedProcess, free_port
 from drills.store.history import HistoryStore
+from drills_lab.procs import ManagedProcess, free_port
 
 BURST = 200
 # Linux retransmits a SYN the listen queue had no room for after 1 s: a connection made

@@ -16,7 +16,6 @@ import yaml
 
 from drills.checks.readiness import run_readiness
 from drills.errors import PlanError
-from drills_lab.runtime import LabInfo
 from drills.notify import EventKind, Notice, Severity, notify, readiness_changes, render
 from drills.notify.deliver import (
     DEADLINE_S,
@@ -28,6 +27,7 @@ from drills.notify.deliver import (
 from drills.notify.runs import run_finished
 from drills.plan import load_plan, plan_from_text
 from drills.store.history import HistoryStore
+from drills_lab.runtime import LabInfo
 from tests.support.checks import DRIFT_FAILURES, drilled_days_ago
 from tests.support.drill import drills_cli
 from tests.support.receivers import json_receiver, smtp_receiver

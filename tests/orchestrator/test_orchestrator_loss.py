@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from drills_lab.procs import free_port
 from drills.orchestrator import serve
 from drills.orchestrator.rest import PrefectRest
 from drills.processes import descendants, pid_alive
@@ -25,6 +24,7 @@ from drills.store.history import HistoryStore
 from drills.store.kinds import RunStatus
 from drills.takeover.orphans import ORPHAN_BOUND_S
 from drills.takeover.snapshot import differences
+from drills_lab.procs import free_port
 from tests.orchestrator.test_serve import drills, wait_dr_change
 from tests.support.drill import lab_plan, snapshot, stall_dr_bring_up
 from tests.support.postgres import PostgresServer

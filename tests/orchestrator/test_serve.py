@@ -21,8 +21,6 @@ import httpx
 import pytest
 import yaml
 
-from drills_lab.procs import free_port
-from drills_lab.runtime import LabInfo
 from drills.orchestrator import serve
 from drills.orchestrator.plan_schedule import deployment_schedules
 from drills.orchestrator.rest import FlowRunState, PrefectRest, describe_schedule
@@ -32,6 +30,8 @@ from drills.store.history import HistoryStore
 from drills.store.models import AuditEvent
 from drills.takeover.journal import Journal
 from drills.takeover.snapshot import Snapshot
+from drills_lab.procs import free_port
+from drills_lab.runtime import LabInfo
 from tests.support.demo import leave_demo_state
 from tests.support.drill import back_to_normal, lab_plan, serving, snapshot
 from tests.support.ui import UiEnv, declare, fill_declaration, open_page, shown

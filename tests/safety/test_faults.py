@@ -19,11 +19,6 @@ import boto3
 import pytest
 
 from drills.errors import PermanentError, TargetError, TemporaryError
-from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
-from drills_lab.moto_server import MotoServer
-from drills_lab.named import NamedServer
-from drills_lab.registry import RegistryPair
-from drills_lab.topology import LabWorkload
 from drills.plan import Rfc2136Dns
 from drills.targets.aws import AwsEndpoint
 from drills.targets.dns_rfc2136 import Rfc2136Target
@@ -31,6 +26,11 @@ from drills.targets.kube import KubeTarget
 from drills.targets.objects import ObjectStore
 from drills.targets.registry_oci import OciDistribution
 from drills.targets.retry import RetryPolicy, TimedOut, Waiting, retry_call, retry_until
+from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
+from drills_lab.moto_server import MotoServer
+from drills_lab.named import NamedServer
+from drills_lab.registry import RegistryPair
+from drills_lab.topology import LabWorkload
 from tests.support.faultproxy import FaultProxy, UdpFaultProxy
 from tests.support.kube_sites import plan_for
 

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from drills.evidence.keys import SIGNING_KEY_ENV, keygen
-from drills_lab.runtime import AWS_KEY_ID, SECRET_PREFIX, LabInfo
 from drills.store.history import HistoryStore
+from drills_lab.runtime import AWS_KEY_ID, SECRET_PREFIX, LabInfo
 from tests.support.leak_scan import ROOT, Cli, Leak, SecretScanner, captured_logs, plan_variant
 from tests.support.receivers import JsonReceiver, SmtpReceiver, json_receiver, smtp_receiver
 from tests.support.services import own_lab

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from drills.checks.readiness import run_readiness
-from drills_lab.runtime import LabInfo
 from drills.store.chain_verify import run_evidence, verify_store
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest
+from drills_lab.runtime import LabInfo
 from tests.support.drill import lab_plan
 from tests.support.services import own_lab
 

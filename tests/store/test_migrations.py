@@ -14,10 +14,10 @@ from alembic.runtime.migration import MigrationContext
 from typer.testing import CliRunner
 
 from drills.cli.app import app
-from drills_lab.postgres import SUPERUSER
 from drills.store import schema
 from drills.store.history import HistoryStore, make_engine
 from drills.store.models import Base
+from drills_lab.postgres import SUPERUSER
 from tests.support.postgres import PostgresServer
 from tests.support.rawdb import RawDatabase
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
+from drills_lab.runtime import LabInfo
 from tests.support.drill import drills_cli
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)

@@ -10,12 +10,12 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from drills_lab.procs import free_port
-from drills_lab.state import LabInfo
 from drills.orchestrator.serve import ServeInfo
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun
+from drills_lab.procs import free_port
+from drills_lab.state import LabInfo
 from tests.support.ui import EXAMPLE_PLAN
 
 DEMO_RUN = "demo-left-running"  # the demo's unfinished incident, in its own history

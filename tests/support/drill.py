@@ -18,11 +18,6 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from drills_lab import topology
-from drills_lab.kubeapi import NEVER_READY_ANNOTATION
-from drills_lab.planfile import LabEndpoints
-from drills_lab.planfile import lab_plan as lab_plan_data
-from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.store.details import IncidentLink
 from drills.store.history import HistoryStore
@@ -34,6 +29,11 @@ from drills.takeover.steps.executor import ChangeExecutor
 from drills.takeover.steps.rollback import safe_rollback
 from drills.takeover.timeline import Timeline, utc_now
 from drills.targets.sites import Targets
+from drills_lab import topology
+from drills_lab.kubeapi import NEVER_READY_ANNOTATION
+from drills_lab.planfile import LabEndpoints
+from drills_lab.planfile import lab_plan as lab_plan_data
+from drills_lab.runtime import LabInfo
 
 # Placeholder addresses: nothing answers there, and no test that uses them expects it to.
 OFFLINE_ENDPOINTS = LabEndpoints(

@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
+from drills.plan import DrillPlan, plan_from_text
 from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
 from drills_lab.seed_cluster import node, secret, workload
 from drills_lab.topology import LabWorkload, NodePool, SiteShape
-from drills.plan import DrillPlan, plan_from_text
 from tests.support.checks import UNUSED_DNS, run_check
 
 TOKEN = "kube-sites-" + secrets.token_hex(8)

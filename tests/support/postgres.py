@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from drills_lab.postgres import PostgresServer, find_postgres_bin_dir
 from drills.store.history import HistoryStore
+from drills_lab.postgres import PostgresServer, find_postgres_bin_dir
 from tests.support.services import require_system_binary
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.takeover.journal import Journal
+from drills_lab.runtime import LabInfo
 from tests.support.drill import back_to_normal, lab_plan, serving, snapshot
 
 # Well past the test's own timeout: only a run that stops waiting at once can pass.

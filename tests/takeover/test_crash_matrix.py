@@ -22,10 +22,10 @@ import pytest
 from typer.testing import CliRunner
 
 from drills.cli import app
-from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.takeover import crashpoints
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest
+from drills_lab.runtime import LabInfo
 from tests.support.drill import lab_plan, snapshot
 from tests.support.services import own_lab
 

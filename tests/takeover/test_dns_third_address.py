@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from drills.errors import StepFailed
-from drills_lab import topology
-from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest
 from drills.takeover.steps.dns_values import check_switch, unplanned
 from drills.targets.dns import RecordAnswer, dns_for
+from drills_lab import topology
+from drills_lab.runtime import LabInfo
 from tests.support.drill import drills_cli, lab_plan, snapshot
 from tests.support.services import own_lab
 

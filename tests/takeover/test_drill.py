@@ -17,11 +17,11 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from drills_lab import topology
-from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult
+from drills_lab import topology
+from drills_lab.runtime import LabInfo
 from tests.support.drill import SplitBrainMonitor, drills_cli, lab_plan, snapshot
 from tests.support.postgres import PostgresServer
 from tests.support.services import own_lab

@@ -20,7 +20,6 @@ from typer.testing import CliRunner
 
 from drills.cli.app import app
 from drills.errors import PermanentError
-from drills_lab.runtime import NAMED_DIR, LabInfo
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.incident_record import incident_record
@@ -32,6 +31,7 @@ from drills.takeover.journal import Change, Journal
 from drills.takeover.status import serving_status
 from drills.takeover.steps.failback import goal_from_journal
 from drills.targets.sites import Targets
+from drills_lab.runtime import NAMED_DIR, LabInfo
 from tests.support.drill import SplitBrainMonitor, drills_cli, lab_plan, snapshot
 from tests.support.receivers import json_receiver
 from tests.support.services import own_lab

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.takeover.snapshot import Snapshot
+from drills_lab.runtime import LabInfo
 from tests.support.drill import back_to_normal, drills_cli, lab_plan, serving, snapshot
 from tests.support.services import own_lab
 

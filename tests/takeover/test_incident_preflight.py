@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from drills.checks.base import CheckContext, CheckRegistry, Outcome, Status
-from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.store.report import report_data
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.journal import Journal
 from drills.takeover.timeline import PhaseRecord, StepRecord
+from drills_lab.runtime import LabInfo
 from tests.support.drill import lab_plan, snapshot
 from tests.support.services import own_lab
 

@@ -18,7 +18,6 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from drills.cli import app
-from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun, Lease, TargetLease
@@ -26,6 +25,7 @@ from drills.takeover import crashpoints, lease
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.lease import LeaseHeldError, PlanLease, UnfinishedRunError
 from drills.takeover.steps.executor import PlannedChange
+from drills_lab.runtime import LabInfo
 from tests.support.drill import drills_cli, lab_plan
 from tests.support.postgres import PostgresServer
 from tests.support.services import own_lab

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from drills.errors import StepFailed
-from drills_lab.runtime import LabInfo
 from drills.notify.deliver import subscribe
 from drills.notify.events import EventKind, Notice
 from drills.store.history import HistoryStore
@@ -24,6 +23,7 @@ from drills.takeover import lease
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.orphans import ORPHAN_BOUND_S, OrphanOutcome, orphans, recover_orphan
 from drills.takeover.timeline import utc_now
+from drills_lab.runtime import LabInfo
 from tests.support.drill import (
     back_to_normal,
     drills_cli,

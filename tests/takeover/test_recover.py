@@ -19,7 +19,6 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from drills.cli import app
-from drills_lab.runtime import LabInfo
 from drills.plan import DrillPlan
 from drills.plan.claims import plan_claims
 from drills.store.history import HistoryStore
@@ -34,6 +33,7 @@ from drills.takeover.snapshot import Snapshot
 from drills.takeover.steps.changes import KINDS
 from drills.takeover.steps.executor import ChangeExecutor
 from drills.targets.sites import Targets
+from drills_lab.runtime import LabInfo
 from tests.support.drill import back_to_normal, lab_plan, snapshot
 from tests.support.services import own_lab
 

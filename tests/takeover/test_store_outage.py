@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from drills_lab.runtime import LabInfo
 from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState, Mode, RunStatus
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest, DrillResult
 from drills.takeover.recover import RecoverError, RecoverStatus, pick_run, plan_of, recover
 from drills.takeover.write_ahead import STATE_DIR_ENV, write_ahead_file
+from drills_lab.runtime import LabInfo
 from tests.support.drill import back_to_normal, lab_plan, serving, snapshot
 from tests.support.postgres import PostgresServer, store_on, unstarted_server
 from tests.support.rawdb import RawDatabase

@@ -25,8 +25,6 @@ import pytest
 from rich.console import Console
 
 from drills.cli.run_cmd import LiveView
-from drills_lab import topology
-from drills_lab.runtime import NAMED_DIR, LabInfo
 from drills.notify.deliver import subscribe
 from drills.notify.events import EventKind, Notice
 from drills.plan import load_plan
@@ -35,6 +33,8 @@ from drills.store.report import render_markdown, report_data
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest, DrillResult
 from drills.takeover.orphans import orphans, recover_orphan
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, utc_now
+from drills_lab import topology
+from drills_lab.runtime import NAMED_DIR, LabInfo
 from tests.support.drill import (
     back_to_normal,
     drills_cli,

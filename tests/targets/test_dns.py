@@ -15,10 +15,10 @@ import dns.query
 import pytest
 
 from drills.errors import PermanentError, TemporaryError
-from drills_lab.named import LabDnsRecord, NamedServer
 from drills.plan import DrillPlan, Rfc2136Dns, plan_from_text
 from drills.targets.dns import dns_for, normalize_value, serial_newer
 from drills.targets.dns_rfc2136 import Rfc2136Target
+from drills_lab.named import LabDnsRecord, NamedServer
 from tests.support.services import require_system_binary
 
 ZONE = "drills.test."

@@ -10,10 +10,10 @@ import boto3
 import pytest
 
 from drills.errors import PermanentError, TemporaryError
-from drills_lab.moto_server import MotoServer
 from drills.plan import Route53Dns
 from drills.targets.aws import AwsEndpoint
 from drills.targets.dns_route53 import Route53Target
+from drills_lab.moto_server import MotoServer
 
 
 def route53(url: str) -> Any:

@@ -13,14 +13,14 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
-from drills_lab.kubeapi import NEVER_READY_ANNOTATION, KubeApiServer, write_kubeconfig
-from drills_lab.seed_cluster import ingress, secret, workload
-from drills_lab.topology import LabWorkload
 from drills.plan import DrillPlan
 from drills.targets.kube import KubeTarget
 from drills.targets.kube_errors import NotReadyInTime, translate
 from drills.targets.kube_quantity import canonical, parse_quantity
 from drills.targets.kube_scheduling import cluster_queues, local_queue, priority_classes
+from drills_lab.kubeapi import NEVER_READY_ANNOTATION, KubeApiServer, write_kubeconfig
+from drills_lab.seed_cluster import ingress, secret, workload
+from drills_lab.topology import LabWorkload
 from tests.support.kube_sites import TOKEN, plan_for
 from tests.support.not_found import NotFoundServer
 

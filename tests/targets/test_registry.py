@@ -12,14 +12,14 @@ import httpx
 import pytest
 
 from drills.errors import PermanentError, PlanError, TemporaryError
+from drills.plan import plan_from_text
+from drills.targets.registry import parse_image, registry_for
+from drills.targets.registry_oci import OciDistribution
 from drills_lab.httpserve import serve_in_thread
 from drills_lab.images import Image, build_image, push_oci
 from drills_lab.moto_server import MotoServer
 from drills_lab.procs import free_port
 from drills_lab.registry import RegistryPair, RegistryServer
-from drills.plan import plan_from_text
-from drills.targets.registry import parse_image, registry_for
-from drills.targets.registry_oci import OciDistribution
 from tests.support.token_server import TokenIssuer, TokenRegistry, TokenService
 
 USER, PASSWORD = "drill", "s3cret-Pa55-for-tests"

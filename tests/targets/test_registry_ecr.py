@@ -11,10 +11,10 @@ import boto3
 import pytest
 
 from drills.errors import TemporaryError
-from drills_lab.images import build_image, push_ecr
-from drills_lab.moto_server import MotoServer
 from drills.targets.aws import AwsEndpoint
 from drills.targets.registry_ecr import EcrImages
+from drills_lab.images import build_image, push_ecr
+from drills_lab.moto_server import MotoServer
 
 
 @pytest.fixture()

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from drills_lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest
+from drills_lab.runtime import LabInfo
 from tests.support.ui import FLOW_NAME, Drilled, UiEnv
 
 

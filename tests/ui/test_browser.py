@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from drills_lab.runtime import LabInfo
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
 from drills.store.incident_record import incident_record
 from drills.store.report import render_markdown, report_data
 from drills.takeover.drill import Drill, DrillRequest
+from drills_lab.runtime import LabInfo
 from tests.support.browser import CHROMIUM_ARGS, dashboard, serving_incident_flow
 from tests.support.services import own_lab, require_system_binary
 from tests.support.ui import DECLARE_BUTTON, FLOW_NAME, ROOT

@@ -15,8 +15,8 @@ from streamlit.testing.v1 import AppTest
 
 from drills.checks import catalog
 from drills.checks.base import Status
-from drills_lab.runtime import LabInfo
 from drills.store.models import AuditEvent, ReadinessSnapshot
+from drills_lab.runtime import LabInfo
 from tests.support.ui import Drilled, UiEnv, add_run, button, open_page, shown
 from ui.components import OVERALL_ICON, STATUS_BADGE
 

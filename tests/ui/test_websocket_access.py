@@ -19,11 +19,11 @@ import pytest
 import yaml
 from sqlalchemy import func, select
 
-from drills_lab.procs import free_port
-from drills_lab.runtime import LabInfo
 from drills.passwords import hash_password
 from drills.store import sign_in
 from drills.store.models import AuditEvent, ReadinessSnapshot
+from drills_lab.procs import free_port
+from drills_lab.runtime import LabInfo
 from tests.support.browser import dashboard
 from tests.support.faultproxy import FaultProxy
 from tests.support.streamlit_ws import Page, StreamClient, text, trigger
