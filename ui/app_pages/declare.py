@@ -87,8 +87,14 @@ def _timeline(phases: list[dict[str, Any]], t0: dt.datetime | None) -> None:
             st.markdown("\n".join(lines))
 
 
-def _outcome(info: FlowRunProgress | None, row: RunRow | None, mode: str) -> bool:
-    """How the run ended, once it has; True then."""
+def _outcome(
+    info: FlowRunProgress | None, row: RunRow | None, mode: str, *, with_link: bool
+) -> bool:
+    """How the run ended, once it has; True then.
+
+    The live fragment leaves out the history link: it reruns the whole page as soon as the
+    run is over, and a link drawn by both renders would show twice until the fragment's
+    elements are cleared."""
     # An incident stopped part-way ends its flow run but stays unfinished in the history.
     finished = bool(info and info.final and (row is None or row.status != RunStatus.RUNNING))
     if finished and row is not None:
@@ -102,18 +108,19 @@ def _outcome(info: FlowRunProgress | None, row: RunRow | None, mode: str) -> boo
         else:
             why = for_markdown(row.error or "see the report")
             st.error(f"The {mode} run ended {row.status}: {why}")
-        st.page_link(
-            "app_pages/history.py",
-            label="See this run in the drill history",
-            icon=":material/monitoring:",
-            query_params={"run": row.id},
-        )
+        if with_link:
+            st.page_link(
+                "app_pages/history.py",
+                label="See this run in the drill history",
+                icon=":material/monitoring:",
+                query_params={"run": row.id},
+            )
     elif finished and info is not None:
         st.error(f"The flow run ended {info.state_name} without a history record.")
     return finished
 
 
-def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
+def _live(settings: UISettings, access: Access, flow_run_id: str, *, live: bool) -> bool:
     """The run as it stands; True once it is over (Prefect final, history finished)."""
     info = data.flow_run(settings, flow_run_id)
     plan_name = st.session_state.get(PLAN) or ""
@@ -142,7 +149,7 @@ def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
             name=st.session_state.get(f"{KEY}.operator"),
         )  # fmt: skip
     _timeline(phases, (row.t0 if row else None) or declared_at)
-    return _outcome(info, row, mode)
+    return _outcome(info, row, mode, with_link=not live)
 
 
 def _mode_of(info: FlowRunProgress | None) -> str:
@@ -153,7 +160,7 @@ def _mode_of(info: FlowRunProgress | None) -> str:
 
 @st.fragment(run_every=2)
 def _watch(settings: UISettings, access: Access, flow_run_id: str) -> None:
-    if _live(settings, access, flow_run_id):
+    if _live(settings, access, flow_run_id, live=True):
         st.session_state[DONE] = flow_run_id
         data.clear_caches()  # where the plan serves from changed: the banner reads it again
         st.rerun(scope="app")  # once more as a whole page, without the timer
@@ -165,7 +172,7 @@ def _watch_section(settings: UISettings, access: Access) -> None:
         return
     with st.container(border=True):
         if st.session_state.get(DONE) == flow_run_id:
-            _live(settings, access, flow_run_id)
+            _live(settings, access, flow_run_id, live=False)
         else:
             _watch(settings, access, flow_run_id)
 
