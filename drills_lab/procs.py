@@ -1,4 +1,4 @@
-"""Child processes for the lab that never outlive it, and free loopback ports.
+"""Child processes for the lab that never outlive it.
 
 The lab runs real daemons (BIND ``named``, the CNCF registry) as children. A drill that
 crashes, or a test run killed with SIGKILL, must not leave them listening: the next run
@@ -14,7 +14,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from drills.errors import LabError
+from drills.ports import free_port as free_port  # the lab's servers take theirs here
 
 log = logging.getLogger("drills_lab.procs")
 
@@ -35,26 +35,6 @@ _LOG_TAIL_BYTES = 2000
 # pool) would be killed as soon as that thread finished. All forks therefore happen on
 # one thread that lives as long as the interpreter.
 _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="drills-spawner")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """Return a port on ``host`` that is free for both TCP and UDP right now.
-
-    Both protocols matter because ``named`` listens on UDP and TCP on the same port.
-    Another process may still take the port before the caller binds it; callers
-    start their server soon after.
-    """
-    for _ in range(50):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
-            tcp.bind((host, 0))
-            port = int(tcp.getsockname()[1])
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-                try:
-                    udp.bind((host, port))
-                except OSError:
-                    continue
-                return port
-    raise LabError(f"no free TCP+UDP port on {host}")
 
 
 def find_binary(name: str) -> str | None:

@@ -26,6 +26,7 @@ import boto3
 import httpx
 
 from drills.errors import LabError
+from drills.ports import candidate_port
 from drills_lab import topology
 from drills_lab.endpoint import SiteEndpoint
 from drills_lab.images import build_image, push_ecr, push_oci
@@ -94,7 +95,10 @@ def _port_free_on_both(hosts: tuple[str, ...]) -> int:
     """A port free on every site address, so the service listens on the same port at both."""
     for _ in range(50):
         with socket.socket() as first:
-            first.bind((hosts[0], 0))
+            try:
+                first.bind((hosts[0], candidate_port()))
+            except OSError:
+                continue
             port = int(first.getsockname()[1])
         try:
             for host in hosts:

@@ -151,7 +151,11 @@ def stop(
     info = serve.running(state_dir)
     if info is not None and not force:
         _refuse_while_active(info)
-    if serve.down(state_dir):
+    try:
+        stopped = serve.down(state_dir)
+    except LabError as exc:
+        raise fail(f"drills serve stop: {exc}") from None
+    if stopped:
         console.print("Prefect worker and server stopped.")
     else:
         console.print(f"No local Prefect server runs from {state_dir}.")

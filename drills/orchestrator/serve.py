@@ -32,6 +32,7 @@ from drills.errors import LabError
 from drills.orchestrator.names import INCIDENT_DEPLOYMENT, WARM_READY
 from drills.orchestrator.plan_schedule import apply_plan_schedule
 from drills.orchestrator.rest import PrefectRest, WorkerStatus
+from drills.ports import free_port
 from drills.processes import descendants, pid_alive
 from drills.store.history import database_url
 
@@ -102,29 +103,48 @@ def _is_prefect(pid: int) -> bool:
     return b"prefect" in cmdline or b"flows.warm" in cmdline
 
 
-def _stop_tree(pid: int, timeout: float) -> None:
-    """SIGTERM the process, its group and its descendants; SIGKILL what outlives timeout."""
+def _stop_tree(pid: int, timeout: float) -> list[int]:
+    """SIGTERM the process, its group and its descendants; SIGKILL what outlives timeout.
+
+    Returns the pids still alive after that. A process is followed from the moment it is
+    seen below pid: one whose parent died meanwhile is re-parented away from the tree, and
+    one stuck in uninterruptible I/O (a database flush on a loaded disk) takes a while to
+    die even of SIGKILL, so the wait after it is long."""
     if not pid_alive(pid) or not _is_prefect(pid):
-        return
-    tree = [pid, *descendants(pid)]
+        return []
+    tree = {pid, *descendants(pid)}
+
+    def alive() -> list[int]:
+        for member in [m for m in tree if pid_alive(m)]:
+            tree.update(descendants(member))  # children started while stopping
+        return sorted(m for m in tree if pid_alive(m))
 
     def signal_all(sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, sig)  # each of ours leads its own session
-        for member in tree:
+        for member in alive():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(member, sig)
 
     signal_all(signal.SIGTERM)
+    if _wait_gone(alive, timeout):
+        return []
+    log.warning("pid %d did not stop within %.0fs; killing it", pid, timeout)
+    signal_all(signal.SIGKILL)
+    _wait_gone(alive, _KILL_WAIT_S)
+    return alive()
+
+
+_KILL_WAIT_S = 30.0
+
+
+def _wait_gone(alive: Callable[[], list[int]], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
-    while any(pid_alive(p) for p in tree) and time.monotonic() < deadline:
+    while alive():
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.1)
-    if any(pid_alive(p) for p in tree):
-        log.warning("pid %d did not stop within %.0fs; killing it", pid, timeout)
-        signal_all(signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        while any(pid_alive(p) for p in tree) and time.monotonic() < deadline:
-            time.sleep(0.05)
+    return True
 
 
 def _spawn(argv: list[str], *, log_path: Path, env: dict[str, str], cwd: Path) -> int:
@@ -170,9 +190,7 @@ def choose_port(wanted: int | None) -> int:
         return wanted
     if _port_free(DEFAULT_PORT):
         return DEFAULT_PORT
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_port()
 
 
 def absolute_db_url(url: str | None = None) -> str:
@@ -419,7 +437,10 @@ def _complete(existing: ServeInfo, deadline: float) -> tuple[ServeInfo, bool]:
 
 
 def down(state_dir: Path = DEFAULT_STATE_DIR, timeout: float = 15.0) -> bool:
-    """Stop the worker (and its flow runs), then the server; returns whether any ran."""
+    """Stop the worker (and its flow runs), then the server; returns whether any ran.
+
+    Raises LabError naming what survived SIGKILL; the pid file is kept then, so that a
+    second stop finds them."""
     state_dir = state_dir.resolve()
     info = read_info(state_dir)
     if info is None:
@@ -427,11 +448,16 @@ def down(state_dir: Path = DEFAULT_STATE_DIR, timeout: float = 15.0) -> bool:
     pids = [pid for pid in (info.server_pid, info.worker_pid, info.warm_pid) if pid]
     was_running = any(pid_alive(pid) for pid in pids)
     # The runners first: without their server they retry for a long while before they exit.
-    if info.warm_pid:
-        _stop_tree(info.warm_pid, timeout)
-    if info.worker_pid:
-        _stop_tree(info.worker_pid, timeout)
-    if info.server_pid:
-        _stop_tree(info.server_pid, timeout)
+    survivors = [
+        left
+        for pid in (info.warm_pid, info.worker_pid, info.server_pid)
+        if pid
+        for left in _stop_tree(pid, timeout)
+    ]
+    if survivors:
+        raise LabError(
+            f"processes {', '.join(map(str, survivors))} outlived SIGKILL for "
+            f"{_KILL_WAIT_S:.0f} s (stuck in I/O?); run drills serve stop again"
+        )
     (state_dir / INFO_FILE).unlink(missing_ok=True)
     return was_running
