@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from drills.errors import LabError
+from drills.plan.discovery import LAB_STATE_DIR
 from drills.processes import pid_alive
 from drills_lab.state import ERROR_FILE, LabInfo, read_info
 
 __all__ = ["LabInfo", "down", "missing_modules", "probe", "running", "up"]
 
-DEFAULT_STATE_DIR = Path(os.environ.get("DRILLS_LAB_DIR", ".lab"))
+DEFAULT_STATE_DIR = LAB_STATE_DIR
 # What the `lab` extra adds: moto serves the lab's AWS APIs through its Flask app.
 LAB_MODULES = ("moto", "flask", "flask_cors")
 

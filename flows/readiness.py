@@ -29,7 +29,6 @@ from drills.plan.discovery import default_plan_patterns, plan_paths
 from drills.plan.durations import parse_duration
 from drills.store.history import HistoryStore
 from drills.store.prune import prune_if_due
-from drills_lab.control import DEFAULT_STATE_DIR
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
 
@@ -118,9 +117,7 @@ def keep_checkpoints(plan_files: list[str] | None) -> int | None:
 
 def _fleet_files() -> tuple[str, ...]:
     # As `drills readiness --all` reads them: the lab's plan if any, then plans/.
-    return plan_paths(
-        os.environ.get("DRILLS_PLANS"), default_plan_patterns(DEFAULT_STATE_DIR / "plan.yaml")
-    )
+    return plan_paths(os.environ.get("DRILLS_PLANS"), default_plan_patterns())
 
 
 def _one_plan(registry: CheckRegistry | None, plan: str, *, store: bool) -> dict[str, Any]:

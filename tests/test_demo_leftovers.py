@@ -82,7 +82,7 @@ def test_the_commands_the_tests_run_never_see_a_demos_leftovers(demo: DemoLeftov
 def test_the_dashboard_finds_no_plan_a_demo_left(
     demo: DemoLeftovers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ui.settings import default_plan_patterns
+    from drills.plan.discovery import default_plan_patterns
 
     monkeypatch.chdir(demo.checkout)
     assert (Path(".lab") / "plan.yaml").exists()

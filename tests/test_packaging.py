@@ -31,7 +31,7 @@ from drills_lab.procs import free_port
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "prefect.yaml", "drills", "flows", "ui")
+SOURCES = ("pyproject.toml", "README.md", "prefect.yaml", "drills", "drills_lab", "flows", "ui")
 SITE = Path(sysconfig.get_paths()["purelib"])
 # Borrowed from this environment's site-packages: everything except drills itself (its
 # editable install would lead back to the checkout) and, for the environment without the
@@ -159,7 +159,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Installe
 
 def test_wheel_carries_every_module_and_the_apps(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {p.relative_to(ROOT).as_posix() for p in (ROOT / "drills").rglob("*.py")}
+    # The lab ships beside the product, as a package of its own (its dependencies: the lab extra).
+    expected = {
+        p.relative_to(ROOT).as_posix()
+        for package in ("drills", "drills_lab")
+        for p in (ROOT / package).rglob("*.py")
+    }
     for app in ("flows", "ui"):
         expected |= {
             f"drills/_apps/{p.relative_to(ROOT).as_posix()}" for p in (ROOT / app).rglob("*.py")

@@ -31,7 +31,6 @@ from drills.orchestrator.names import INCIDENT_DEPLOYMENT
 from drills.orchestrator.rest import auth_headers
 from drills.plan import discovery
 from drills.store.history import database_url
-from drills_lab.control import DEFAULT_STATE_DIR
 
 DRILL_DEPLOYMENT = "minimum-takeover-drill/quarterly-drill"
 READINESS_DEPLOYMENT = "readiness-check/readiness-check"
@@ -81,12 +80,7 @@ def _names(name: str) -> frozenset[str]:
 def plan_paths(spec: str | None) -> tuple[str, ...]:
     """Plan files named by ``spec`` (see drills.plan.discovery); by default
     ``.lab/plan.yaml`` when the lab wrote one, then ``plans/*.yaml``."""
-    return discovery.plan_paths(spec, default_plan_patterns())
-
-
-def default_plan_patterns() -> list[str]:
-    lab_plan = DEFAULT_STATE_DIR / "plan.yaml"
-    return ([str(lab_plan)] if lab_plan.exists() else []) + ["plans/*.yaml"]
+    return discovery.plan_paths(spec, discovery.default_plan_patterns())
 
 
 def _prefect_api_url() -> str | None:

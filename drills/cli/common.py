@@ -75,9 +75,8 @@ PlanFiles = Annotated[
 def fleet_paths(spec: str | None) -> tuple[str, ...]:
     """The plan files of the fleet: ``DRILLS_PLANS`` (or ``--plans``), else the defaults."""
     from drills.plan.discovery import default_plan_patterns, plan_paths
-    from drills_lab.control import DEFAULT_STATE_DIR
 
-    return plan_paths(spec, default_plan_patterns(DEFAULT_STATE_DIR / "plan.yaml"))
+    return plan_paths(spec, default_plan_patterns())
 
 
 def print_plan_problems(path: str | Path, exc: PlanError) -> None:

@@ -218,10 +218,8 @@ def _plan_names(plans: str | None) -> tuple[list[str], list[UnreadablePlan]]:
     from drills.evidence.coverage import UnreadablePlan
     from drills.plan import load_plan
     from drills.plan.discovery import default_plan_patterns, plan_paths
-    from drills_lab.control import DEFAULT_STATE_DIR
 
-    lab_plan = DEFAULT_STATE_DIR / "plan.yaml"
-    defaults = default_plan_patterns(lab_plan)
+    defaults = default_plan_patterns()
     names, unreadable = [], []
     for path in plan_paths(plans, defaults):
         try:

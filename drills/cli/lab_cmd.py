@@ -1,11 +1,17 @@
-"""`drills lab up|down|status`: the local lab of two stand-in sites."""
+"""`drills lab up|down|status|inventory`: the local lab of two stand-in sites.
+
+The lab is a package of its own beside the product (drills_lab). It is imported only when
+a lab command runs, so nothing else in drills depends on it being installed.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -14,12 +20,31 @@ from rich.text import Text
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, exit_not_running
 from drills.cli.console import err_console, out_console
 from drills.errors import LabError
-from drills_lab import control
-from drills_lab.state import LabInfo
+
+if TYPE_CHECKING:
+    from drills_lab.control import Probe
+    from drills_lab.state import LabInfo
 
 lab_app = typer.Typer(help="The local lab: two stand-in sites on loopback.", no_args_is_help=True)
 console = out_console()
 err = err_console()
+
+LAB_INSTALL = "pip install 'drills[lab]'"
+
+
+def _lab(module: str = "control") -> ModuleType:
+    """A module of the lab, imported now; one line saying how to install it when missing."""
+    try:
+        return importlib.import_module(f"drills_lab.{module}")
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "drills_lab").split(".")[0]
+        err.print(
+            Text(f"✗ the lab is not installed ({missing} is missing): ", style="red")
+            + Text(LAB_INSTALL),
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_INVALID) from None
+
 
 StateDir = Annotated[
     Path,
@@ -95,10 +120,11 @@ def up(
     ] = False,
 ) -> None:
     """Start the lab in the background and write its plan to STATE_DIR/plan.yaml."""
+    control = _lab()
     missing = control.missing_modules()
     if missing:
         needs = f"✗ the lab needs {', '.join(missing)}: "
-        err.print(Text(needs, style="red") + Text("pip install 'drills[lab]'"), soft_wrap=True)
+        err.print(Text(needs, style="red") + Text(LAB_INSTALL), soft_wrap=True)
         raise typer.Exit(EXIT_INVALID)
     try:
         info, already = control.up(
@@ -125,7 +151,7 @@ def up(
 @lab_app.command("down")
 def down(state_dir: StateDir = Path(".lab")) -> None:
     """Stop the lab and every process it started."""
-    if control.down(state_dir):
+    if _lab().down(state_dir):
         console.print("Lab stopped.")
     else:
         console.print(f"No lab is running in {state_dir}.")
@@ -138,6 +164,7 @@ def status(
 ) -> None:
     """Show where each part of the lab runs and whether it answers (status and reason, never
     a response body). Exit 1 if the lab is down or any part of it does not answer."""
+    control = _lab()
     info = control.running(state_dir)
     if info is None:
         exit_not_running(
@@ -153,7 +180,7 @@ def status(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _print_probes(info: LabInfo, probes: list[control.Probe]) -> None:
+def _print_probes(info: LabInfo, probes: list[Probe]) -> None:
     _print_info(info)
     table = Table(title="Probes")
     for column in ("part", "url", "answer"):
@@ -176,16 +203,14 @@ def inventory(
     """Publish an S3 Inventory report of every lab bucket, as S3 would: data file,
     manifest.json and manifest.checksum under inventory/BUCKET/lab-daily/YYYY-MM-DDTHH-MMZ/
     of the bucket BUCKET-inventory. Run it again for a newer report."""
-    from drills_lab.inventory import publish_lab
-
     if file_format not in ("CSV", "Parquet"):
         err.print(f"✗ --format must be CSV or Parquet, not {file_format!r}")
         raise typer.Exit(EXIT_INVALID)
-    info = control.running(state_dir)
+    info = _lab().running(state_dir)
     if info is None:
         err.print(f"✗ No lab is running in {state_dir}. Start one with `drills lab up`.")
         raise typer.Exit(EXIT_FAILED)
-    for url in publish_lab(Path(info.state_dir), info.moto, file_format):
+    for url in _lab("inventory").publish_lab(Path(info.state_dir), info.moto, file_format):
         typer.echo(url)  # one per line, unwrapped: scripts read them
 
 

@@ -60,12 +60,9 @@ def serve(
     from drills.metrics.plans import PlanCache
     from drills.metrics.snapshot import Snapshotter
     from drills.plan.discovery import default_plan_patterns, plan_paths
-    from drills_lab.control import DEFAULT_STATE_DIR
-
-    lab_plan = DEFAULT_STATE_DIR / "plan.yaml"
 
     def paths() -> tuple[str, ...]:
-        defaults = default_plan_patterns(lab_plan)
+        defaults = default_plan_patterns()
         return plan_paths(plans, defaults)
 
     err = err_console(highlight=False)

@@ -11,7 +11,13 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["EXAMPLE_SUFFIXES", "default_plan_patterns", "plan_paths"]
+__all__ = [
+    "EXAMPLE_SUFFIXES",
+    "LAB_DIR_ENV",
+    "LAB_STATE_DIR",
+    "default_plan_patterns",
+    "plan_paths",
+]
 
 # Example plans ship next to real ones (plans/gpu-platform.example.yaml). A default glob
 # leaves them out: an example is never drilled, so counting it would keep the
@@ -19,7 +25,13 @@ __all__ = ["EXAMPLE_SUFFIXES", "default_plan_patterns", "plan_paths"]
 EXAMPLE_SUFFIXES = (".example.yaml", ".example.yml")
 
 
-def default_plan_patterns(lab_plan: Path) -> list[str]:
+# Where `drills lab up` keeps its state and writes its plan by default. Read here, not in
+# the lab's package: the product finds the lab's plan without importing the lab.
+LAB_DIR_ENV = "DRILLS_LAB_DIR"
+LAB_STATE_DIR = Path(os.environ.get(LAB_DIR_ENV, ".lab"))
+
+
+def default_plan_patterns(lab_plan: Path = LAB_STATE_DIR / "plan.yaml") -> list[str]:
     """The plans read when ``DRILLS_PLANS`` is unset: the lab's plan when the lab wrote
     one, then ``plans/*.yaml`` (without ``*.example.yaml``)."""
     return ([str(lab_plan)] if lab_plan.exists() else []) + ["plans/*.yaml"]
