@@ -9,6 +9,9 @@ DRILLS := $(BIN)/drills
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export STREAMLIT_BROWSER_GATHER_USAGE_STATS := false
 export NO_MKDOCS_2_WARNING := 1
+# Parallel test workers: most of the suite waits on servers rather than computing, so more
+# workers than cores pay off. The tests marked `serial` are timed; they run alone, after.
+TEST_WORKERS ?= 4
 
 .PHONY: help venv sysdeps lint typecheck test demo serve down lab-up lab-down lock bench screenshots docs clean
 
@@ -17,6 +20,7 @@ help:
 	@echo "make ui           the dashboard (in lab mode while the lab runs)"
 	@echo "make down         stop everything the demo started"
 	@echo "make test         install what the tests need, then lint, typecheck and pytest"
+	@echo "                  (on TEST_WORKERS=4 parallel workers, then the serial tests alone)"
 	@echo "make serve        start a local Prefect server, the drills deployments and a worker"
 	@echo "make lab-up       start the local lab only (two stand-in sites on loopback)"
 	@echo "make lab-down     stop the local lab"
@@ -50,7 +54,8 @@ typecheck: venv
 	$(BIN)/mypy
 
 test: sysdeps venv lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial"
+	$(BIN)/pytest -m serial
 
 # The drill runs as a real flow run of the quarterly-drill deployment, executed by the
 # worker from this directory, so it writes the same history store the CLI reads.

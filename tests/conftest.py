@@ -27,6 +27,7 @@ os.environ["DRILLS_DB_URL"] = "sqlite:///" + os.path.join(
     os.environ["DRILLS_TESTS_STATE"], "history.db"
 )  # until _history_db gives the session its own
 
+
 import logging
 import shutil
 import time
@@ -54,6 +55,14 @@ from tests.support.services import (
 from tests.support.ui import EXAMPLE_PLAN, UiEnv
 
 log = logging.getLogger("drills.tests")
+
+# Parallel workers (pytest-xdist, `make test`) start their own servers: each draws its ports
+# from a range of its own, below the kernel's ephemeral ports, so that no other worker, nor
+# an outgoing connection, takes a port between its choice and its server's bind.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER.startswith("gw") and _WORKER[2:].isdigit() and int(_WORKER[2:]) < 8:
+    _LOW = 20000 + 1500 * int(_WORKER[2:])
+    os.environ["DRILLS_PORT_RANGE"] = f"{_LOW}-{_LOW + 1499}"
 
 
 @pytest.fixture(scope="session")

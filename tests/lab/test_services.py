@@ -296,6 +296,7 @@ def test_moto_s3(moto_server: MotoServer, aws_env: dict[str, str]) -> None:
     assert [item["Key"] for item in listed["Contents"]] == ["checkpoints/step-1.pt"]
 
 
+@pytest.mark.serial
 def test_moto_head_object_is_not_delayed_by_nagle(
     moto_server: MotoServer, aws_env: dict[str, str]
 ) -> None:

@@ -16,6 +16,9 @@ import pytest
 from drills.store.history import HistoryStore
 from drills_lab.procs import ManagedProcess, free_port
 
+# A burst of connections against the listen queue, timed: alone.
+pytestmark = pytest.mark.serial
+
 BURST = 200
 # Linux retransmits a SYN the listen queue had no room for after 1 s: a connection made
 # sooner found room at once.

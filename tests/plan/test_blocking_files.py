@@ -75,6 +75,7 @@ def test_the_plan_itself(blocking: str, fifo: Path) -> None:
         assert done.returncode == 2
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("where", ["secret", "kubeconfig"])
 @pytest.mark.parametrize("blocking", ["fifo", "/proc/kmsg"])
 def test_a_file_the_plan_names(tmp_path: Path, fifo: Path, where: str, blocking: str) -> None:

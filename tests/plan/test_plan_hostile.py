@@ -557,6 +557,7 @@ def test_resolve_reports_malformed_kubeconfigs_and_special_files(
 # --- prefect: with no server ------------------------------------------------------------------
 
 
+@pytest.mark.serial
 def test_prefect_reference_without_a_server_fails_fast_in_one_line(tmp_path: Path) -> None:
     """No PREFECT_API_URL and no profile: say so, and never start Prefect's temporary server."""
     script = textwrap.dedent(

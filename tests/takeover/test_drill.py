@@ -309,6 +309,7 @@ def test_a_dns_record_with_two_values_is_refused_before_any_change(
     assert snapshot(plan) == before
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("answer", ["refused", "timed out"])
 def test_approval_refused_or_timed_out_changes_nothing(
     drill_lab: LabInfo, history: HistoryStore, answer: str

@@ -46,6 +46,10 @@ from tests.support.faultproxy import FaultProxy
 from tests.support.receivers import json_receiver
 from tests.support.services import own_lab
 
+# Faults held for seconds against deadlines of seconds: alone, so that the machine's load is
+# not a fault too.
+pytestmark = pytest.mark.serial
+
 DR_API_STALL_S = 11.0  # past the client's 10 s read timeout: one request times out
 
 
