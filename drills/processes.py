@@ -36,3 +36,20 @@ def descendants(root: int) -> list[int]:
             found.append(child)
             stack.append(child)
     return found
+
+
+def marked(name: str, value: str) -> list[int]:
+    """The processes whose environment has ``name=value`` (ours to read: the same user's).
+
+    An environment is inherited through forks, new sessions and re-parenting alike, so this
+    finds every process a service started, where a walk down the parent links would miss
+    those whose parent died first."""
+    wanted = f"{name}={value}".encode()
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if wanted in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+    return [pid for pid in found if pid_alive(pid)]

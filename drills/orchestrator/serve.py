@@ -33,7 +33,7 @@ from drills.orchestrator.names import INCIDENT_DEPLOYMENT, WARM_READY
 from drills.orchestrator.plan_schedule import apply_plan_schedule
 from drills.orchestrator.rest import PrefectRest, WorkerStatus
 from drills.ports import free_port
-from drills.processes import descendants, pid_alive
+from drills.processes import descendants, marked, pid_alive
 from drills.store.history import database_url
 
 log = logging.getLogger("drills.orchestrator.serve")
@@ -103,14 +103,14 @@ def _is_prefect(pid: int) -> bool:
     return b"prefect" in cmdline or b"flows.warm" in cmdline
 
 
-def _stop_tree(pid: int, timeout: float) -> list[int]:
+def _stop_tree(pid: int, timeout: float, *, check: bool = True) -> list[int]:
     """SIGTERM the process, its group and its descendants; SIGKILL what outlives timeout.
 
     Returns the pids still alive after that. A process is followed from the moment it is
     seen below pid: one whose parent died meanwhile is re-parented away from the tree, and
     one stuck in uninterruptible I/O (a database flush on a loaded disk) takes a while to
     die even of SIGKILL, so the wait after it is long."""
-    if not pid_alive(pid) or not _is_prefect(pid):
+    if not pid_alive(pid) or (check and not _is_prefect(pid)):
         return []
     tree = {pid, *descendants(pid)}
 
@@ -145,6 +145,12 @@ def _wait_gone(alive: Callable[[], list[int]], timeout: float) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+# Every process `drills serve` starts carries its state directory in this variable, and so
+# does everything they start: a flow-run process in a session of its own, or one orphaned
+# when its parent died, is still found by it when stopping.
+SERVE_MARK_ENV = "DRILLS_SERVE_MARK"
 
 
 def _spawn(argv: list[str], *, log_path: Path, env: dict[str, str], cwd: Path) -> int:
@@ -214,6 +220,7 @@ def prefect_env(info: ServeInfo) -> dict[str, str]:
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         PREFECT_CLI_PROMPT="false",
     )
+    env[SERVE_MARK_ENV] = str(Path(info.state_dir).resolve())
     for name in ("PREFECT_API_KEY", "PREFECT_API_AUTH_STRING", "PREFECT_PROFILE"):
         env.pop(name, None)  # meant for a server of your own, not this one
     # `prefect deploy` would bake its value into the pull step; the deployment must keep
@@ -454,6 +461,8 @@ def down(state_dir: Path = DEFAULT_STATE_DIR, timeout: float = 15.0) -> bool:
         if pid
         for left in _stop_tree(pid, timeout)
     ]
+    strays = marked(SERVE_MARK_ENV, str(state_dir))  # left the trees before the stop
+    survivors += [left for pid in strays for left in _stop_tree(pid, timeout, check=False)]
     if survivors:
         raise LabError(
             f"processes {', '.join(map(str, survivors))} outlived SIGKILL for "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -39,5 +40,6 @@ def test_a_bad_range_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, spec: s
 
 def test_without_a_range_the_kernel_picks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(PORT_RANGE_ENV, raising=False)
-    low, high = (int(p) for p in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    low, high = (int(p) for p in ephemeral)
     assert low <= free_port() <= high
