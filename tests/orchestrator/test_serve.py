@@ -9,6 +9,7 @@ machine. The tests run in file order; the last one stops it.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -343,6 +344,15 @@ def test_stop_refuses_while_a_run_is_active_and_force_stops_everything(
     tree += serve.descendants(info.worker_pid)
     tree += [info.warm_pid, *serve.descendants(info.warm_pid)]  # with its standby
     assert len(tree) >= 3, tree  # the paused flow run's process is among them
+    # A process of serve's whose parent died before the stop: out of every tree, still found.
+    orphan_out = served.state / "orphan.pid"
+    subprocess.run(
+        ["sh", "-c", f"sleep 600 & echo $! > {orphan_out}"], check=True, timeout=10,
+        env={**os.environ, serve.SERVE_MARK_ENV: str(state.resolve())},
+    )  # fmt: skip
+    orphan = int(orphan_out.read_text())
+    assert pid_alive(orphan) and orphan not in serve.descendants(info.server_pid)
+    tree.append(orphan)
     stopped = drills("serve", "stop", "--force", "--state-dir", str(state), timeout=90)
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     assert [pid for pid in tree if pid_alive(pid)] == []
