@@ -19,33 +19,10 @@ from rich.text import Text
 
 from drills import apps
 from drills.cli.common import EXIT_FAILED, exit_not_running
-from drills.cli.console import err_console, out_console
+from drills.cli.serve_group import StateDir, console, err, fail, serve_app
 from drills.errors import LabError
 from drills.orchestrator import serve
 from drills.orchestrator.rest import PrefectRest
-
-serve_app = typer.Typer(
-    help="A local Prefect server, work pool, worker, the warm runner of declared incidents and "
-    "the deployments of prefect.yaml.\n\nThe scheduled drill (quarterly-drill) runs on the "
-    "schedule: of the plan it names, the one place that schedule is written; edit the plan, "
-    "then run drills serve again.",
-)
-console = out_console()
-err = err_console(highlight=False, soft_wrap=True)
-
-StateDir = Annotated[
-    Path,
-    typer.Option(
-        "--state-dir",
-        envvar="DRILLS_SERVE_DIR",
-        help="Where the server's PREFECT_HOME, database, logs and pids live.",
-    ),
-]
-
-
-def fail(message: str, code: int = EXIT_FAILED) -> typer.Exit:
-    err.print(Text(message, style="red"))  # outside text: exceptions, run messages
-    return typer.Exit(code)
 
 
 def _print_started(info: serve.ServeInfo, already: bool) -> None:
@@ -229,8 +206,7 @@ def status(
 
 
 def register(app: typer.Typer) -> None:
-    # `drills serve run` adds itself to serve_app when its module is imported; that module
-    # imports this one for what both share, so it is imported here, not at the top.
+    # `drills serve run` (serve_run) adds itself to the group when its module is imported.
     import drills.cli.serve_run  # noqa: F401
 
     app.add_typer(serve_app, name="serve")

@@ -4,7 +4,7 @@ follow it to its report, printing a drill's steps as they end.
 An incident or a failback is asked for as the dashboard asks for it: through
 drills.takeover.incident or drills.takeover.failback_request, the plan's name confirmed and a
 reason given, audited either way. The command belongs to the `drills serve` group
-(serve_cmd), which imports this module when it is registered.
+(serve_group); serve_cmd imports this module when it registers the group.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from drills.cli.common import open_history
-from drills.cli.serve_cmd import StateDir, err, fail, serve_app
+from drills.cli.serve_group import StateDir, err, fail, serve_app
 from drills.errors import DrillError
 from drills.orchestrator import serve
 from drills.orchestrator.rest import Deployment, FlowRunState, PrefectRest, auth_headers
