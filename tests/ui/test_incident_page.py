@@ -38,19 +38,21 @@ from tests.support.ui import (
 FAILBACK_BUTTON = "Fail back"
 
 
-def at_dr(store: HistoryStore, plan: str = "lab") -> str:
+def at_dr(store: HistoryStore, plan: str = "lab", *, now: dt.datetime | None = None) -> str:
     """An incident that took the plan over two hours ago: it serves from DR since."""
     # From the time of the test, not of the module's import: a long suite runs it half an
     # hour later, and "2 h ago" would read "3 h ago".
-    started = dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)
+    started = (now or dt.datetime.now(dt.UTC)) - dt.timedelta(hours=2)
     run = add_run(store, plan=plan, mode="incident", started_at=started, rto_seconds=40.0)
     store.update_run(run, restored_at=started + dt.timedelta(seconds=40))
     return run
 
 
-def failed_back(store: HistoryStore, incident: str, plan: str = "lab") -> str:
+def failed_back(
+    store: HistoryStore, incident: str, plan: str = "lab", *, now: dt.datetime | None = None
+) -> str:
     """A failback that closed ``incident``, linked both ways as a real one links them."""
-    started = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=30)
+    started = (now or dt.datetime.now(dt.UTC)) - dt.timedelta(minutes=30)
     run = add_run(store, plan=plan, mode="failback", started_at=started, rto_seconds=8.0)
     store.update_run(
         run,
@@ -105,8 +107,9 @@ def _history_of(run_id: str) -> AppTest:
 
 def test_the_history_links_an_incident_to_its_failback_both_ways(ui_env: UiEnv) -> None:
     store = ui_env.store()
-    incident = at_dr(store)
-    failback = failed_back(store, incident)
+    now = dt.datetime.now(dt.UTC)  # one clock for both: the time served from DR is exact
+    incident = at_dr(store, now=now)
+    failback = failed_back(store, incident, now=now)
     at = _history_of(incident)
     page = shown(at)
     assert "**Incident record** — closed" in page
