@@ -87,14 +87,8 @@ def _timeline(phases: list[dict[str, Any]], t0: dt.datetime | None) -> None:
             st.markdown("\n".join(lines))
 
 
-def _outcome(
-    info: FlowRunProgress | None, row: RunRow | None, mode: str, *, with_link: bool
-) -> bool:
-    """How the run ended, once it has; True then.
-
-    The live fragment leaves out the history link: it reruns the whole page as soon as the
-    run is over, and a link drawn by both renders would show twice until the fragment's
-    elements are cleared."""
+def _outcome(info: FlowRunProgress | None, row: RunRow | None, mode: str) -> bool:
+    """How the run ended, once it has; True then."""
     # An incident stopped part-way ends its flow run but stays unfinished in the history.
     finished = bool(info and info.final and (row is None or row.status != RunStatus.RUNNING))
     if finished and row is not None:
@@ -108,19 +102,18 @@ def _outcome(
         else:
             why = for_markdown(row.error or "see the report")
             st.error(f"The {mode} run ended {row.status}: {why}")
-        if with_link:
-            st.page_link(
-                "app_pages/history.py",
-                label="See this run in the drill history",
-                icon=":material/monitoring:",
-                query_params={"run": row.id},
-            )
+        st.page_link(
+            "app_pages/history.py",
+            label="See this run in the drill history",
+            icon=":material/monitoring:",
+            query_params={"run": row.id},
+        )
     elif finished and info is not None:
         st.error(f"The flow run ended {info.state_name} without a history record.")
     return finished
 
 
-def _live(settings: UISettings, access: Access, flow_run_id: str, *, live: bool) -> bool:
+def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
     """The run as it stands; True once it is over (Prefect final, history finished)."""
     info = data.flow_run(settings, flow_run_id)
     plan_name = st.session_state.get(PLAN) or ""
@@ -149,7 +142,7 @@ def _live(settings: UISettings, access: Access, flow_run_id: str, *, live: bool)
             name=st.session_state.get(f"{KEY}.operator"),
         )  # fmt: skip
     _timeline(phases, (row.t0 if row else None) or declared_at)
-    return _outcome(info, row, mode, with_link=not live)
+    return _outcome(info, row, mode)
 
 
 def _mode_of(info: FlowRunProgress | None) -> str:
@@ -158,9 +151,8 @@ def _mode_of(info: FlowRunProgress | None) -> str:
     return Mode.FAILBACK if mode == Mode.FAILBACK else Mode.INCIDENT
 
 
-@st.fragment(run_every=2)
-def _watch(settings: UISettings, access: Access, flow_run_id: str) -> None:
-    if _live(settings, access, flow_run_id, live=True):
+def _watch(settings: UISettings, access: Access, flow_run_id: str, done: bool) -> None:
+    if _live(settings, access, flow_run_id) and not done:
         st.session_state[DONE] = flow_run_id
         data.clear_caches()  # where the plan serves from changed: the banner reads it again
         st.rerun(scope="app")  # once more as a whole page, without the timer
@@ -170,11 +162,12 @@ def _watch_section(settings: UISettings, access: Access) -> None:
     flow_run_id = st.session_state.get(RUN) or st.query_params.get("flow_run")
     if not flow_run_id:
         return
+    done = st.session_state.get(DONE) == flow_run_id
     with st.container(border=True):
-        if st.session_state.get(DONE) == flow_run_id:
-            _live(settings, access, flow_run_id, live=False)
-        else:
-            _watch(settings, access, flow_run_id)
+        # One fragment in both renders, live (every 2 s) and over: the same identity, so the
+        # whole-page render at the run's end replaces its elements in place. A plain render
+        # there drew the outcome and its history link a second time beside the fragment's.
+        st.fragment(_watch, run_every=None if done else 2)(settings, access, flow_run_id, done)
 
 
 def _operator(access: Access, key: str, doing: str) -> str:
