@@ -160,9 +160,11 @@ def checks_page() -> str:
         "# Readiness checks",
         "",
         "Every readiness check, generated from the check registry: its id (for "
-        "`drills readiness --only`), category (for `--category`), time limit, and its "
-        "docstring, which says what it reads, when it warns or blocks, and what to do. "
-        "Each result also carries a remediation written for the problem found.",
+        "`drills readiness --only`), category (for `--category`), what it reads, when it "
+        "blocks, when it warns (or fails without blocking), what to do about it, its time "
+        "limit, and its docstring. Each result also carries a remediation written for the "
+        "problem found. A check that cannot read what it judges (unreachable, timed out) is "
+        "an error, and an error always blocks.",
         "",
     ]
     category = None
@@ -174,6 +176,11 @@ def checks_page() -> str:
             f"### `{spec.id}`",
             "",
             f"**{_text(spec.title)}** · category {spec.category} · time limit {spec.timeout_s:g}s",
+            "",
+            f"- **Reads:** {_text(spec.reads)}",
+            f"- **Blocks when:** {_text(spec.blocks)}",
+            f"- **Warns, or fails without blocking, when:** {_text(spec.warns)}",
+            f"- **Remediation:** {_text(spec.remediation)}",
             "",
             _block(spec.doc),
             "",
