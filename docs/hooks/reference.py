@@ -172,20 +172,35 @@ def checks_page() -> str:
         if spec.category != category:
             category = spec.category
             lines += [f"## {category}", ""]
-        lines += [
-            f"### `{spec.id}`",
-            "",
-            f"**{_text(spec.title)}** · category {spec.category} · time limit {spec.timeout_s:g}s",
-            "",
-            f"- **Reads:** {_text(spec.reads)}",
-            f"- **Blocks when:** {_text(spec.blocks)}",
-            f"- **Warns, or fails without blocking, when:** {_text(spec.warns)}",
-            f"- **Remediation:** {_text(spec.remediation)}",
-            "",
-            _block(spec.doc),
-            "",
-        ]
+        lines += _check_entry(spec)
+    from drills.checks.wayback import WAYBACK
+
+    lines += [
+        "## Failback",
+        "",
+        "The way-back checks, run by `drills readiness --direction failback` and before a "
+        "failback, of the reversed plan (the primary is the site taking over).",
+        "",
+    ]
+    for spec in sorted(WAYBACK.all(), key=lambda s: s.id):
+        lines += _check_entry(spec)
     return "\n".join(lines)
+
+
+def _check_entry(spec: Any) -> list[str]:
+    return [
+        f"### `{spec.id}`",
+        "",
+        f"**{_text(spec.title)}** · category {spec.category} · time limit {spec.timeout_s:g}s",
+        "",
+        f"- **Reads:** {_text(spec.reads)}",
+        f"- **Blocks when:** {_text(spec.blocks)}",
+        f"- **Warns, or fails without blocking, when:** {_text(spec.warns)}",
+        f"- **Remediation:** {_text(spec.remediation)}",
+        "",
+        _block(spec.doc),
+        "",
+    ]
 
 
 def _table_page(title: str, intro: str, header: list[str], rows: Iterable[list[str]]) -> str:

@@ -108,7 +108,7 @@ def test_every_exit_code_a_command_uses_is_explained(built_site: BuiltSite) -> N
 
 def test_every_readiness_check_shows_its_catalogue_fields(built_site: BuiltSite) -> None:
     page = built_site.page("reference/checks.md")
-    for spec in load_checks().all():
+    for spec in load_checks().all() + WAYBACK.all():
         section = text_of(page.section(spec.id))
         for label, value in (
             ("Reads:", spec.reads),
