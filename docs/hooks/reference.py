@@ -160,9 +160,11 @@ def checks_page() -> str:
         "# Readiness checks",
         "",
         "Every readiness check, generated from the check registry: its id (for "
-        "`drills readiness --only`), category (for `--category`), time limit, and its "
-        "docstring, which says what it reads, when it warns or blocks, and what to do. "
-        "Each result also carries a remediation written for the problem found.",
+        "`drills readiness --only`), category (for `--category`), what it reads, when it "
+        "blocks, when it warns (or fails without blocking), what to do about it, its time "
+        "limit, and its docstring. Each result also carries a remediation written for the "
+        "problem found. A check that cannot read what it judges (unreachable, timed out) is "
+        "an error, and an error always blocks.",
         "",
     ]
     category = None
@@ -170,15 +172,35 @@ def checks_page() -> str:
         if spec.category != category:
             category = spec.category
             lines += [f"## {category}", ""]
-        lines += [
-            f"### `{spec.id}`",
-            "",
-            f"**{_text(spec.title)}** · category {spec.category} · time limit {spec.timeout_s:g}s",
-            "",
-            _block(spec.doc),
-            "",
-        ]
+        lines += _check_entry(spec)
+    from drills.checks.wayback import WAYBACK
+
+    lines += [
+        "## Failback",
+        "",
+        "The way-back checks, run by `drills readiness --direction failback` and before a "
+        "failback, of the reversed plan (the primary is the site taking over).",
+        "",
+    ]
+    for spec in sorted(WAYBACK.all(), key=lambda s: s.id):
+        lines += _check_entry(spec)
     return "\n".join(lines)
+
+
+def _check_entry(spec: Any) -> list[str]:
+    return [
+        f"### `{spec.id}`",
+        "",
+        f"**{_text(spec.title)}** · category {spec.category} · time limit {spec.timeout_s:g}s",
+        "",
+        f"- **Reads:** {_text(spec.reads)}",
+        f"- **Blocks when:** {_text(spec.blocks)}",
+        f"- **Warns, or fails without blocking, when:** {_text(spec.warns)}",
+        f"- **Remediation:** {_text(spec.remediation)}",
+        "",
+        _block(spec.doc),
+        "",
+    ]
 
 
 def _table_page(title: str, intro: str, header: list[str], rows: Iterable[list[str]]) -> str:

@@ -134,11 +134,22 @@ CheckFunc = Callable[[CheckContext], Outcome]
 
 @dataclass(frozen=True)
 class CheckSpec:
+    """A registered check and its catalogue entry, written next to the check itself.
+
+    ``reads`` says which systems and APIs it asks, at which site; ``blocks`` when it fails
+    and blocks a takeover; ``warns`` when it warns or fails without blocking; and
+    ``remediation`` what an operator does in general (each result also carries one written
+    for the problem it found)."""
+
     id: str
     title: str
     category: str
     func: CheckFunc
     timeout_s: float
+    reads: str
+    blocks: str
+    warns: str
+    remediation: str
 
     @property
     def doc(self) -> str:
@@ -150,19 +161,48 @@ class DuplicateCheckError(ValueError):
     """Two checks claimed one id; raised at import so it cannot ship."""
 
 
+# The catalogue fields a check must state, beyond its docstring; registration refuses a
+# check without any of them, so the reference cannot lack them.
+CATALOGUE_FIELDS = ("reads", "blocks", "warns", "remediation")
+
+
 class CheckRegistry:
     def __init__(self) -> None:
         self._specs: dict[str, CheckSpec] = {}
 
     def check(
-        self, id: str, *, title: str, category: str, timeout_s: float = 20.0
+        self,
+        id: str,
+        *,
+        title: str,
+        category: str,
+        reads: str,
+        blocks: str,
+        warns: str,
+        remediation: str,
+        timeout_s: float = 20.0,
     ) -> Callable[[CheckFunc], CheckFunc]:
+        """Register a check. ``warns`` may say "Never." but, like the others, not be empty."""
+        texts = {"reads": reads, "blocks": blocks, "warns": warns, "remediation": remediation}
+
         def register(func: CheckFunc) -> CheckFunc:
             if id in self._specs:
                 raise DuplicateCheckError(f"check id {id!r} is registered twice")
             if not (func.__doc__ or "").strip():
                 raise ValueError(f"check {id!r} needs a docstring: it is the catalogue text")
-            self._specs[id] = CheckSpec(id, title, category, func, timeout_s)
+            missing = [name for name in CATALOGUE_FIELDS if not texts[name].strip()]
+            if missing:
+                raise ValueError(
+                    f"check {id!r} needs {', '.join(missing)}: the catalogue shows them"
+                )
+            self._specs[id] = CheckSpec(
+                id,
+                title,
+                category,
+                func,
+                timeout_s,
+                **{k: " ".join(v.split()) for k, v in texts.items()},
+            )
             return func
 
         return register

@@ -26,7 +26,22 @@ def _last_successful(history: HistoryStore, plan: str) -> DrillRun | None:
         raise TemporaryError(f"history store {where}", type(exc).__name__) from exc
 
 
-@check("drill.cadence", title="Drilled within a quarter", category="Cadence", timeout_s=10)
+@check(
+    "drill.cadence",
+    title="Drilled within a quarter",
+    category="Cadence",
+    timeout_s=10,
+    reads="The history store: this plan's last run in mode drill, not a dry run, that succeeded.",
+    blocks="Never: blocking would stop the very drill that brings the cadence back.",
+    warns=(
+        "Warns without a history store (it cannot tell); fails without blocking when the plan"
+        " was never drilled or its last successful drill is more than 92 days old."
+    ),
+    remediation=(
+        "Run a drill of the plan (`drills run PLAN`, mode drill) that succeeds and fails "
+        "back, and keep a history store so the next check can see it."
+    ),
+)
 def drill_cadence(ctx: CheckContext) -> Outcome:
     """The last successful drill of this plan, in the history store, is at most 92 days
     old: a quarterly drill, with a day of slack.

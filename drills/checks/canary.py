@@ -60,7 +60,27 @@ def _shared_probe(ctx: CheckContext, bucket: str) -> dict[str, Any]:
     return dict(ctx.targets.once(key, lambda: _probe(ctx, bucket)))
 
 
-@check("data.dr_writable", title="DR buckets writable", category="Data", timeout_s=60)
+@check(
+    "data.dr_writable",
+    title="DR buckets writable",
+    category="Data",
+    timeout_s=60,
+    reads=(
+        "Each dataset's DR bucket (S3 API at the DR site, with the DR site's credentials): "
+        "writes, reads back and deletes a canary object under drills-dr-writable-canary/."
+    ),
+    blocks=(
+        "A DR bucket refuses the write, the read-back or the delete (IAM, KMS, bucket "
+        "policy), or reads back other bytes. An unreachable store, or something else "
+        "answering, is an error and blocks too."
+    ),
+    warns="Never.",
+    remediation=(
+        "Grant the DR site's credentials s3:PutObject, GetObject and DeleteObject (and "
+        "DeleteObjectVersion in a versioned bucket) on the DR buckets, with use of their KMS "
+        "key, then re-run the check."
+    ),
+)
 def data_dr_writable(ctx: CheckContext) -> Outcome:
     """With the DR site's credentials, write a small canary object into each DR bucket, read
     it back byte for byte, and delete it (its version too, in a versioned bucket).

@@ -28,7 +28,28 @@ DRIVER_MAJOR = "nvidia.com/cuda.driver.major"
 CUDA_FULL = "nvidia.com/cuda.runtime-version.full"
 
 
-@check("cluster.reachable", title="DR cluster reachable", category="Cluster", timeout_s=15)
+@check(
+    "cluster.reachable",
+    title="DR cluster reachable",
+    category="Cluster",
+    timeout_s=15,
+    reads=(
+        "The Kubernetes API server of the DR cluster (/version); the primary's too, for "
+        "information only."
+    ),
+    blocks=(
+        "The DR API server refuses us (credentials, CA); one that cannot be reached, or where"
+        " something else answers, is an error and blocks too."
+    ),
+    warns=(
+        "Never: a primary that does not answer is only reported, as in an incident it is "
+        "expected to be down."
+    ),
+    remediation=(
+        "Fix the DR kubeconfig (server URL, CA, credentials) and the network path from where "
+        "drills runs to the DR API server."
+    ),
+)
 def cluster_reachable(ctx: CheckContext) -> Outcome:
     """The DR cluster's API server answers ``/version`` within the timeout.
 
@@ -65,7 +86,22 @@ def cluster_reachable(ctx: CheckContext) -> Outcome:
     return Outcome(Status.PASS, summary, evidence)
 
 
-@check("cluster.version_skew", title="Kubernetes version skew", category="Cluster", timeout_s=15)
+@check(
+    "cluster.version_skew",
+    title="Kubernetes version skew",
+    category="Cluster",
+    timeout_s=15,
+    reads="The Kubernetes API servers of both clusters (/version).",
+    blocks=(
+        "The DR cluster runs another Kubernetes major, or a minor more than one away from the"
+        " primary's."
+    ),
+    warns="Never.",
+    remediation=(
+        "Upgrade the cluster that is behind until both run the same major and minors at most "
+        "one apart."
+    ),
+)
 def cluster_version_skew(ctx: CheckContext) -> Outcome:
     """The DR cluster runs the same Kubernetes major, and a minor within one of the primary's.
 
@@ -98,7 +134,25 @@ def _tier(demands: list[Demand], tier: Tier) -> list[Demand]:
     return [d for d in demands if d.workload.tier == tier]
 
 
-@check("cluster.nodes_ready", title="DR nodes ready", category="Cluster", timeout_s=20)
+@check(
+    "cluster.nodes_ready",
+    title="DR nodes ready",
+    category="Cluster",
+    timeout_s=20,
+    reads=(
+        "The DR cluster's nodes (Ready, cordoned, allocatable GPUs) and, for GPUs per replica"
+        " not in the plan, the workloads' pod templates at the primary (else the DR standby's)."
+    ),
+    blocks=(
+        "A critical replica that requests GPUs cannot be placed on a Ready, uncordoned DR GPU"
+        " node, or no Ready, uncordoned node without GPUs exists."
+    ),
+    warns="Never.",
+    remediation=(
+        "Add or repair DR nodes (uncordon them, fix NotReady nodes, scale the node pool) "
+        "until the critical tier's DR replicas fit."
+    ),
+)
 def cluster_nodes_ready(ctx: CheckContext) -> Outcome:
     """Enough DR nodes are Ready and schedulable to host the critical tier.
 
@@ -154,7 +208,25 @@ def cluster_nodes_ready(ctx: CheckContext) -> Outcome:
     return Outcome(Status.PASS, f"{counts}; enough for the critical tier", evidence)
 
 
-@check("cluster.gpu_capacity", title="DR GPU capacity", category="Cluster", timeout_s=20)
+@check(
+    "cluster.gpu_capacity",
+    title="DR GPU capacity",
+    category="Cluster",
+    timeout_s=20,
+    reads=(
+        "The DR cluster's Ready, uncordoned nodes (allocatable GPUs, CPU, memory) and the "
+        "workloads' pod templates at the primary (the DR standby's if the primary cannot be "
+        "read)."
+    ),
+    blocks=(
+        "The critical tier at DR replicas does not fit in the allocatable GPUs, CPU or memory."
+    ),
+    warns="The critical tier fits but not once the normal tier is added.",
+    remediation=(
+        "Add DR capacity (nodes, GPUs) or lower the plan's dr_replicas for the tiers that do "
+        "not fit."
+    ),
+)
 def cluster_gpu_capacity(ctx: CheckContext) -> Outcome:
     """Allocatable GPUs, CPU and memory on usable DR nodes cover the critical tier at DR replicas.
 
@@ -248,7 +320,25 @@ def _parity(name: str, primary: Counter[str], dr: Counter[str]) -> tuple[Status,
     return worst(statuses), problems
 
 
-@check("cluster.gpu_driver_parity", title="GPU driver parity", category="Cluster", timeout_s=15)
+@check(
+    "cluster.gpu_driver_parity",
+    title="GPU driver parity",
+    category="Cluster",
+    timeout_s=15,
+    reads=(
+        "The GPU feature discovery labels (NVIDIA driver and CUDA versions) of the GPU nodes "
+        "in both clusters."
+    ),
+    blocks=(
+        "A DR GPU node runs a driver or CUDA major the primary's GPU nodes do not, or carries"
+        " no version labels while the primary's do."
+    ),
+    warns="The same major with another minor or patch.",
+    remediation=(
+        "Install the primary's NVIDIA driver and CUDA versions on the DR GPU nodes (or "
+        "upgrade both sites together), and run GPU feature discovery there."
+    ),
+)
 def cluster_gpu_driver_parity(ctx: CheckContext) -> Outcome:
     """DR GPU nodes run the NVIDIA driver and CUDA versions the primary's GPU nodes run.
 
@@ -302,7 +392,25 @@ def cluster_gpu_driver_parity(ctx: CheckContext) -> Outcome:
     return Outcome(Status.PASS, f"DR GPU nodes match the primary (driver {drivers})", evidence)
 
 
-@check("cluster.standby_parity", title="Standby parity", category="Cluster", timeout_s=20)
+@check(
+    "cluster.standby_parity",
+    title="Standby parity",
+    category="Cluster",
+    timeout_s=20,
+    reads=(
+        "Each plan workload's pod template in both clusters (containers, images without the "
+        "registry host, resources, env names, ports, command, args)."
+    ),
+    blocks=(
+        "A critical workload is missing at DR or its standby's pod template differs from the "
+        "primary's."
+    ),
+    warns="The same for a normal or batch workload.",
+    remediation=(
+        "Re-apply the primary's manifests to DR (with DR's registry host) so each standby "
+        "matches what runs at the primary."
+    ),
+)
 def cluster_standby_parity(ctx: CheckContext) -> Outcome:
     """Every plan workload exists at DR (a standby, at 0 replicas or more) with the primary's
     pod template: container names, images (registry host stripped, since each site pulls

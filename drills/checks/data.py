@@ -127,7 +127,28 @@ def _names(items: Iterable[str]) -> str:
 # -- data.replicated ----------------------------------------------------------------------
 
 
-@check("data.replicated", title="Datasets replicated to DR", category="Data", timeout_s=300)
+@check(
+    "data.replicated",
+    title="Datasets replicated to DR",
+    category="Data",
+    timeout_s=300,
+    reads=(
+        "Object listings (or, with inventory:, the newest S3 Inventory reports) of each "
+        "dataset's prefix in the primary and DR buckets, through the S3 API of each site."
+    ),
+    blocks=(
+        "An object at the primary is missing at DR (beyond the rpo_target window) or has "
+        "another size or ETag there."
+    ),
+    warns=(
+        "Multipart ETags differ with no common checksum to prove the pair equal, or an "
+        "inventory report is older than its schedule."
+    ),
+    remediation=(
+        "Repair replication for the dataset (the replication rule, its role, KMS grants) and "
+        "re-copy the missing or different objects to DR."
+    ),
+)
 def data_replicated(ctx: CheckContext) -> Outcome:
     """Every object under each dataset's prefix at the primary exists in the DR bucket
     with the same size and ETag (or, when an ETag is multipart-style and the two
@@ -233,7 +254,24 @@ def _replication_hint(broken: list[tuple[Dataset, DatasetDiff]]) -> str:
 # -- data.rpo -----------------------------------------------------------------------------
 
 
-@check("data.rpo", title="Replication lag within RPO", category="Data", timeout_s=300)
+@check(
+    "data.rpo",
+    title="Replication lag within RPO",
+    category="Data",
+    timeout_s=300,
+    reads=(
+        "Object listings of each dataset's prefix in the primary and DR buckets (S3 API at "
+        "each site), with LastModified times."
+    ),
+    blocks=(
+        "The age of the oldest primary object not readable at DR is over the dataset's rpo_target."
+    ),
+    warns="Never.",
+    remediation=(
+        "Find what holds replication back (a stopped or throttled replication rule, failed "
+        "objects) and fix it until the lag is within rpo_target."
+    ),
+)
 def data_rpo(ctx: CheckContext) -> Outcome:
     """The replication lag of each dataset, measured from what is readable at DR,
     is within the dataset's `rpo_target`.
@@ -298,7 +336,26 @@ def data_rpo(ctx: CheckContext) -> Outcome:
 # -- data.checkpoint_fresh ----------------------------------------------------------------
 
 
-@check("data.checkpoint_fresh", title="Fresh checkpoint at DR", category="Data", timeout_s=120)
+@check(
+    "data.checkpoint_fresh",
+    title="Fresh checkpoint at DR",
+    category="Data",
+    timeout_s=120,
+    reads=(
+        "Object listings of each checkpoint dataset's prefix in the DR bucket (and the "
+        "primary's, for comparison) through the S3 API."
+    ),
+    blocks=(
+        "A checkpoint dataset has no checkpoint at DR, or its newest one there is older than "
+        "its rpo_target."
+    ),
+    warns="Never.",
+    remediation=(
+        "Make sure training writes checkpoints at least once per rpo_target and that they "
+        "replicate to DR; if the primary's newest is as old, restart the training, not the "
+        "replication."
+    ),
+)
 def data_checkpoint_fresh(ctx: CheckContext) -> Outcome:
     """For each dataset of kind `checkpoint`, the newest checkpoint object readable at
     DR is younger than the dataset's `rpo_target` (`now - LastModified <= rpo_target`).
@@ -432,6 +489,20 @@ _PROTECTION_HINTS = {
     title="DR copies protected from deletes",
     category="Data",
     timeout_s=120,
+    reads=(
+        "Each DR bucket's versioning and lifecycle configuration, and the object versions and"
+        " delete markers of each dataset's prefix at both sites (S3 API)."
+    ),
+    blocks=(
+        "Versioning is not Enabled at DR, a lifecycle rule expires current or too recent "
+        "non-current versions, or a delete at the primary reached the DR copy."
+    ),
+    warns="Never.",
+    remediation=(
+        "Enable versioning on the DR bucket, make lifecycle rules keep min_versions or 30 "
+        "days of non-current versions, and restore deleted DR objects from their previous "
+        "versions."
+    ),
 )
 def data_delete_protection(ctx: CheckContext) -> Outcome:
     """The DR copy of each dataset survives a bad delete at the primary ("add only,

@@ -35,7 +35,27 @@ def _ready_nodes(kube: KubeTarget, sets: list[dict[str, Any]]) -> set[str]:
     return ready
 
 
-@check("cluster.device_plugin", title="GPU device plugin at DR", category="Cluster")
+@check(
+    "cluster.device_plugin",
+    title="GPU device plugin at DR",
+    category="Cluster",
+    reads=(
+        "The DR cluster's NVIDIA device plugin DaemonSet pods and GPU nodes "
+        "(nvidia.com/gpu.present label, allocatable nvidia.com/gpu)."
+    ),
+    blocks=(
+        "The critical tier's GPU replicas no longer fit on the DR GPU nodes whose plugin pod "
+        "is Ready and that advertise GPUs."
+    ),
+    warns=(
+        "Fails without blocking when a DR GPU node has no Ready plugin pod or advertises no "
+        "GPUs but the critical tier still fits."
+    ),
+    remediation=(
+        "Repair the device plugin on the named DR nodes (its DaemonSet, node selector, "
+        "drivers) until each advertises its GPUs."
+    ),
+)
 def cluster_device_plugin(ctx: CheckContext) -> Outcome:
     """The NVIDIA device plugin DaemonSet has a Ready pod on every DR GPU node, and each of
     those nodes advertises allocatable ``nvidia.com/gpu``.

@@ -29,7 +29,23 @@ def _points_at(answer: RecordAnswer, primary: str, dr: str) -> str:
     return "none" if not answer.values else "other"
 
 
-@check("dns.ttl", title="DNS TTL within the plan's bounds", category="DNS", timeout_s=15)
+@check(
+    "dns.ttl",
+    title="DNS TTL within the plan's bounds",
+    category="DNS",
+    timeout_s=15,
+    reads="The switched record on every authoritative server of its zone (DNS queries).",
+    blocks="The TTL is at or above the RTO objective, or the record is missing on a server.",
+    warns=(
+        "Fails without blocking when the TTL is over dns.max_ttl but under the RTO; warns "
+        "when servers disagree, or the record already points at the DR value (or at neither "
+        "site) outside a drill."
+    ),
+    remediation=(
+        "Lower the record's TTL to at most dns.max_ttl well before the drill, and make every "
+        "authoritative server serve the same record."
+    ),
+)
 def dns_ttl(ctx: CheckContext) -> Outcome:
     """The switched record's TTL, on every authoritative server, is at most the plan's
     `dns.max_ttl`.
@@ -127,7 +143,27 @@ def dns_ttl(ctx: CheckContext) -> Outcome:
     )
 
 
-@check("dns.control", title="DNS record can be switched", category="DNS", timeout_s=15)
+@check(
+    "dns.control",
+    title="DNS record can be switched",
+    category="DNS",
+    timeout_s=15,
+    reads=(
+        "The DNS provider with the plan's credentials: a TSIG-signed RFC 2136 update with "
+        "only a prerequisite, or Route 53's hosted zone, record and a change batch that must "
+        "be rejected."
+    ),
+    blocks=(
+        "The provider refuses our credentials or the change (BADSIG, BADKEY, BADTIME, "
+        "REFUSED, AccessDenied). An unreachable provider, or a server that does not serve the"
+        " zone, is an error and blocks too."
+    ),
+    warns="Never.",
+    remediation=(
+        "Fix the DNS credentials (TSIG key and server clock, or the IAM policy) and the "
+        "zone's update policy so they may change the switched record."
+    ),
+)
 def dns_control(ctx: CheckContext) -> Outcome:
     """The DNS provider answers and our credentials can change the switched record,
     proven without changing it.

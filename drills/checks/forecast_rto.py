@@ -140,7 +140,29 @@ def headline(f: Forecast) -> str:
             f"target {format_duration(f.target_s)})")  # fmt: skip
 
 
-@check(FORECAST_CHECK, title="RTO forecast", category="Forecast", timeout_s=30)
+@check(
+    FORECAST_CHECK,
+    title="RTO forecast",
+    category="Forecast",
+    timeout_s=30,
+    reads=(
+        "The history store (this plan's drills of the last 90 days, the replication lag of "
+        "its last readiness run) and the state now: warm workloads and free GPUs at DR, "
+        "Kueue quota, the DNS TTL."
+    ),
+    blocks=(
+        "The whole forecast interval is above the RTO target; an error, blocking, when any of"
+        " the state now cannot be read."
+    ),
+    warns=(
+        "The forecast point is above the target, or the critical tier could not come up now "
+        "(no quota, no free GPUs)."
+    ),
+    remediation=(
+        "Shorten the dominating phase or workload the evidence names (warm standbys, lower "
+        "TTL, more DR capacity), or drill again so the forecast rests on recent drills."
+    ),
+)
 def forecast_rto(ctx: CheckContext) -> Outcome:
     """A takeover started now would restore service within the plan's RTO, as forecast from
     this plan's drills of the last 90 days (each one's per-phase and per-workload durations,

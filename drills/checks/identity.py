@@ -34,7 +34,26 @@ _REMEDIATION = (
 )
 
 
-@check(CHECK_ID, title="Primary and DR are distinct", category="Cluster", timeout_s=20)
+@check(
+    CHECK_ID,
+    title="Primary and DR are distinct",
+    category="Cluster",
+    timeout_s=20,
+    reads=(
+        "Both clusters' kube-system namespace UID (else kube-public/cluster-info), the "
+        "service endpoints' resolved addresses and answers, and each dataset's bucket names "
+        "and S3 endpoints."
+    ),
+    blocks=(
+        "Primary and DR are the same cluster, the same service, or the same bucket; an "
+        "undecided cluster verdict with the DR cluster unreachable is an error and blocks "
+        "too."
+    ),
+    warns="The verdict is undecided (one side silent, identical errors).",
+    remediation=(
+        "Point the plan's DR kubeconfig, endpoints and buckets at the DR site, not at the primary."
+    ),
+)
 def sites_distinct(ctx: CheckContext) -> Outcome:
     """The primary and DR are two clusters and two services, as each answers for itself.
 

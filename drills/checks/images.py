@@ -50,7 +50,22 @@ class _Unresolved:
         return {"workload": self.workload.key, "tier": _tier(self.workload), "reason": self.reason}
 
 
-@check("images.synced", title="Images synced to DR", category="Images", timeout_s=20)
+@check(
+    "images.synced",
+    title="Images synced to DR",
+    category="Images",
+    timeout_s=20,
+    reads=(
+        "The images of each workload (from the plan, else its pod template at the primary), "
+        "resolved to manifest digests in the primary's and DR's registries."
+    ),
+    blocks="An image of a critical workload is missing at DR or has another digest.",
+    warns="The same for a normal or batch workload.",
+    remediation=(
+        "Copy the images to the DR registry by digest (for example with crane or skopeo) and "
+        "keep the registry mirroring running."
+    ),
+)
 def images_synced(ctx: CheckContext) -> Outcome:
     """Every container image that a workload of the plan runs exists in the DR site's
     registry with the same manifest digest as in the primary's.

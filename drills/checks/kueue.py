@@ -136,7 +136,25 @@ def _queue_problems(
     return rows, failing
 
 
-@check("cluster.queue_quota", title="Kueue quota at DR", category="Cluster")
+@check(
+    "cluster.queue_quota",
+    title="Kueue quota at DR",
+    category="Cluster",
+    reads=(
+        "The Kueue queue label of each workload (at the primary, else on the DR standby) and, "
+        "at DR, its LocalQueue, "
+        "ClusterQueue, cohort and their quotas and usage."
+    ),
+    blocks=(
+        "The critical tier's LocalQueue is missing at DR or its ClusterQueue lacks quota for "
+        "the critical DR replicas."
+    ),
+    warns="The normal tier, counted on top of the critical one, lacks quota or its queue.",
+    remediation=(
+        "Create the LocalQueue at DR and raise its ClusterQueue's nominal quota (or borrowing"
+        " limits) for GPUs, CPU and memory."
+    ),
+)
 def cluster_queue_quota(ctx: CheckContext) -> Outcome:
     """For workloads that use Kueue (the ``kueue.x-k8s.io/queue-name`` label on the workload
     or its pod template), the LocalQueue exists at DR and its ClusterQueue's quota for

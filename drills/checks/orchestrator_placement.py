@@ -37,8 +37,25 @@ def _workers_outside(placement: Placement) -> list[str] | None:
     return [w.name for w in placement.workers if w.online and w.cluster != PRIMARY]
 
 
-@check("orchestrator.placement", title="Orchestrator outside the primary", category="Plan",
-       timeout_s=5)  # fmt: skip
+@check(
+    "orchestrator.placement",
+    title="Orchestrator outside the primary",
+    category="Plan",
+    timeout_s=5,
+    reads=(
+        "This process's environment (KUBERNETES_SERVICE_HOST, DRILLS_CLUSTER), the plan's "
+        "in_cluster setting and the drills work pool's workers at PREFECT_API_URL."
+    ),
+    blocks="Never: it fails without blocking when this process runs in the primary cluster.",
+    warns=(
+        "No worker outside the primary is online, the workers cannot be listed, or this "
+        "process is in a cluster it cannot name."
+    ),
+    remediation=(
+        "Run the orchestrator (Prefect server and a worker) outside the primary cluster, "
+        "naming workers NAME@CLUSTER and setting DRILLS_CLUSTER."
+    ),
+)
 def orchestrator_placement(ctx: CheckContext) -> Outcome:
     """The worker or dashboard running this check is not inside the primary cluster, and
     at least one worker of the drills work pool is alive outside it: an orchestrator that

@@ -10,7 +10,23 @@ _REMEDIATION = (
 )
 
 
-@check("plan.warnings", title="Plan without warnings", category="Plan", timeout_s=5)
+@check(
+    "plan.warnings",
+    title="Plan without warnings",
+    category="Plan",
+    timeout_s=5,
+    reads="The plan alone, through its validation.",
+    blocks="Never: a plan that could do harm is refused by validation before readiness.",
+    warns=(
+        "The plan validates with warnings (a DNS TTL as long as the RTO, an RPO longer than "
+        "the time between drills, a schedule drilling more often than daily or less than "
+        "quarterly)."
+    ),
+    remediation=(
+        "Change the plan fields each warning names, then validate it again with `drills plan "
+        "validate`."
+    ),
+)
 def plan_warnings(ctx: CheckContext) -> Outcome:
     """The plan validates without warnings: no DNS TTL as long as the RTO, no RPO longer
     than the time between scheduled drills, no schedule that drills more often than

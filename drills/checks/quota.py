@@ -71,7 +71,23 @@ def _namespace_problems(
     return rows, failing
 
 
-@check("cluster.resource_quota", title="Namespace quotas at DR", category="Cluster")
+@check(
+    "cluster.resource_quota",
+    title="Namespace quotas at DR",
+    category="Cluster",
+    reads=(
+        "The ResourceQuotas of each DR namespace (spec.hard, status.used), the workloads "
+        "running at DR and their per-replica requests."
+    ),
+    blocks=(
+        "A DR namespace's quotas leave too little room for the critical tier's added replicas."
+    ),
+    warns="The room runs out only once the normal tier is added.",
+    remediation=(
+        "Raise the DR namespace's ResourceQuota (cpu, memory, nvidia.com/gpu, pods) to hold "
+        "the DR replicas."
+    ),
+)
 def cluster_resource_quota(ctx: CheckContext) -> Outcome:
     """The ResourceQuotas of each DR namespace leave room for the DR replicas a takeover adds.
 

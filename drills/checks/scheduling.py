@@ -47,7 +47,22 @@ def _placement(
     }
 
 
-@check("cluster.schedulable", title="Workloads schedulable at DR", category="Cluster")
+@check(
+    "cluster.schedulable",
+    title="Workloads schedulable at DR",
+    category="Cluster",
+    reads=(
+        "Each workload's pod template (nodeSelector, required node affinity, tolerations, "
+        "requests) and the DR cluster's Ready, uncordoned nodes with their labels, taints and"
+        " allocatable resources."
+    ),
+    blocks="A critical workload's DR replicas cannot be placed on matching DR nodes.",
+    warns="The same for a normal workload.",
+    remediation=(
+        "Label DR nodes, or give the workload the tolerations, that the named taint or label "
+        "requires, or add matching DR nodes."
+    ),
+)
 def cluster_schedulable(ctx: CheckContext) -> Outcome:
     """For each workload a takeover brings up, enough DR nodes match its pod template's
     ``nodeSelector``, required node affinity and taint tolerations to place its DR replicas.
@@ -122,7 +137,21 @@ def _order_problems(used: dict[str, dict[str, Any]], values: dict[str, int]) -> 
     return problems
 
 
-@check("cluster.priority_classes", title="Priority classes at DR", category="Cluster")
+@check(
+    "cluster.priority_classes",
+    title="Priority classes at DR",
+    category="Cluster",
+    reads="The PriorityClasses the workloads' pod templates name, in both clusters.",
+    blocks=(
+        "A PriorityClass of a critical workload is missing at DR or has another value, or the"
+        " tiers are out of order at DR."
+    ),
+    warns="The same problem touching only normal or batch workloads.",
+    remediation=(
+        "Create the PriorityClasses at DR with the primary's values, keeping critical above "
+        "normal above batch."
+    ),
+)
 def cluster_priority_classes(ctx: CheckContext) -> Outcome:
     """Every PriorityClass a workload's pod template names exists at DR with the primary's
     value, and the tiers keep their order at DR: critical > normal > batch.

@@ -27,7 +27,23 @@ def _names(items: list[Comparison]) -> str:
     return shown + (f" and {len(items) - EXAMPLES} more" if len(items) > EXAMPLES else "")
 
 
-@check("secrets.synced", title="Secrets synced to DR", category="Secrets", timeout_s=20)
+@check(
+    "secrets.synced",
+    title="Secrets synced to DR",
+    category="Secrets",
+    timeout_s=20,
+    reads=(
+        "Each shared secret of the plan at both sites (Kubernetes Secrets, or AWS Secrets "
+        "Manager and its DR-region replica), compared by keyed fingerprint; values never "
+        "leave the process."
+    ),
+    blocks="A secret is missing at DR, or a key's name or value differs.",
+    warns="Never.",
+    remediation=(
+        "Sync the secret to DR (External Secrets, the Secrets Manager replica) so each key "
+        "holds the primary's value."
+    ),
+)
 def secrets_synced(ctx: CheckContext) -> Outcome:
     """Each secret of the plan exists at DR with the same key names and, key by key, the
     same value, compared by keyed fingerprint (HMAC-SHA256 under a random per-run key):
@@ -77,7 +93,26 @@ def _rotations(plan: DrillPlan, targets: Targets) -> list[Rotation]:
     return out
 
 
-@check("secrets.rotation", title="Secrets rotated", category="Secrets", timeout_s=20)
+@check(
+    "secrets.rotation",
+    title="Secrets rotated",
+    category="Secrets",
+    timeout_s=20,
+    reads=(
+        "Each secret's rotation date: the drills.dev/rotated-at annotation or "
+        "creationTimestamp of a Kubernetes Secret, or LastRotatedDate and LastChangedDate in "
+        "AWS Secrets Manager."
+    ),
+    blocks="Never: an old credential still opens the door at DR.",
+    warns=(
+        "Warns when a secret is older than secrets.max_age_days or cannot be found or dated; "
+        "fails without blocking when older than twice that."
+    ),
+    remediation=(
+        "Rotate the named secrets (and sync them to DR), or annotate a Kubernetes Secret with"
+        " drills.dev/rotated-at when it was rotated in place."
+    ),
+)
 def secrets_rotation(ctx: CheckContext) -> Outcome:
     """Each secret was rotated or changed within the plan's ``secrets.max_age_days``.
 
@@ -156,6 +191,18 @@ def _distinct_json(c: Comparison) -> dict[str, Any]:
     title="Per-site credentials distinct",
     category="Secrets",
     timeout_s=20,
+    reads=(
+        "Each per_site secret at both sites (Kubernetes Secrets or AWS Secrets Manager), "
+        "compared by keyed fingerprint."
+    ),
+    blocks="A per-site secret is missing at DR.",
+    warns=(
+        "Fails without blocking when a key has the same value at both sites; warns when the "
+        "secret is missing at the primary."
+    ),
+    remediation=(
+        "Issue a separate credential for each site and store each in its own site's secret."
+    ),
 )
 def secrets_distinct_credentials(ctx: CheckContext) -> Outcome:
     """Secrets marked ``per_site`` (registry pull secrets, site-scoped API keys) differ

@@ -24,7 +24,20 @@ def _parse(text: str | None) -> dt.datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
-@check("cluster.sentinel", title="DR sentinel", category="Cluster")
+@check(
+    "cluster.sentinel",
+    title="DR sentinel",
+    category="Cluster",
+    reads="The plan's sentinel workload at DR: its Ready replicas and its success annotation.",
+    blocks="Never: the takeover may still work without it.",
+    warns=(
+        "Fails without blocking when the sentinel is missing at DR, has no Ready replica, or "
+        "its last success is older than max_age."
+    ),
+    remediation=(
+        "Deploy or repair the sentinel at DR and check that it writes its success annotation."
+    ),
+)
 def cluster_sentinel(ctx: CheckContext) -> Outcome:
     """When the plan names a ``sentinel``, that small real workload runs at DR: it has at
     least one Ready replica, and the time of its last success (an RFC 3339 timestamp the

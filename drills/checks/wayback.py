@@ -118,7 +118,24 @@ def _caught_up_rows(ctx: CheckContext, since: dt.datetime | None) -> list[Datase
         time.sleep(CATCH_UP_POLL_S)
 
 
-@WAYBACK.check("data.caught_up", title="DR writes readable at the primary", category="Data")
+@WAYBACK.check(
+    "data.caught_up",
+    title="DR writes readable at the primary",
+    category="Data",
+    reads=(
+        "Object listings of each dataset's prefix in the DR bucket and in the primary bucket "
+        "(S3 API), asked of the reversed plan; the history store for the incident's start."
+    ),
+    blocks=(
+        "An object written at DR is still not readable at the primary (same size and ETag) "
+        "after a short grace."
+    ),
+    warns="Never.",
+    remediation=(
+        "Repair reverse replication (DR to primary) and wait until it catches up before "
+        "failing back."
+    ),
+)
 def data_caught_up(ctx: CheckContext) -> Outcome:
     """Every object under each dataset's prefix at DR is readable at the primary (same
     size and ETag): reverse replication has caught up, and a move back loses nothing.
@@ -182,7 +199,20 @@ def running_writers(kube: KubeTarget, writers: Iterable[Workload]) -> dict[str, 
 
 
 @WAYBACK.check(
-    "fence.writers_stopped", title="Primary writers still fenced", category="Cluster", timeout_s=30
+    "fence.writers_stopped",
+    title="Primary writers still fenced",
+    category="Cluster",
+    timeout_s=30,
+    reads=(
+        "The plan's writer workloads in the primary cluster (replicas and pods), asked of the"
+        " reversed plan."
+    ),
+    blocks="A writer runs at the primary while DR serves.",
+    warns="Never.",
+    remediation=(
+        "Scale the named writers at the primary to zero (and find what restarted them) before"
+        " failing back."
+    ),
 )
 def writers_stopped(ctx: CheckContext) -> Outcome:
     """The plan's writers at the primary are still stopped (no replicas, no pods) while

@@ -17,7 +17,7 @@ from drills.checks.readiness import select_checks
 from drills.orchestrator.rest import PrefectRest
 from drills.store.history import HistoryStore
 from drills_lab.runtime import LabInfo
-from tests.support.checks import DRIFT_FAILURES, V2_CHECKS, drilled_days_ago
+from tests.support.checks import DRIFT_FAILURES, V2_CHECKS, catalogued_check, drilled_days_ago
 from tests.support.drill import offline_lab_plan_text
 
 ALL_CHECKS = {
@@ -153,13 +153,13 @@ def test_a_hanging_check_ends_in_the_flow_at_its_deadline(
     released = threading.Event()
     registry = CheckRegistry()
 
-    @registry.check("test.hangs", title="Hangs", category="Cadence", timeout_s=1)
+    @catalogued_check(registry, "test.hangs", title="Hangs", category="Cadence", timeout_s=1)
     def hangs(ctx: CheckContext) -> Outcome:
         """Waits for a release that comes only once the flow has ended."""
         released.wait(HANG_S)
         return Outcome(Status.PASS, "released")
 
-    @registry.check("test.answers", title="Answers", category="Cadence", timeout_s=30)
+    @catalogued_check(registry, "test.answers", title="Answers", category="Cadence", timeout_s=30)
     def answers(ctx: CheckContext) -> Outcome:
         """Answers at once, from the typed context."""
         return Outcome(Status.PASS, f"plan {ctx.plan.name} at {ctx.now:%Y}")

@@ -11,8 +11,12 @@ import pkgutil
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 import drills.cli
+from drills.checks.base import CATALOGUE_FIELDS, CheckContext, CheckRegistry, Outcome, Status
 from drills.checks.catalog import load_checks
+from drills.checks.wayback import WAYBACK
 from drills.cli.app import COMMANDS, load_commands
 from drills.cli.common import EXIT_CODES
 from drills.metrics.exporter import SPECS
@@ -100,3 +104,49 @@ def test_every_exit_code_a_command_uses_is_explained(built_site: BuiltSite) -> N
     assert not unexplained
     for code, meaning in EXIT_CODES.items():
         assert plain(f"{code} {meaning}") in page, code
+
+
+def test_every_readiness_check_shows_its_catalogue_fields(built_site: BuiltSite) -> None:
+    page = built_site.page("reference/checks.md")
+    for spec in load_checks().all() + WAYBACK.all():
+        section = text_of(page.section(spec.id))
+        for label, value in (
+            ("Reads:", spec.reads),
+            ("Blocks when:", spec.blocks),
+            ("Warns, or fails without blocking, when:", spec.warns),
+            ("Remediation:", spec.remediation),
+        ):
+            assert f"{label} {plain(value)}" in section, f"{spec.id}: {label} is not shown"
+        assert f"time limit {spec.timeout_s:g}s" in section, spec.id
+
+
+@pytest.mark.parametrize("field", CATALOGUE_FIELDS)
+def test_a_check_without_a_catalogue_field_is_refused(field: str) -> None:
+    texts = {name: f"Some {name}." for name in CATALOGUE_FIELDS}
+    texts[field] = "  "
+    registry = CheckRegistry()
+
+    def undocumented_field(ctx: CheckContext) -> Outcome:
+        """Passes: it has a docstring, so only the empty field is missing."""
+        return Outcome(Status.PASS, "never run")
+
+    decorate = registry.check(
+        "test.incomplete",
+        title="Incomplete",
+        category="Plan",
+        reads=texts["reads"],
+        blocks=texts["blocks"],
+        warns=texts["warns"],
+        remediation=texts["remediation"],
+    )
+    with pytest.raises(ValueError, match=f"needs {field}"):
+        decorate(undocumented_field)
+    assert registry.all() == []
+
+
+def test_every_registered_check_states_its_catalogue_fields() -> None:
+    specs = load_checks().all() + WAYBACK.all()
+    for spec in specs:
+        for field in CATALOGUE_FIELDS:
+            assert getattr(spec, field).strip(), f"{spec.id}: {field} is empty"
+    assert {"data.caught_up", "fence.writers_stopped"} <= {s.id for s in specs}

@@ -4,14 +4,31 @@ drifted lab makes fail."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
-from drills.checks.base import CheckResult, Placement
+from drills.checks.base import CheckFunc, CheckRegistry, CheckResult, Placement
 from drills.checks.catalog import load_checks
 from drills.checks.readiness import check_context
 from drills.checks.runner import run_one
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.targets.sites import Targets
+
+
+def catalogued_check(
+    registry: CheckRegistry, id: str, *, title: str, category: str, timeout_s: float
+) -> Callable[[CheckFunc], CheckFunc]:
+    """Register a check of a test's own registry, with the catalogue text every check needs."""
+    return registry.check(
+        id,
+        title=title,
+        category=category,
+        timeout_s=timeout_s,
+        reads="Nothing outside the test.",
+        blocks="When the test makes it.",
+        warns="Never.",
+        remediation="None: it is a test's check.",
+    )
 
 
 def run_check(

@@ -25,6 +25,7 @@ from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.journal import Journal
 from drills.takeover.timeline import PhaseRecord, StepRecord
 from drills_lab.runtime import LabInfo
+from tests.support.checks import catalogued_check
 from tests.support.drill import lab_plan, snapshot
 from tests.support.services import own_lab
 
@@ -47,7 +48,9 @@ def preflight_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]
 def failing_registry() -> CheckRegistry:
     registry = CheckRegistry()
 
-    @registry.check(FAILING_CHECK, title="Always blocks", category="Cluster", timeout_s=10)
+    @catalogued_check(
+        registry, FAILING_CHECK, title="Always blocks", category="Cluster", timeout_s=10
+    )
     def always_blocks(ctx: CheckContext) -> Outcome:
         """Fails, blocking: a critical tier that is not ready."""
         return Outcome(Status.FAIL, "blocks on purpose", blocking=True)
@@ -67,7 +70,9 @@ def test_an_incident_fences_before_its_readiness_checks_end_and_keeps_them(
     fence_ended = threading.Event()
     registry = failing_registry()
 
-    @registry.check(SLOW_CHECK, title="Waits for the fence", category="Cluster", timeout_s=60)
+    @catalogued_check(
+        registry, SLOW_CHECK, title="Waits for the fence", category="Cluster", timeout_s=60
+    )
     def waits_for_the_fence(ctx: CheckContext) -> Outcome:
         """Passes once the takeover has fenced the primary: a check slower than the fence."""
         fenced = fence_ended.wait(45)
