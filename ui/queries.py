@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from drills.store import runs as run_queries
 from drills.store.audit import recent_events
@@ -99,20 +100,8 @@ def run_row(run: DrillRun) -> RunRow:
     )
 
 
-def runs_page(
-    store: HistoryStore,
-    *,
-    plan: str | None,
-    mode: str | None,
-    verdict: str | None,
-    page: int,
-    size: int,
-) -> tuple[list[RunRow], bool]:
-    """One page of runs, newest first, and whether another page follows."""
-    runs, more = run_queries.runs_page(
-        store, plan=plan, mode=mode, verdict=verdict, page=page, size=size
-    )
-    return [run_row(run) for run in runs], more
+# One page of runs, newest first, as rows, and whether another page follows.
+runs_page = partial(run_queries.runs_page, row=run_row)
 
 
 def rto_points(

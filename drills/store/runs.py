@@ -4,13 +4,16 @@ flow run, pages of runs and their RTO for the dashboard, the runs a period cover
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.orm import load_only
 
 from drills.store.history import HistoryStore, filter_runs
 from drills.store.models import DrillRun, details_value
+
+Row = TypeVar("Row")
 
 
 def run_of_flow_run(store: HistoryStore, flow_run_id: str) -> DrillRun | None:
@@ -41,8 +44,10 @@ def runs_page(
     verdict: str | None,
     page: int,
     size: int,
-) -> tuple[list[DrillRun], bool]:
-    """One page of runs, newest first, and whether another page follows.
+    row: Callable[[DrillRun], Row],
+) -> tuple[list[Row], bool]:
+    """One page of runs, newest first, each as ``row`` makes it, and whether another page
+    follows.
 
     Ids first, rows second: sorting only the narrow columns keeps SQLite from reading
     every run's timeline and readiness (kilobytes each) just to order them.
@@ -57,7 +62,7 @@ def runs_page(
         ids = list(s.scalars(ids_query).all())
         chosen = select(DrillRun).where(DrillRun.id.in_(ids[:size]))
         runs = {r.id: r for r in s.scalars(chosen)}
-    return [runs[i] for i in ids[:size] if i in runs], len(ids) > size
+    return [row(runs[i]) for i in ids[:size] if i in runs], len(ids) > size
 
 
 def rto_rows(
