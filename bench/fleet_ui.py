@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import random
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +37,7 @@ from bench import app_test
 from bench.ui_history import APP, _readiness
 
 if TYPE_CHECKING:
-    from drills.store.history import HistoryStore
+    pass
 
 PLANS = 200
 RUNS = 100_000
@@ -112,44 +111,17 @@ def _run_rows(names: list[str], now: dt.datetime) -> Iterator[list[dict[str, Any
         yield runs
 
 
-def _copy(store: HistoryStore, table: str, batches: Iterable[list[dict[str, Any]]]) -> None:
-    """PostgreSQL: COPY FROM STDIN, the JSON columns as text (several times an INSERT's speed)."""
-    raw = store.engine.raw_connection()
-    try:
-        with raw.driver_connection.cursor() as cursor:  # type: ignore[union-attr]
-            for rows in batches:
-                columns = ", ".join(rows[0])
-                with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                    for row in rows:
-                        copy.write_row([json.dumps(v) if isinstance(v, dict | list) else v
-                                        for v in row.values()])  # fmt: skip
-        raw.commit()
-    finally:
-        raw.close()
-
-
 def fill(db_url: str, names: list[str]) -> None:
     """Bulk inserts on SQLite, COPY on PostgreSQL (then VACUUM ANALYZE: the planner's
     statistics and visibility map as a store in service has them)."""
-    from sqlalchemy import insert, text
-
+    from drills.store.bulk import load_fast
     from drills.store.history import HistoryStore
     from drills.store.models import DrillRun, ReadinessSnapshot
 
     store = HistoryStore(db_url)
     now = dt.datetime.now(dt.UTC)
     snapshots, runs = _snapshot_rows(names, now), _run_rows(names, now)
-    if store.engine.dialect.name == "postgresql":
-        _copy(store, ReadinessSnapshot.__tablename__, snapshots)
-        _copy(store, DrillRun.__tablename__, runs)
-        with store.engine.connect() as conn:
-            conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE"))
-    else:
-        with store.session() as s:
-            for rows in snapshots:
-                s.execute(insert(ReadinessSnapshot), rows)
-            for rows in runs:
-                s.execute(insert(DrillRun), rows)
+    load_fast(store, (ReadinessSnapshot, snapshots), (DrillRun, runs))
     store.close()
 
 

@@ -100,8 +100,7 @@ def _run(plan: str, n: int, started: dt.datetime, rnd: random.Random) -> dict[st
 
 
 def fill(db_url: str) -> None:
-    from sqlalchemy import insert
-
+    from drills.store.bulk import load
     from drills.store.history import HistoryStore
     from drills.store.models import DrillRun, ReadinessSnapshot
 
@@ -118,9 +117,7 @@ def fill(db_url: str) -> None:
             at = now - dt.timedelta(minutes=15 * (SNAPSHOTS_PER_PLAN - n))
             snapshots.append({"plan": plan, "checked_at": at, "ok": True, "blocking": 0,
                               "report": _report(plan, at, rnd)})  # fmt: skip
-        with store.session() as s:
-            s.execute(insert(DrillRun), runs)
-            s.execute(insert(ReadinessSnapshot), snapshots)
+        load(store, (DrillRun, [runs]), (ReadinessSnapshot, [snapshots]))
     store.close()
 
 

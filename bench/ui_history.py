@@ -97,8 +97,7 @@ def _readiness(plan: str, at: dt.datetime) -> dict[str, Any]:
 
 def fill(db_url: str) -> None:
     """5,000 runs and their journals, inserted in bulk."""
-    from sqlalchemy import insert
-
+    from drills.store.bulk import load
     from drills.store.history import HistoryStore
     from drills.store.models import DrillRun, JournalEntry
 
@@ -141,9 +140,7 @@ def fill(db_url: str) -> None:
             }
             for seq in range(1, 11)
         ]  # fmt: skip
-    with store.session() as s:
-        s.execute(insert(DrillRun), runs)
-        s.execute(insert(JournalEntry), journal)
+    load(store, (DrillRun, [runs]), (JournalEntry, [journal]))
     store.close()
 
 

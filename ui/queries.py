@@ -9,13 +9,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
-from sqlalchemy import select
-
-from drills.orchestrator.flow_runs import drill_run_of
-from drills.store.history import HistoryStore, filter_runs
+from drills.store import runs as run_queries
+from drills.store.audit import recent_events
+from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
-from drills.store.models import AuditEvent, DrillRun, details_value
+from drills.store.models import DrillRun
 
 
 @dataclass(frozen=True)
@@ -100,31 +100,8 @@ def run_row(run: DrillRun) -> RunRow:
     )
 
 
-def runs_page(
-    store: HistoryStore,
-    *,
-    plan: str | None,
-    mode: str | None,
-    verdict: str | None,
-    page: int,
-    size: int,
-) -> tuple[list[RunRow], bool]:
-    """One page of runs, newest first, and whether another page follows.
-
-    Ids first, rows second: sorting only the narrow columns keeps SQLite from reading
-    every run's timeline and readiness (kilobytes each) just to order them.
-    """
-    ids_query = (
-        filter_runs(select(DrillRun.id), plan=plan, mode=mode, verdict=verdict)
-        .order_by(DrillRun.started_at.desc(), DrillRun.id)
-        .limit(size + 1)
-        .offset(page * size)
-    )
-    with store.session() as s:
-        ids = list(s.scalars(ids_query).all())
-        chosen = select(DrillRun).where(DrillRun.id.in_(ids[:size]))
-        runs = {r.id: r for r in s.scalars(chosen)}
-    return [run_row(runs[i]) for i in ids[:size] if i in runs], len(ids) > size
+# One page of runs, newest first, as rows, and whether another page follows.
+runs_page = partial(run_queries.runs_page, row=run_row)
 
 
 def rto_points(
@@ -135,39 +112,13 @@ def rto_points(
     Every verdict is kept whatever the table's verdict filter: the chart is there to
     show failures among successes.
     """
-    latest = (
-        filter_runs(select(DrillRun.id), plan=plan, mode=mode)
-        .where(DrillRun.dry_run.is_(False), DrillRun.finished_at.is_not(None))
-        .order_by(DrillRun.started_at.desc())
-        .limit(limit)
-    ).scalar_subquery()
-    # The JSON values are read for the chosen runs only, not for every run sorted.
-    target = details_value("measurement", "rto_target_seconds").as_float()
-    full_capacity = details_value("measurement", "full_capacity_seconds").as_float()
-    forecast = details_value("forecast", "rto_seconds").as_float()
-    query = (
-        select(
-            DrillRun.id,
-            DrillRun.plan,
-            DrillRun.started_at,
-            DrillRun.verdict,
-            DrillRun.rto_seconds,
-            target,
-            full_capacity,
-            forecast,
-        )
-        .where(DrillRun.id.in_(latest))
-        .order_by(DrillRun.started_at)
-    )
-    with store.session() as s:
-        rows = s.execute(query).all()
-    return [RtoPoint(*row) for row in rows]
+    return [RtoPoint(*row) for row in run_queries.rto_rows(store, plan=plan, mode=mode,
+                                                           limit=limit)]  # fmt: skip
 
 
 def run_plans(store: HistoryStore) -> list[str]:
     """Every plan name that has a run in the store."""
-    with store.session() as s:
-        return sorted(s.scalars(select(DrillRun.plan).distinct()).all())
+    return run_queries.plan_names(store)
 
 
 def last_run(store: HistoryStore, plan: str, mode: str | None = None) -> RunRow | None:
@@ -183,41 +134,24 @@ def run_for_flow_run(
     mode: str = Mode.INCIDENT,
 ) -> RunRow | None:
     """The history record a flow run writes: by its flow run id, else by plan and time."""
-    run = drill_run_of(store, flow_run_id)
+    run = run_queries.run_of_flow_run(store, flow_run_id)
     if run is None and declared_at is not None:
         # The run record starts after the click; the first run of this mode on this
         # plan since then is the one.
-        with store.session() as s:
-            run = s.scalars(
-                select(DrillRun)
-                .where(
-                    DrillRun.plan == plan,
-                    DrillRun.mode == mode,
-                    DrillRun.started_at >= declared_at,
-                )
-                .order_by(DrillRun.started_at.asc())
-                .limit(1)
-            ).first()
+        run = run_queries.first_run_since(store, plan, mode, declared_at)
     return run_row(run) if run is not None else None
 
 
 def recent_audit(store: HistoryStore, actions: Sequence[str], limit: int = 20) -> list[AuditRow]:
-    query = (
-        select(AuditEvent)
-        .where(AuditEvent.action.in_(actions))
-        .order_by(AuditEvent.at.desc(), AuditEvent.id.desc())
-        .limit(limit)
-    )
-    with store.session() as s:
-        return [
-            AuditRow(
-                e.at,
-                e.action,
-                e.who,
-                e.plan,
-                e.accepted,
-                e.reason,
-                str((e.detail or {}).get("outcome", "")),
-            )
-            for e in s.scalars(query).all()
-        ]
+    return [
+        AuditRow(
+            e.at,
+            e.action,
+            e.who,
+            e.plan,
+            e.accepted,
+            e.reason,
+            str((e.detail or {}).get("outcome", "")),
+        )
+        for e in recent_events(store, actions, limit)
+    ]

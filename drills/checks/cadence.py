@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from drills.checks.base import CheckContext, Outcome, Status, check
 from drills.errors import TemporaryError
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
+from drills.store.url import StoreQueryError
 
 MAX_DRILL_AGE_DAYS = 92  # a quarter, and a day of slack for a drill that slipped
 
@@ -20,9 +19,8 @@ _REMEDIATION = (
 def _last_successful(history: HistoryStore, plan: str) -> DrillRun | None:
     try:
         return history.last_successful_drill(plan)
-    except SQLAlchemyError as exc:
-        # The URL may carry a database password: show it without one.
-        where = history.engine.url.render_as_string(hide_password=True)
+    except StoreQueryError as exc:
+        where = history.shown_url  # the URL may carry a database password
         raise TemporaryError(f"history store {where}", type(exc).__name__) from exc
 
 

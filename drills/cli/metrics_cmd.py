@@ -73,7 +73,7 @@ def serve(
     except OSError as exc:
         err.print(Text(f"✗ cannot listen on {host}:{port}: {exc}", style="red"), soft_wrap=True)
         raise typer.Exit(EXIT_FAILED) from None
-    where = store.engine.url.render_as_string(hide_password=True)
+    where = store.shown_url
     err.print(Text(f"drills metrics on http://{host}:{port}/metrics (store {where})"))
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -22,9 +22,9 @@ from urllib.parse import quote
 from drills.errors import DrillError
 from drills.evidence.keys import Verifier, configured_reference, load_signer
 from drills.plan.files import read_regular_file
-from drills.store.checkpoints import Checkpoint, Sign, latest
+from drills.store.checkpoints import Checkpoint, Sign
 from drills.store.history import HistoryStore
-from drills.store.models import EvidenceMeta
+from drills.store.meta import newest_checkpoint, read_note, write_note
 
 MAX_CHECKPOINT_BYTES = 64 * 1024  # a checkpoint is a few hundred bytes
 RETAIN_DAYS = 400  # Object Lock retention when the bucket sets none: over a year of drills
@@ -66,15 +66,13 @@ def export_if_due(
     at most, for a caller that runs far more often (the readiness deployment); None when
     not due. Returns the checkpoints written."""
     now = now or dt.datetime.now(dt.UTC)
-    with store.session() as s:
-        last = s.get(EvidenceMeta, EXPORTED_KEY)
-        if last is not None and now - dt.datetime.fromisoformat(last.value) < EXPORT_EVERY:
-            return None
+    last = read_note(store, EXPORTED_KEY)
+    if last is not None and now - dt.datetime.fromisoformat(last) < EXPORT_EVERY:
+        return None
     written = 0
     for plan, place in sorted(places.items()):
         written += write_checkpoints(place, store.take_checkpoints([plan]))
-    with store.session() as s:
-        s.merge(EvidenceMeta(key=EXPORTED_KEY, value=now.isoformat()))
+    write_note(store, EXPORTED_KEY, now.isoformat())
     return written
 
 
@@ -228,8 +226,7 @@ PACK_NAME = "checkpoint.json"
 
 def pack_checkpoint(store: HistoryStore, plan: str) -> bytes:
     """The plan's newest checkpoint, for a pack (``null`` when the store has none yet)."""
-    with store.session() as s:
-        newest = latest(s, plan)
+    newest = newest_checkpoint(store, plan)
     return json.dumps(newest.to_json() if newest else None, indent=2).encode() + b"\n"
 
 

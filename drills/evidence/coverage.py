@@ -14,10 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import load_only
-
 from drills.evidence.findings import open_counts
+from drills.store import runs as run_queries
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.models import DrillRun
@@ -141,23 +139,6 @@ def _failback_ok(run: DrillRun) -> bool:
     return any(p.get("name") == "failback" and p.get("status") == "ok" for p in run.timeline or [])
 
 
-def _runs_since(store: HistoryStore, since: dt.datetime) -> list[DrillRun]:
-    # Only what coverage reads: a year of runs, without their reports and figures.
-    query = (
-        select(DrillRun)
-        .options(load_only(DrillRun.plan, DrillRun.mode, DrillRun.dry_run, DrillRun.timeline))
-        .where(DrillRun.started_at >= since)
-        .order_by(DrillRun.started_at)
-    )
-    with store.session() as s:
-        return list(s.scalars(query).all())
-
-
-def plans_in_history(store: HistoryStore) -> list[str]:
-    with store.session() as s:
-        return sorted(s.scalars(select(DrillRun.plan).distinct()).all())
-
-
 def _chain_cell(chain: ChainStatus, plan: str) -> str:
     if not chain.checked:
         return "not verified"
@@ -177,8 +158,8 @@ def coverage(
     ``unreadable`` plan files are reported, and counted, as findings."""
     now = now or dt.datetime.now(dt.UTC)
     since = period.start(now)
-    names = sorted(set(plan_names) | set(plans_in_history(store)))
-    recent = _runs_since(store, since)
+    names = sorted(set(plan_names) | set(run_queries.plan_names(store)))
+    recent = run_queries.coverage_runs_since(store, since)
     open_count = open_counts(store, names)
     status = chain(store)
     by_plan: dict[str, list[DrillRun]] = {}

@@ -14,10 +14,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import load_only
-
-from drills.evidence.findings_sql import OPEN_COUNTS
+from drills.store import findings as queries
+from drills.store.findings import history_version as history_version  # ui/data's cache key
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
 
@@ -112,21 +110,11 @@ def fold(runs: Iterable[DrillRun]) -> list[Finding]:
     return sorted([*done, *current.values()], key=lambda f: (f.plan, f.opened_at or "", f.key))
 
 
-def _runs(store: HistoryStore, plan: str | None, until: dt.datetime | None) -> list[DrillRun]:
-    query = select(DrillRun).order_by(DrillRun.started_at, DrillRun.id)
-    if plan is not None:
-        query = query.where(DrillRun.plan == plan)
-    if until is not None:
-        query = query.where(DrillRun.started_at <= until)
-    with store.session() as s:
-        return list(s.scalars(query).all())
-
-
 def findings(
     store: HistoryStore, plan: str | None = None, *, until: dt.datetime | None = None
 ) -> list[Finding]:
     """Every finding of ``plan`` (or of every plan), as of ``until`` (default: now)."""
-    return fold(_runs(store, plan, until))
+    return fold(queries.runs_oldest_first(store, plan, until))
 
 
 def open_findings(store: HistoryStore, plan: str | None = None) -> list[Finding]:
@@ -136,7 +124,7 @@ def open_findings(store: HistoryStore, plan: str | None = None) -> list[Finding]
 def findings_of_run(store: HistoryStore, run: DrillRun) -> list[Finding]:
     """The findings as they stood when ``run`` ended: those it opened or saw again, those it
     closed, and those still open from earlier runs of the plan."""
-    return fold(_runs(store, run.plan, run.started_at))
+    return fold(queries.runs_oldest_first(store, run.plan, run.started_at))
 
 
 def open_counts(store: HistoryStore, plans: Sequence[str]) -> dict[str, int]:
@@ -144,39 +132,16 @@ def open_counts(store: HistoryStore, plans: Sequence[str]) -> dict[str, int]:
     the whole history, the same count as :func:`open_findings` gives."""
     if not plans:
         return {}
-    in_database = OPEN_COUNTS.get(store.engine.dialect.name)
-    if in_database is not None:
-        statement, settings = in_database
-        with store.engine.connect() as conn:
-            for setting in settings:
-                conn.execute(setting)
-            rows = conn.execute(statement, {"plans": list(plans)})
-            return {plan: count for plan, count in rows}
-    return folded_open_counts(store, plans)
+    counted = queries.counted_in_database(store, plans)
+    return folded_open_counts(store, plans) if counted is None else counted
 
 
 def folded_open_counts(store: HistoryStore, plans: Sequence[str]) -> dict[str, int]:
     """The same count, every run of ``plans`` read and folded in Python: for a backend
     without a statement of its own, and the reference the statements are tested against."""
-    query = (
-        select(DrillRun)
-        .options(load_only(DrillRun.id, DrillRun.plan, DrillRun.started_at, DrillRun.t0,
-                           DrillRun.readiness, DrillRun.timeline))
-        .where(DrillRun.plan.in_(plans))
-        .order_by(DrillRun.started_at, DrillRun.id)
-    )  # fmt: skip
-    with store.session() as s:
-        found = fold(s.scalars(query))
+    found = queries.fold_runs_of(store, plans, fold)
     counts: dict[str, int] = {}
     for finding in found:
         if finding.open:
             counts[finding.plan] = counts.get(finding.plan, 0) + 1
     return counts
-
-
-def history_version(store: HistoryStore) -> tuple[object, ...]:
-    """What changes when a run is added or ends: a key for results read from every run
-    (three index steps, never a scan)."""
-    query = select(func.count(), func.max(DrillRun.started_at), func.max(DrillRun.finished_at))
-    with store.engine.connect() as conn:
-        return tuple(conn.execute(query).one())

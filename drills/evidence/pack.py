@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from drills.evidence import dsse
 from drills.evidence.checkpoints import PACK_NAME as CHECKPOINT
 from drills.evidence.checkpoints import pack_checkpoint, pack_problems
@@ -30,9 +28,10 @@ from drills.evidence.findings import findings_of_run
 from drills.evidence.keys import Signer, Verifier
 from drills.evidence.render import pack_markdown, to_html, to_pdf
 from drills.plan.files import FileRefusedError, open_regular_file
+from drills.store.audit import events_of_plan
 from drills.store.chain_verify import run_evidence
 from drills.store.history import HistoryStore
-from drills.store.models import AuditEvent, DrillRun
+from drills.store.models import DrillRun
 from drills.store.report import report_data
 
 ENVELOPE = "attestation.dsse.json"
@@ -75,15 +74,8 @@ def audit_entries(store: HistoryStore, run: DrillRun) -> list[dict[str, Any]]:
     its plan between its start and its end (a declaration comes just before the start)."""
     start = run.started_at - dt.timedelta(minutes=5)
     end = run.finished_at or dt.datetime.now(dt.UTC)
-    query = (
-        select(AuditEvent)
-        .where(AuditEvent.plan == run.plan, AuditEvent.at >= start, AuditEvent.at <= end)
-        .order_by(AuditEvent.at, AuditEvent.id)
-    )
-    with store.session() as s:
-        rows = list(s.scalars(query).all())
     entries = []
-    for e in rows:
+    for e in events_of_plan(store, run.plan, start, end):
         detail = e.detail or {}
         names_other = detail.get("run_id") not in (None, run.id) or (
             run.flow_run_id and detail.get("flow_run_id") not in (None, run.flow_run_id)

@@ -16,15 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Select, String, bindparam, select
-
 from drills.checks.base import Status
 from drills.checks.cadence import MAX_DRILL_AGE_DAYS
 from drills.plan import DrillPlan
-from drills.store.checkpoints import chain_length
 from drills.store.history import HistoryStore
-from drills.store.kinds import Mode, RunStatus
-from drills.store.models import DrillRun, Lease, ReadinessSnapshot, details_value
+from drills.store.kinds import Mode
+from drills.store.plan_figures import PlanFigures, plan_figures
 from drills.store.serving import RecordedServing, recorded_serving_of
 
 DEFAULT_READINESS_INTERVAL_S = 900.0  # the readiness-check deployment of prefect.yaml
@@ -119,25 +116,25 @@ class Snapshotter:
         now: dt.datetime | None = None,
     ) -> MetricsSnapshot:
         now = now or dt.datetime.now(dt.UTC)
-        with self.store.engine.connect() as conn:
-            unfinished = _unfinished(conn, now)
+        with plan_figures(self.store) as db:
+            unfinished = _unfinished(db, now)
             serving = recorded_serving_of(self.store, [p.name for p in plans], now=now)
             figures = tuple(
-                self._plan(conn, plan, unfinished.get(plan.name, _Unfinished()), serving[plan.name])
+                self._plan(db, plan, unfinished.get(plan.name, _Unfinished()), serving[plan.name])
                 for plan in plans
             )
         return MetricsSnapshot(now.timestamp(), figures, tuple(invalid_files))
 
     def _plan(
         self,
-        conn: Connection,
+        db: PlanFigures,
         plan: DrillPlan,
         unfinished: _Unfinished,
         serving: RecordedServing,
     ) -> PlanMetrics:
-        readiness_at, checks, lags = self._readiness(conn, plan.name)
+        readiness_at, checks, lags = self._readiness(db, plan.name)
         last_runs = tuple(
-            figures for mode in Mode if (figures := _last_measured(conn, plan.name, mode))
+            figures for mode in Mode if (figures := _last_measured(db, plan.name, mode))
         )
         return PlanMetrics(
             plan=plan.name,
@@ -149,40 +146,31 @@ class Snapshotter:
             lags=tuple(
                 DatasetLag(ds.name, ds.rpo_target, lags.get(ds.name)) for ds in plan.datasets
             ),
-            last_drill_success=_last_drill_success(conn, plan.name),
+            last_drill_success=_last_drill_success(db, plan.name),
             cadence_s=CADENCE_S,
             last_runs=last_runs,
             serving_site=serving.site.value,  # the rules of `drills status` (drills.store.serving)
             in_progress=unfinished.in_progress,
             stuck=unfinished.stuck,
             oldest_unfinished_start=unfinished.oldest,
-            chain_length=chain_length(conn, plan.name),
+            chain_length=db.chain_length(plan.name),
         )
 
     def _readiness(
-        self, conn: Connection, plan: str
+        self, db: PlanFigures, plan: str
     ) -> tuple[float, tuple[CheckState, ...], dict[str, float]]:
-        latest = conn.execute(_LATEST_READINESS, {"plan": plan}).first()
+        latest = db.latest_readiness(plan)
         if latest is None:
             return 0.0, (), {}
         snapshot_id, checked_at = latest
         with self._lock:
             cached = self._reports.get(plan)
         if cached is None or cached[0] != snapshot_id:
-            report = conn.execute(_REPORT, {"id": snapshot_id}).scalar_one()
+            report = db.readiness_report(snapshot_id)
             cached = (snapshot_id, *_parse_report(report))
             with self._lock:
                 self._reports[plan] = cached
         return _ts(_aware(checked_at)), cached[1], cached[2]
-
-
-_LATEST_READINESS = (
-    select(ReadinessSnapshot.id, ReadinessSnapshot.checked_at)
-    .where(ReadinessSnapshot.plan == bindparam("plan", type_=String))
-    .order_by(ReadinessSnapshot.checked_at.desc())
-    .limit(1)
-)
-_REPORT = select(ReadinessSnapshot.report).where(ReadinessSnapshot.id == bindparam("id"))
 
 
 def _parse_report(report: Mapping[str, Any]) -> tuple[tuple[CheckState, ...], dict[str, float]]:
@@ -203,44 +191,8 @@ def _parse_report(report: Mapping[str, Any]) -> tuple[tuple[CheckState, ...], di
     return tuple(checks), lags
 
 
-# Each statement is built once, with the plan (and a time) as bound parameters: building a
-# SQLAlchemy expression costs more than running it on an index.
-_PLAN = bindparam("plan", type_=String)
-
-
-def _newest(mode: Mode, *columns: Any, where: Sequence[Any]) -> Select[Any]:
-    """The newest run of a plan in one mode that is not a dry run, and matches ``where``:
-    ix_run_plan_mode_started, walked from the newest."""
-    query = select(*columns).where(
-        DrillRun.plan == _PLAN, DrillRun.mode == mode, DrillRun.dry_run.is_(False), *where
-    )
-    return query.order_by(DrillRun.started_at.desc()).limit(1)
-
-
-# Read in SQL from the one run found, not by loading its details.
-_FULL_CAPACITY = details_value("measurement", "full_capacity_seconds").as_float()
-_MEASURED = {
-    mode: _newest(
-        mode,
-        DrillRun.finished_at,
-        DrillRun.rto_seconds,
-        DrillRun.client_rto_seconds,
-        _FULL_CAPACITY,
-        DrillRun.rpo_seconds,
-        where=(DrillRun.rto_seconds.is_not(None), DrillRun.finished_at.is_not(None)),
-    )
-    for mode in Mode
-}
-_DRILL_SUCCESS = _newest(
-    Mode.DRILL,
-    DrillRun.finished_at,
-    DrillRun.started_at,
-    where=(DrillRun.status.in_([s for s in RunStatus if s.counts_for_cadence]),),
-)
-
-
-def _last_measured(conn: Connection, plan: str, mode: Mode) -> RunFigures | None:
-    row = conn.execute(_MEASURED[mode], {"plan": plan}).first()
+def _last_measured(db: PlanFigures, plan: str, mode: Mode) -> RunFigures | None:
+    row = db.last_measured(plan, mode)
     if row is None:
         return None
     finished_at, rto, client_rto, full_capacity, rpo = row
@@ -254,29 +206,21 @@ def _last_measured(conn: Connection, plan: str, mode: Mode) -> RunFigures | None
     )
 
 
-def _last_drill_success(conn: Connection, plan: str) -> float:
+def _last_drill_success(db: PlanFigures, plan: str) -> float:
     """When the last drill that counts for the cadence ended (as the cadence check reads it)."""
-    row = conn.execute(_DRILL_SUCCESS, {"plan": plan}).first()
+    row = db.last_drill_success(plan)
     if row is None:
         return 0.0
     finished_at, started_at = row
     return _ts(_aware(finished_at or started_at))
 
 
-def _unfinished(conn: Connection, now: dt.datetime) -> dict[str, _Unfinished]:
+def _unfinished(db: PlanFigures, now: dt.datetime) -> dict[str, _Unfinished]:
     """Runs not finished (ix_run_finished), each in progress while its lease is held."""
-    rows = conn.execute(
-        select(DrillRun.id, DrillRun.plan, DrillRun.mode, DrillRun.started_at).where(
-            DrillRun.finished_at.is_(None), DrillRun.dry_run.is_(False)
-        )
-    ).all()
+    rows = db.unfinished_runs()
     if not rows:
         return {}
-    held = {
-        run_id
-        for run_id, expires_at in conn.execute(select(Lease.run_id, Lease.expires_at))
-        if _aware(expires_at) > now
-    }
+    held = {run_id for run_id, expires_at in db.lease_expiries() if _aware(expires_at) > now}
     found: dict[str, _Unfinished] = {}
     for run_id, plan, mode, started_at in rows:
         entry = found.setdefault(plan, _Unfinished())

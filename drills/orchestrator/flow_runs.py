@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from drills.errors import TargetError
 from drills.orchestrator.rest import NOT_FINAL_STATES, Deployment, FlowRunState, PrefectRest
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
+from drills.store.runs import run_of_flow_run
 from drills.takeover.incident import ActiveRun
 
 log = logging.getLogger("drills.orchestrator.flow_runs")
@@ -174,6 +173,4 @@ class PrefectLauncher:
 
 def drill_run_of(history: HistoryStore, flow_run_id: str) -> DrillRun | None:
     """The drill a flow run recorded: the bridge from a Prefect run to its history record."""
-    with history.session() as s:
-        query = select(DrillRun).where(DrillRun.flow_run_id == flow_run_id).limit(1)
-        return s.scalars(query).first()
+    return run_of_flow_run(history, flow_run_id)

@@ -25,8 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import make_url
-
 from drills import apps
 from drills.errors import LabError
 from drills.orchestrator.names import INCIDENT_DEPLOYMENT, WARM_READY
@@ -35,6 +33,7 @@ from drills.orchestrator.rest import PrefectRest, WorkerStatus
 from drills.ports import free_port
 from drills.processes import descendants, marked, pid_alive
 from drills.store.history import database_url
+from drills.store.url import url_backend, url_password, url_without_password, with_driver
 
 log = logging.getLogger("drills.orchestrator.serve")
 
@@ -80,7 +79,7 @@ def _write_info(info: ServeInfo) -> None:
 
 def redacted(url: str) -> str:
     """A database URL fit to print: any password replaced by ***."""
-    return make_url(url).render_as_string(hide_password=True)
+    return url_without_password(url)
 
 
 def read_info(state_dir: Path) -> ServeInfo | None:
@@ -233,15 +232,12 @@ def prefect_database_url(url: str) -> str:
     """The Prefect server's database URL with the async driver it needs: a PostgreSQL URL
     as people write it (``postgresql://``, or ``postgresql+psycopg://`` as the history store
     takes it) gets ``+asyncpg``; SQLite gets ``+aiosqlite``."""
-    parsed = make_url(url)
-    backend = parsed.get_backend_name()
+    backend = url_backend(url)
     if backend == "postgresql":
-        parsed = parsed.set(drivername="postgresql+asyncpg")
-    elif backend == "sqlite":
-        parsed = parsed.set(drivername="sqlite+aiosqlite")
-    else:
-        raise LabError(f"the Prefect server stores its data in PostgreSQL or SQLite, not {backend}")
-    return parsed.render_as_string(hide_password=False)
+        return with_driver(url, "postgresql+asyncpg")
+    if backend == "sqlite":
+        return with_driver(url, "sqlite+aiosqlite")
+    raise LabError(f"the Prefect server stores its data in PostgreSQL or SQLite, not {backend}")
 
 
 def history_url(info: ServeInfo) -> str:
@@ -250,7 +246,7 @@ def history_url(info: ServeInfo) -> str:
     url = absolute_db_url()
     if redacted(url) == info.db_url:
         return url
-    if make_url(info.db_url).password is None:  # nothing was hidden: it is the URL
+    if url_password(info.db_url) is None:  # nothing was hidden: it is the URL
         return info.db_url
     raise LabError(
         f"the local server runs with history store {info.db_url}, but DRILLS_DB_URL"

@@ -162,6 +162,11 @@ class HistoryStore:
         if not read_only:
             self._refuse_if_tampered()
 
+    @property
+    def shown_url(self) -> str:
+        """The URL of the store as opened, fit to print: any password replaced by ***."""
+        return self.engine.url.render_as_string(hide_password=True)
+
     @contextmanager
     def session(self) -> Iterator[Session]:
         with self._sessions.begin() as session:

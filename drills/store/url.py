@@ -24,6 +24,11 @@ EXAMPLES = "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
 _ASYNC_DRIVERS = frozenset({"asyncpg", "aiosqlite", "pysqlite_async", "psycopg_async"})
 
 
+# Any error the store's database layer raises (a query refused, a connection lost): callers
+# that turn one into their own error catch it by this name.
+StoreQueryError = SQLAlchemyError
+
+
 class StoreUrlError(DrillError):
     """The history store named cannot be opened; the message is one line, no password."""
 
@@ -124,3 +129,31 @@ def store_errors(url: str) -> Iterator[None]:
         raise
     except (SQLAlchemyError, sqlite3.Error, OSError, ImportError) as exc:
         raise store_failure(url, exc) from exc
+
+
+# -- a store URL as other parts of drills read it, parsed as the engine parses it ----------
+def sqlite_path(url: str) -> str | None:
+    """The file of a SQLite store's URL; None for another backend, or no file."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database:
+        return parsed.database
+    return None
+
+
+def url_without_password(url: str) -> str:
+    """``url`` fit to print: any password replaced by ***."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def url_password(url: str) -> str | None:
+    return make_url(url).password
+
+
+def url_backend(url: str) -> str:
+    """The database a URL names ("sqlite", "postgresql", ...), whatever its driver."""
+    return make_url(url).get_backend_name()
+
+
+def with_driver(url: str, drivername: str) -> str:
+    """``url`` (its password kept) with another driver, e.g. ``sqlite+aiosqlite``."""
+    return make_url(url).set(drivername=drivername).render_as_string(hide_password=False)

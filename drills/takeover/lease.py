@@ -24,15 +24,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
-
-from sqlalchemy import delete, insert, update
-from sqlalchemy.exc import IntegrityError
 
 from drills.errors import DrillError
 from drills.plan.claims import Claim
+from drills.store import leases
 from drills.store.clock import database_now
-from drills.store.history import HistoryStore, rows_matched
+from drills.store.history import HistoryStore
+from drills.store.leases import current
 from drills.store.models import DrillRun, Lease, TargetLease
 from drills.store.outage import is_store_outage
 
@@ -129,58 +127,8 @@ def holder_is_dead(holder: str) -> bool:
     return False
 
 
-def current(store: HistoryStore, plan: str) -> Lease | None:
-    with store.session() as s:
-        return s.get(Lease, plan)
-
-
 def _stale(existing: Lease | TargetLease, now: dt.datetime) -> bool:
     return existing.expires_at <= now or holder_is_dead(existing.holder)
-
-
-def _take(
-    store: HistoryStore,
-    row: Lease | TargetLease,
-    now: dt.datetime,
-    keep: Callable[[Any], bool] = lambda _stale_row: False,
-) -> Any:
-    """Insert ``row``, or take over a stale one of its key unless ``keep`` says its holder
-    still has it. None when taken; else the row of whoever holds it."""
-    model: Any = type(row)
-    table: Any = model.__table__
-    key_column = next(iter(table.primary_key.columns))
-    key = getattr(row, key_column.name)
-    values = {c.name: getattr(row, c.name) for c in table.columns}
-    try:
-        with store.session() as s:
-            s.execute(insert(model).values(values))
-        return None
-    except IntegrityError:
-        pass
-    with store.session() as s:
-        existing: Any = s.get(model, key)
-    if existing is None:  # released between our insert and our look: try once more
-        return _take(store, row, now, keep)
-    dead = holder_is_dead(existing.holder)
-    if (existing.expires_at <= now or dead) and not keep(existing):
-        # Compare-and-swap on the holder we saw, still expired: two takers cannot both
-        # win, and a holder that renewed meanwhile keeps its lease.
-        stale = model.expires_at <= now if not dead else model.holder == existing.holder
-        with store.session() as s:
-            taken = rows_matched(
-                s.execute(
-                    update(model)
-                    .where(key_column == key, model.holder == existing.holder, stale)
-                    .values(values)
-                )
-            )
-        if taken == 1:
-            log.warning("took over the lease of %s from %s (run %s)", key, existing.holder,
-                        existing.run_id)  # fmt: skip
-            return None
-        with store.session() as s:
-            existing = s.get(model, key) or existing
-    return existing
 
 
 def acquire(
@@ -190,7 +138,7 @@ def acquire(
     now = database_now(store)
     expires = now + dt.timedelta(seconds=lease_s)
     row = Lease(plan=plan, holder=holder, run_id=run_id, expires_at=expires)
-    existing = _take(store, row, now)
+    existing = leases.take(store, row, now, holder_is_dead)
     if existing is not None:
         raise LeaseHeldError(plan, existing.holder, existing.run_id, existing.expires_at)
 
@@ -239,46 +187,30 @@ def acquire_targets(
     for claim in sorted(set(claims)):
         row = TargetLease(target=target_key(claim), claim=str(claim), plan=plan, holder=holder,
                           run_id=run_id, expires_at=expires)  # fmt: skip
-        existing = _take(store, row, now, still_held)
+        existing = leases.take(store, row, now, holder_is_dead, still_held)
         if existing is not None:
             release_targets(store, holder)
             raise _refusal(store, plan, existing, now)
 
 
 def release_targets(store: HistoryStore, holder: str) -> None:
-    with store.session() as s:
-        s.execute(delete(TargetLease).where(TargetLease.holder == holder))
+    leases.release_targets(store, holder)
 
 
 def lapse_targets(store: HistoryStore, holder: str) -> None:
     """Let go of the targets without deleting them: expired now, so the run's recover takes
     them at once, while acquire_targets keeps every other run off them."""
-    with store.session() as s:
-        s.execute(update(TargetLease).where(TargetLease.holder == holder).values(
-            expires_at=database_now(store)))  # fmt: skip
+    leases.lapse_targets(store, holder)
 
 
 def renew(store: HistoryStore, plan: str, holder: str, lease_s: float = LEASE_S) -> bool:
     """Push the expiry out, of the plan's lease and of its targets'; False if the plan's
     lease is no longer ours."""
-    expires = database_now(store) + dt.timedelta(seconds=lease_s)
-    with store.session() as s:
-        count = rows_matched(
-            s.execute(
-                update(Lease)
-                .where(Lease.plan == plan, Lease.holder == holder)
-                .values(expires_at=expires)
-            )
-        )
-        s.execute(
-            update(TargetLease).where(TargetLease.holder == holder).values(expires_at=expires)
-        )
-    return count == 1
+    return leases.renew(store, plan, holder, database_now(store) + dt.timedelta(seconds=lease_s))
 
 
 def release(store: HistoryStore, plan: str, holder: str) -> None:
-    with store.session() as s:
-        s.execute(delete(Lease).where(Lease.plan == plan, Lease.holder == holder))
+    leases.release(store, plan, holder)
 
 
 @dataclass

@@ -31,8 +31,6 @@ import datetime as dt
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import select
-
 from drills.errors import DrillError
 from drills.notify.runs import announce_finish, announce_orphan
 from drills.plan import DrillPlan
@@ -40,6 +38,7 @@ from drills.store.clock import database_now
 from drills.store.details import RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
+from drills.store.leases import unfinished_runs_and_leases
 from drills.store.models import DrillRun, Lease
 from drills.takeover.lease import LEASE_S, holder_is_dead
 from drills.takeover.recover import Action, plan_of, recover
@@ -76,13 +75,7 @@ def orphans(history: HistoryStore, now: dt.datetime | None = None) -> list[Drill
     """Unfinished runs (not dry runs, nor left for a person) that no live holder renews,
     oldest first. ``now`` is the database's clock unless given."""
     now = now or database_now(history)
-    with history.session() as s:
-        runs = s.scalars(
-            select(DrillRun)
-            .where(DrillRun.finished_at.is_(None), DrillRun.dry_run.is_(False))
-            .order_by(DrillRun.started_at)
-        ).all()
-        leases = {lease.plan: lease for lease in s.scalars(select(Lease)).all()}
+    runs, leases = unfinished_runs_and_leases(history)
     return [
         run
         for run in runs

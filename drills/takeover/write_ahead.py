@@ -31,11 +31,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.orm import Session
-
 from drills.errors import DrillError, RunRefused
-from drills.store.chain import Sealer
+from drills.store import journal as rows
 from drills.store.clock import database_now
 from drills.store.details import RunDetails
 from drills.store.history import HistoryStore
@@ -47,6 +44,7 @@ from drills.store.outage import (
     nondurable_settings,
     outage_text,
 )
+from drills.store.url import sqlite_path
 from drills.takeover.journal import Change, Journal
 from drills.takeover.lease import current, holder_is_dead
 
@@ -66,10 +64,8 @@ def state_dir(store_url: str) -> Path:
     chosen = os.environ.get(STATE_DIR_ENV)
     if chosen:
         return Path(chosen)
-    parsed = make_url(store_url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database:
-        return Path(parsed.database).parent
-    return Path(".drills")
+    sqlite_file = sqlite_path(store_url)
+    return Path(sqlite_file).parent if sqlite_file else Path(".drills")
 
 
 def write_ahead_file(directory: Path, run_id: str) -> Path:
@@ -208,7 +204,7 @@ class WriteAheadJournal(Journal):
         now = dt.datetime.now(dt.UTC)
         op = {"op": "record", "seq": seq, "kind": kind, "target": target, "original": original,
               "intended": intended, "at": now.isoformat()}  # fmt: skip
-        write = partial(self.store.write, partial(self.write_entry, change=change, at=now))
+        write = partial(rows.write_entry, self.store, self.run_id, change, now)
         self._keep(op, write)
         return seq
 
@@ -216,7 +212,7 @@ class WriteAheadJournal(Journal):
         with self._lock:
             self._changes[seq] = replace(self._changes[seq], state=state)
         now = dt.datetime.now(dt.UTC)
-        write = partial(self.store.write, partial(self.write_state, seq=seq, state=state, at=now))
+        write = partial(rows.write_state, self.store, self.run_id, seq, state, now)
         self._keep({"op": "mark", "seq": seq, "state": str(state), "at": now.isoformat()}, write)
 
     def changes(self) -> list[Change]:
@@ -339,14 +335,12 @@ def _read(path: Path) -> list[dict[str, Any]]:
 def _replay(store: HistoryStore, run_id: str, ops: list[dict[str, Any]]) -> None:
     """Only what the store does not have yet: an entry it lacks, a state newer than the
     one it holds. A `drills recover` run elsewhere since then is never written over."""
-    journal = Journal(store, run_id)
     final: dict[str, Any] | None = None
     for op in ops:
         if op["op"] == "finish":
             final = op
         else:
-            at = dt.datetime.fromisoformat(op["at"])
-            store.write(partial(_replay_op, journal, op=op, at=at))
+            _replay_op(store, run_id, op, dt.datetime.fromisoformat(op["at"]))
     if final is not None:
         run = store.get_run(run_id)
         if run is not None and run.status == RunStatus.RUNNING:
@@ -355,16 +349,13 @@ def _replay(store: HistoryStore, run_id: str, ops: list[dict[str, Any]]) -> None
                              finished_at=ended)  # fmt: skip
 
 
-def _replay_op(
-    journal: Journal, s: Session, sealer: Sealer, *, op: dict[str, Any], at: dt.datetime
-) -> None:
-    entry = journal.entry(s, op["seq"])
-    if op["op"] == "record" and entry is None:
+def _replay_op(store: HistoryStore, run_id: str, op: dict[str, Any], at: dt.datetime) -> None:
+    if op["op"] == "record":
         change = Change(op["seq"], op["kind"], op["target"], op["original"], op["intended"],
                         EntryState.PENDING)  # fmt: skip
-        journal.write_entry(s, sealer, change, at)
-    elif op["op"] == "mark" and entry is not None and entry.updated_at < at:
-        journal.write_state(s, sealer, op["seq"], EntryState(op["state"]), at)
+        rows.replay_entry(store, run_id, change, at)
+    elif op["op"] == "mark":
+        rows.replay_state(store, run_id, op["seq"], EntryState(op["state"]), at)
 
 
 __all__ = [

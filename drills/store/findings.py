@@ -1,4 +1,5 @@
-"""The open findings of each plan counted in the database, one statement a backend.
+"""The queries of findings: the runs they are folded from, and the open findings of each
+plan counted in the database, one statement a backend.
 
 Each (plan, kind, key)'s newest observation, and how many of those failed: the open findings
 as drills.evidence.findings.fold counts them (a finding stays open until a later run passes
@@ -10,7 +11,17 @@ its arrays (json_each's key, WITH ORDINALITY) has the last word, as in the fold.
 
 from __future__ import annotations
 
-from sqlalchemy import TextClause, bindparam, text
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+from sqlalchemy import TextClause, bindparam, func, select, text
+from sqlalchemy.orm import load_only
+
+from drills.store.history import HistoryStore
+from drills.store.models import DrillRun
+
+T = TypeVar("T")
 
 SQLITE = text("""
 WITH obs AS (
@@ -80,3 +91,54 @@ OPEN_COUNTS: dict[str, tuple[TextClause, tuple[TextClause, ...]]] = {
     "sqlite": (SQLITE, ()),
     "postgresql": (POSTGRESQL, POSTGRESQL_SETTINGS),
 }
+
+
+def runs_oldest_first(
+    store: HistoryStore, plan: str | None, until: dt.datetime | None
+) -> list[DrillRun]:
+    """Every run of ``plan`` (or of every plan) started by ``until``, oldest first."""
+    query = select(DrillRun).order_by(DrillRun.started_at, DrillRun.id)
+    if plan is not None:
+        query = query.where(DrillRun.plan == plan)
+    if until is not None:
+        query = query.where(DrillRun.started_at <= until)
+    with store.session() as s:
+        return list(s.scalars(query).all())
+
+
+def counted_in_database(store: HistoryStore, plans: Sequence[str]) -> dict[str, int] | None:
+    """Open findings of each plan (plans with none left out), by the backend's statement in
+    one transaction; None for a backend without one."""
+    in_database = OPEN_COUNTS.get(store.engine.dialect.name)
+    if in_database is None:
+        return None
+    statement, settings = in_database
+    with store.engine.connect() as conn:
+        for setting in settings:
+            conn.execute(setting)
+        rows = conn.execute(statement, {"plans": list(plans)})
+        return {plan: count for plan, count in rows}
+
+
+def fold_runs_of(
+    store: HistoryStore, plans: Sequence[str], fold: Callable[[Iterable[DrillRun]], T]
+) -> T:
+    """``fold`` of every run of ``plans``, oldest first, each with only what findings read
+    loaded, streamed to it in one transaction."""
+    query = (
+        select(DrillRun)
+        .options(load_only(DrillRun.id, DrillRun.plan, DrillRun.started_at, DrillRun.t0,
+                           DrillRun.readiness, DrillRun.timeline))
+        .where(DrillRun.plan.in_(plans))
+        .order_by(DrillRun.started_at, DrillRun.id)
+    )  # fmt: skip
+    with store.session() as s:
+        return fold(s.scalars(query))
+
+
+def history_version(store: HistoryStore) -> tuple[object, ...]:
+    """What changes when a run is added or ends: a key for results read from every run
+    (three index steps, never a scan)."""
+    query = select(func.count(), func.max(DrillRun.started_at), func.max(DrillRun.finished_at))
+    with store.engine.connect() as conn:
+        return tuple(conn.execute(query).one())
