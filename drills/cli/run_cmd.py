@@ -118,9 +118,13 @@ def run(
         str,
         typer.Option(
             "--mode",
-            help="drill: fail back after measuring. incident: take over and stay at DR. "
-            "failback: bring production home from DR after an incident (only while the plan "
-            "serves from DR).",
+            help="drill: fence the primary, switch the production DNS record to DR, fail "
+            "back after measuring. practice: bring DR's critical tier up beside the primary "
+            "(never fenced; the production record never changed), verify it through "
+            "practice.record or at DR's endpoint, return DR to standby; refused (exit 3) "
+            "when it would touch what the primary serves from. incident: fence, switch DNS "
+            "and stay at DR. failback: bring production home from DR after an incident "
+            "(only while the plan serves from DR).",
         ),
     ] = "drill",
     dry_run: Annotated[
@@ -213,7 +217,8 @@ def run(
 
 def _check_mode(mode: str, force_unfenced: bool) -> None:
     if mode not in tuple(Mode):
-        err.print(Text(f"--mode must be drill, incident or failback, not {mode!r}", style="red"))
+        err.print(Text(f"--mode must be drill, practice, incident or failback, not {mode!r}",
+                       style="red"))  # fmt: skip
         raise typer.Exit(2)
     if force_unfenced and mode != Mode.INCIDENT:
         err.print("[red]--force-unfenced only makes sense with --mode incident[/]")
@@ -277,8 +282,10 @@ def _execute(
     from drills.takeover.drill import Drill
     from drills.takeover.failback import Failback
     from drills.takeover.lease import LeaseHeldError, UnfinishedRunError
+    from drills.takeover.practice import Practice
 
-    drill = (Failback if request.mode == Mode.FAILBACK else Drill)(request, history, hooks)
+    kind = {Mode.FAILBACK: Failback, Mode.PRACTICE: Practice}.get(request.mode, Drill)
+    drill = kind(request, history, hooks)
     try:
         if ask:
             _ask_first(drill)
@@ -290,7 +297,8 @@ def _execute(
             result = drill.run()
     # RunRefused: a failback while the plan is not at DR, a takeover while it is.
     except (LeaseHeldError, UnfinishedRunError, RunRefused) as exc:
-        err.print(Text(f"refused: {exc}", style="bold red"))
+        # One line, however narrow the terminal: a log keeps it whole.
+        err.print(Text(f"refused: {exc}", style="bold red"), soft_wrap=True)
         _audit_refusal(request, history, f"refused: {exc}")
         raise typer.Exit(EXIT_REFUSED) from None
     except Exception as exc:  # before the first change: nothing to undo, one line
@@ -419,7 +427,8 @@ def short_id(history: HistoryStore, run_id: str) -> str:
 def history_cmd(
     plan: Annotated[str | None, typer.Option("--plan", help="Only runs of this plan.")] = None,
     mode: Annotated[
-        str | None, typer.Option("--mode", help="Only drill, incident or failback runs.")
+        str | None,
+        typer.Option("--mode", help="Only drill, practice, incident or failback runs."),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="How many runs, newest first.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of runs.")] = False,

@@ -14,6 +14,13 @@ class Mode(StrEnum):
     DRILL = "drill"  # a rehearsal: it fails back and is verified against the state before
     INCIDENT = "incident"  # a real failover: never failed back on its own
     FAILBACK = "failback"  # the way home after an incident: a planned move back to the primary
+    # DR brought up and verified beside the primary, never fenced, then stood down again
+    PRACTICE = "practice"
+
+    @property
+    def rehearsal(self) -> bool:
+        """Ends where it started: a failure rolls it back, `drills recover` too."""
+        return self in (Mode.DRILL, Mode.PRACTICE)
 
 
 class RunStatus(StrEnum):

@@ -80,6 +80,13 @@ def _code(value: object) -> str:
     return "`" + for_terminal(str(value)).replace("`", "'") + "`"
 
 
+# A practice proves DR comes up, not that the primary can be fenced and the record moved.
+PRACTICE_CADENCE_LINE = (
+    "- **Cadence:** a practice never fences the primary nor switches the production "
+    "record, so it does not count for the quarterly drill cadence (drill.cadence)."
+)
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     """The run as Markdown. Everything that came from outside the code (plan names,
     people's words, servers' answers) goes through _text or _code, so a report can't
@@ -115,6 +122,8 @@ def _summary(data: dict[str, Any]) -> list[str]:
         lines.append(_approval(data["approval"]))
     if data.get("unfenced"):
         lines.append("- **WARNING:** the primary was unreachable and was NOT fenced (forced).")
+    if run["mode"] == Mode.PRACTICE:
+        lines.append(PRACTICE_CADENCE_LINE)
     return lines
 
 
@@ -210,7 +219,7 @@ def _state_after_the_drill(data: dict[str, Any]) -> list[str]:
 def _put_back_after_changes(run: dict[str, Any]) -> bool:
     # Only then is there a state to hold against the snapshot: an incident stays at DR,
     # and a dry run or an aborted drill never changed anything.
-    return run["mode"] == Mode.DRILL and not run["dry_run"] and run["status"] != RunStatus.ABORTED
+    return Mode(run["mode"]).rehearsal and not run["dry_run"] and run["status"] != RunStatus.ABORTED
 
 
 def _readiness(readiness: dict[str, Any]) -> list[str]:

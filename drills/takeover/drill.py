@@ -115,6 +115,12 @@ def approval_question(request: DrillRequest) -> tuple[str, str]:
             "Approving stops the DR writers, waits until their writes are at the primary, "
             "brings the primary up, switches DNS back to it and returns DR to standby.",
         )
+    if request.mode == Mode.PRACTICE:
+        return (
+            f"Approve the practice of {name}?",
+            "Approving brings DR's critical tier up beside the primary, which is not fenced "
+            "and keeps its DNS record, verifies DR, then returns it to standby.",
+        )
     effect = "Approving fences the primary site and brings DR up"
     if request.mode == Mode.DRILL:
         return f"Approve the drill of {name}?", f"{effect}, then fails back after measuring."
@@ -352,7 +358,7 @@ class Drill:
 
         An incident reads it beside its preflight, so the fence is not held up by it.
         """
-        if self.request.mode == Mode.DRILL:
+        if self.request.mode.rehearsal:
             self._preflight(ctx)
             before = take(self.plan, ctx.targets)
         elif self.request.dry_run:
@@ -365,7 +371,7 @@ class Drill:
         # Durable before the first change: `drills recover` and a failback verify against it.
         self.details.snapshot_before = before
         self._update(details=self.details)
-        return before if self.request.mode == Mode.DRILL else {}
+        return before if self.request.mode.rehearsal else {}
 
     def _incident_snapshot(self, ctx: PhaseContext) -> Snapshot:
         """An incident's state before, read beside its preflight. The primary may be down:
@@ -408,7 +414,7 @@ class Drill:
         self._going_forward(False)
         error = str(exc) or "cancelled by an interrupt"
         log.warning("run %s %s", self.run_id, error)
-        if self.request.mode != Mode.DRILL:
+        if not self.request.mode.rehearsal:
             return self._incident_stopped(RunStatus.CANCELLED, error)
         result = self._rollback(ctx, before, error)
         if result.status == RunStatus.ROLLED_BACK:
@@ -421,7 +427,7 @@ class Drill:
         self._going_forward(False)
         error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, DrillError) else str(exc)
         log.error("run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError))
-        if self.request.mode != Mode.DRILL:
+        if not self.request.mode.rehearsal:
             return self._incident_stopped(RunStatus.FAILED, error, retry=transient(exc))
         return self._rollback(ctx, before, error)
 
@@ -486,7 +492,7 @@ class Drill:
         self.readiness = run_readiness(self.plan, history=self.history, registry=self.hooks.checks)
         blocking = [r.id for r in self.readiness.blocking]
         step.evidence = {"blocking": blocking, "checks": len(self.readiness.results)}
-        if blocking and self.request.mode == Mode.DRILL:
+        if blocking and self.request.mode.rehearsal:
             step.result = f"blocked by {', '.join(blocking)}"
             raise DrillAborted(f"preflight: blocking readiness failures: {', '.join(blocking)}")
         if blocking:
@@ -581,7 +587,7 @@ class Drill:
     def _halts_on_outage(self) -> bool:
         """A store that does not answer stops a drill going forward; an incident goes on
         toward service, and an undo goes on to its end."""
-        return self.request.mode == Mode.DRILL and not self._undoing
+        return self.request.mode.rehearsal and not self._undoing
 
     def _update(self, **fields: Any) -> None:
         """Write some of the run's fields, now or, while the store is out, once it is back."""
@@ -615,7 +621,7 @@ class Drill:
         """
         if result.status == RunStatus.ROLLBACK_FAILED:
             return True
-        if self.request.mode == Mode.DRILL:
+        if self.request.mode.rehearsal:
             return bool(self.journal.to_undo())
         return result.status != RunStatus.SUCCEEDED and bool(self.journal.to_undo())
 
