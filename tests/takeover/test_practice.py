@@ -161,6 +161,26 @@ def test_practice_brings_dr_up_and_back_without_touching_the_primary(
     assert '"mode": "practice"' in listed.output and run.id in listed.output
 
 
+def test_without_a_practice_name_dr_is_probed_at_its_endpoint(
+    audited_lab: LabInfo, tmp_path: Path
+) -> None:
+    plan = lab_plan(audited_lab)
+    assert plan.practice.record is None
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    before = snapshot(plan)
+    primary = AuditCursor(audited_lab, "primary")
+    with DnsSampler(plan, plan.dns.record.name) as production:
+        result = _run(lab_plan_file(audited_lab), db)
+    assert result.exit_code == 0, result.output[-2000:]
+    assert _writes(primary.since()) == []
+    assert {values for _, values in production.seen} == {(topology.PRIMARY_ADDR,)}
+    assert snapshot(plan) == before
+    [run] = HistoryStore(db).list_runs(plan=plan.name)
+    smoke = [s for p in run.timeline for s in p["steps"] if s["name"].startswith("smoke ")]
+    assert smoke and all(s["evidence"]["via"] == str(plan.sites.dr.endpoint) for s in smoke)
+    assert all(s["evidence"]["status"] == 200 for s in smoke)
+
+
 def test_a_practice_name_that_held_a_value_gets_it_back_exactly(
     audited_lab: LabInfo, tmp_path: Path
 ) -> None:
