@@ -151,6 +151,15 @@ def run(
             "It may still be serving writes; the report says so.",
         ),
     ] = False,
+    ignore_gates: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-gates",
+            help="Drill or practice: go on when a gate cannot be verified (Alertmanager does "
+            "not answer). Needs --reason; written to the audit log. A firing blocking alert "
+            "or a blocked window still refuses (exit 3); gates never stop an incident.",
+        ),
+    ] = False,
     operator: Annotated[
         str | None, typer.Option("--operator", help="Who runs it (default: the login name).")
     ] = None,
@@ -192,6 +201,9 @@ def run(
     answers. A PostgreSQL store without durable commits is refused unless
     DRILLS_ALLOW_NONDURABLE_STORE=1."""
     _check_mode(mode, force_unfenced)
+    if ignore_gates and not reason.strip():
+        err.print("[red]--ignore-gates needs a --reason: it is written to the audit log[/]")
+        raise typer.Exit(2)
     plan = load_plan_or_exit(plan_path)
     history = open_history(db)
     view = LiveView(plan.name, mode)
@@ -205,6 +217,7 @@ def run(
         force_unfenced=force_unfenced,
         tier_deadline=tier_deadline,
         sync_deadline=sync_deadline,
+        ignore_gates=ignore_gates,
     )
     hooks = _hooks(view)
     live = not as_json and err.is_terminal
@@ -236,6 +249,7 @@ def _request(
     force_unfenced: bool,
     tier_deadline: float,
     sync_deadline: float,
+    ignore_gates: bool = False,
 ) -> DrillRequest:
     from drills.takeover.drill import DrillRequest
 
@@ -250,6 +264,7 @@ def _request(
         tier_deadline_s=tier_deadline,
         sync_deadline_s=sync_deadline,
         plan_path=str(plan_path.resolve()),
+        ignore_gates=ignore_gates,
     )
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_valid
 
 from drills.errors import PlanError, PlanProblem
 from drills.plan.errors import CREDENTIAL_KEY_HINT, translate
+from drills.plan.gates import Gates
 from drills.plan.lint import PlanWarning, findings
 from drills.plan.models import (
     Approval,
@@ -167,6 +168,8 @@ class DrillPlan(PlanModel):
     """Where the evidence chain's checkpoints are kept outside the store."""
     practice: Practice = Practice()
     """The practice name `drills run --mode practice` verifies DR through."""
+    gates: Gates = Gates()
+    """Alerts and change freezes that refuse a drill or a practice (never an incident)."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.

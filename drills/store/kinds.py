@@ -35,6 +35,7 @@ class RunStatus(StrEnum):
     ROLLBACK_FAILED = "rollback-failed"
     RECOVERED = "recovered"  # set by `drills recover`
     RECOVER_FAILED = "recover-failed"
+    SKIPPED = "skipped"  # a scheduled drill or practice a gate held back: nothing changed
 
     @property
     def succeeded(self) -> bool:

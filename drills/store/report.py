@@ -60,6 +60,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "state_differences": details.drift,
         "readiness": run.readiness,
         "incident": incident_record(run, store),
+        "gates": details.gates,
     }
 
 
@@ -99,6 +100,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         *_journal(data["journal"]),
         *_intended_changes(data["planned_changes"]),
         *_state_after_the_drill(data),
+        *_gates(data.get("gates") or []),
         *_readiness(data.get("readiness") or {}),
     ]
     return "\n".join(lines) + "\n"
@@ -220,6 +222,15 @@ def _put_back_after_changes(run: dict[str, Any]) -> bool:
     # Only then is there a state to hold against the snapshot: an incident stays at DR,
     # and a dry run or an aborted drill never changed anything.
     return Mode(run["mode"]).rehearsal and not run["dry_run"] and run["status"] != RunStatus.ABORTED
+
+
+def _gates(gates: list[dict[str, Any]]) -> list[str]:
+    if not gates:
+        return []
+    lines = ["", "## Gates at the start", "", "| gate | state | detail |", "|---|---|---|"]
+    for g in gates:
+        lines.append(f"| {g['kind']} {_code(g['name'])} | {g['state']} | {_text(g['detail'])} |")
+    return lines
 
 
 def _readiness(readiness: dict[str, Any]) -> list[str]:

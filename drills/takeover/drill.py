@@ -38,6 +38,7 @@ from drills.store.models import DrillRun
 from drills.store.serving import serving_from_dr_refusal
 from drills.takeover.cancellation import cancel_run
 from drills.takeover.forecasted import forecast_record
+from drills.takeover.gates import gate_run
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
 from drills.takeover.live import LiveTimeline
 from drills.takeover.measure import Measurement, measure_facts
@@ -99,6 +100,10 @@ class DrillRequest:
     # How long a run that ended waits for a history store that does not answer, to write
     # its record; past it, the record waits in the run's write-ahead file.
     store_wait_s: float = 600.0
+    # A scheduled run that a gate holds back is skipped (recorded), not refused.
+    scheduled: bool = False
+    # Go on when a gate cannot be verified (Alertmanager does not answer); audited.
+    ignore_gates: bool = False
 
     def __post_init__(self) -> None:
         # Callers outside typed code (a flow's parameters, a test) may give the plain word.
@@ -199,8 +204,25 @@ class Drill:
         (before anything is recorded or changed) when another run has the plan, and
         RunRefused when the plan already serves from DR."""
         self._thread_id = threading.get_ident()
+        held_back = gate_run(self.request, self.history, self.details)
+        if held_back is not None:
+            return self._skipped(held_back)
         with self._exclusive():
             return self._run()
+
+    def _skipped(self, why: str) -> DrillResult:
+        """A scheduled run a gate held back: recorded as skipped, nothing leased or changed."""
+        now = utc_now()
+        self.history.create_run(
+            DrillRun(
+                id=self.run_id, plan=self.plan.name, plan_digest=plan_digest(self.plan),
+                mode=self.request.mode, dry_run=False, operator=self.request.operator,
+                reason=self.request.reason, status=RunStatus.SKIPPED, started_at=now,
+                finished_at=now, flow_run_id=self.request.flow_run_id, details=self.details,
+                error=why,
+            )
+        )  # fmt: skip
+        return DrillResult(self.run_id, RunStatus.SKIPPED, None, None, self.timeline, error=why)
 
     def preview(self) -> list[PlannedChange]:
         """Every change a run would make, as the world stands now. Nothing is recorded and no

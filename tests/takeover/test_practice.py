@@ -10,6 +10,7 @@ import json
 import signal
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,18 @@ def _practice_values(plan: DrillPlan) -> list[tuple[tuple[str, ...], int | None]
         return [(a.values, a.ttl) for a in target.read(PRACTICE_NAME, "A")]
 
 
+@contextmanager
+def practice_name_held(plan: DrillPlan, value: str, ttl: int) -> Iterator[None]:
+    """The practice name holding ``value`` for the test, and gone again after it."""
+    with dns_for(plan) as target:
+        target.update(PRACTICE_NAME, "A", value, ttl)
+    try:
+        yield
+    finally:
+        with dns_for(plan) as target:
+            target.delete(PRACTICE_NAME, "A")
+
+
 def _writes(events: list[AuditEvent]) -> list[str]:
     return [f"{e.method} {e.path}" for e in events if e.is_write]
 
@@ -186,17 +199,12 @@ def test_a_practice_name_that_held_a_value_gets_it_back_exactly(
 ) -> None:
     plan = lab_plan(audited_lab, _with_practice())
     plan_file = lab_plan_file(audited_lab, _with_practice())
-    with dns_for(plan) as target:
-        target.update(PRACTICE_NAME, "A", "192.0.2.7", 42)
-    try:
+    with practice_name_held(plan, "192.0.2.7", 42):
         held = _practice_values(plan)
         assert held and all(v == (("192.0.2.7",), 42) for v in held)
         result = _run(plan_file, f"sqlite:///{tmp_path / 'history.db'}")
         assert result.exit_code == 0, result.output[-2000:]
         assert _practice_values(plan) == held
-    finally:
-        with dns_for(plan) as target:
-            target.delete(PRACTICE_NAME, "A")
 
 
 def test_a_dry_run_lists_dr_and_practice_name_changes_only(
@@ -237,17 +245,12 @@ def test_a_practice_name_answering_the_primary_is_refused(
     audited_lab: LabInfo, tmp_path: Path
 ) -> None:
     plan = lab_plan(audited_lab, _with_practice())
-    with dns_for(plan) as target:
-        target.update(PRACTICE_NAME, "A", topology.PRIMARY_ADDR, 60)
-    try:
+    with practice_name_held(plan, topology.PRIMARY_ADDR, 60):
         result = _run(lab_plan_file(audited_lab, _with_practice()),
                       f"sqlite:///{tmp_path / 'h.db'}")  # fmt: skip
         assert result.exit_code == 3, result.output
         assert "answers the primary's value" in result.output
         assert _practice_values(plan)[0][0] == (topology.PRIMARY_ADDR,)
-    finally:
-        with dns_for(plan) as target:
-            target.delete(PRACTICE_NAME, "A")
 
 
 def test_a_practice_whose_dr_is_the_primary_cluster_is_refused(
