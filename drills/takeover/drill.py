@@ -230,6 +230,7 @@ class Drill:
         no run behind. Raises RunRefused or UnfinishedRunError as ``run`` would."""
         self._refuse_at_dr()
         self._refuse_unfinished()
+        gate_run(self.request, self.history, RunDetails(), audit=False)  # refused before asking
         with Targets(self.plan) as targets:
             return self._planned(self._preview_context(targets))
 

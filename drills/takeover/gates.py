@@ -168,13 +168,16 @@ __all__ = [
 ]
 
 
-def gate_run(request: DrillRequest, history: HistoryStore, details: RunDetails) -> str | None:
+def gate_run(
+    request: DrillRequest, history: HistoryStore, details: RunDetails, *, audit: bool = True
+) -> str | None:
     """Hold a run to the plan's gates before it leases or changes anything.
 
     Returns why a scheduled drill or practice is skipped; raises RunRefused for a manual
     one inside a gate (or with a gate unverified, unless ``ignore_gates``: then audited).
     An incident records the gates as they stood and is never stopped; a failback and a
-    dry run are not gated.
+    dry run are not gated. Without ``audit`` (the preview an operator confirms before the
+    run) a gate ignored on purpose is not written to the audit log: the run writes it.
     """
     plan, mode = request.plan, request.mode
     gates = plan.gates
@@ -191,6 +194,8 @@ def gate_run(request: DrillRequest, history: HistoryStore, details: RunDetails) 
         return why
     if report.blocking or not request.ignore_gates:
         raise RunRefused(why)
+    if not audit:
+        return None
     history.audit(
         who=request.operator, action=IGNORE_ACTION, plan=plan.name, accepted=True,
         reason=request.reason, detail={"mode": str(mode), "gates": report.to_json()},

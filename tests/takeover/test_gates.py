@@ -141,6 +141,9 @@ def test_a_blocked_window_refuses_a_drill_and_skips_a_scheduled_one(tmp_path: Pa
     assert refused.exit_code == 3, refused.output
     line = one_line(refused.output)
     assert "window year-round freeze: blocking: inside it until 20" in line
+    # Asked nothing: refused before the changes are listed for confirmation.
+    unasked = CliRunner().invoke(app, ["run", str(path), "--db", db], input="y\n")
+    assert unasked.exit_code == 3 and "Proceed?" not in unasked.output, unasked.output
 
     history = HistoryStore(db)
     request = DrillRequest(load_plan(path), mode=Mode.PRACTICE, scheduled=True, operator="cron")
