@@ -190,11 +190,13 @@ def run(
     ] = False,
     db: DbUrl = None,
 ) -> None:
-    """Run a minimum-takeover drill (or a real incident takeover, or the failback after one)
-    and print its report.
+    """Run a minimum-takeover drill (or a practice that leaves production untouched, a real
+    incident takeover, or the failback after one) and print its report.
 
     Exit 0 succeeded (or dry run), 1 failed, 2 bad plan or options, 3 refused (a refused
-    incident or failback is written to the audit log, as the dashboard's refusals are), 4
+    incident or failback is written to the audit log, as the dashboard's refusals are; a
+    practice that would touch what the primary serves from; a drill or practice held back
+    by the plan's gates: a blocking alert, a blocked window, an unverified gate), 4
     declined at the confirmation: nothing changed and no run recorded. If the history store
     stops answering mid-run, a drill rolls back and an incident goes on; both keep their
     journal in a local write-ahead file (DRILLS_STATE_DIR) and write it back when the store
