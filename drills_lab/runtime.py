@@ -204,7 +204,7 @@ class Lab:
                 ready_delay=self.ready_delay,
                 name=site,
                 tls=True,  # kubectl sends a kubeconfig's token only over https
-                audit=AuditLog(self.state_dir / audit_file(site)) if self.audit else None,
+                audit=AuditLog(self.state_dir / audit_file(site), site) if self.audit else None,
             )
             self.kube[site] = self._own(server)
             server.start()

@@ -19,7 +19,7 @@ from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from prefect.runtime import flow_run as current_flow_run
-from prefect.states import Cancelled, State
+from prefect.states import Cancelled, Completed, State
 
 from drills.errors import DrillError
 from drills.evidence.checkpoints import signed_history
@@ -40,6 +40,7 @@ from drills.takeover.drill import (
 )
 from drills.takeover.failback import Failback
 from drills.takeover.lease import LEASE_S
+from drills.takeover.practice import Practice
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, every
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
@@ -159,7 +160,7 @@ def summarize(result: DrillResult, plan_name: str, flow_run_id: str | None) -> d
 @flow(name="minimum-takeover-drill", log_prints=False)
 def minimum_takeover_drill(
     plan: str,
-    mode: Literal["drill", "incident", "failback"] = "drill",
+    mode: Literal["drill", "practice", "incident", "failback"] = "drill",
     dry_run: bool = False,
     operator: str = "prefect",
     reason: str = "",
@@ -168,14 +169,20 @@ def minimum_takeover_drill(
     tier_deadline_s: float = 600,
     sync_deadline_s: float = 300,
     lease_s: float = LEASE_S,
+    scheduled: bool = False,
 ) -> dict[str, Any] | State[Any]:
     """Fence the primary, bring DR's critical tier up, switch DNS, smoke-test, then the
     normal tier; time RTO, full capacity and RPO, and (drill mode) fail back and verify.
-    In incident mode, `declared_at` (ISO 8601) is T0. In failback mode, bring production
+    In practice mode, DR's critical tier comes up beside the primary (never fenced, the
+    production record never changed), is verified through practice.record or at DR's
+    endpoint, and returns to standby. In incident mode, `declared_at` (ISO 8601) is T0.
+    In failback mode, bring production
     home from DR after an incident (refused unless the plan serves from DR;
     `sync_deadline_s` bounds the final sync). `lease_s`: how long the plan's lease
     outlives this run's last renewal if its worker dies (the recover-orphans deployment
-    acts after it)."""
+    acts after it). `scheduled`: a drill or practice a gate holds back (a blocked window,
+    a blocking alert, an Alertmanager that does not answer) is recorded as skipped and the
+    flow run completes; without it, such a run is refused and fails."""
     logger = get_run_logger()
     drill_plan = load_plan(plan)
     flow_run_id = current_flow_run.id
@@ -190,6 +197,7 @@ def minimum_takeover_drill(
         tier_deadline_s=tier_deadline_s,
         sync_deadline_s=sync_deadline_s,
         lease_s=lease_s,
+        scheduled=scheduled,
         flow_run_id=flow_run_id,
         plan_path=str(Path(plan).resolve()),
     )
@@ -202,11 +210,13 @@ def minimum_takeover_drill(
     # Cancelling the flow run stops its process with SIGTERM: a drill then rolls back and
     # an incident stops and reports, both recorded, instead of dying part-way.
     with cancel_on_signals(), notices_as_events():
-        runner = Failback if request.mode == Mode.FAILBACK else Drill
+        runner = {Mode.FAILBACK: Failback, Mode.PRACTICE: Practice}.get(request.mode, Drill)
         result = runner(request, history, hooks).run()
     publish(history, result, drill_plan.name)
     summary = summarize(result, drill_plan.name, flow_run_id)
     logger.info("run %s of %s: %s", result.run_id, drill_plan.name, summary["status"])
+    if result.status == RunStatus.SKIPPED:  # held back by a gate: recorded, not a failure
+        return Completed(message=f"run {result.run_id} skipped: {result.error}")
     if result.status == RunStatus.CANCELLED:
         # Cancelled, not Failed: the run stopped cleanly where it was asked to. The
         # worker would mark it Cancelled anyway, but only after reading a traceback.

@@ -18,6 +18,7 @@ from ui.settings import UISettings
 
 CONSEQUENCE: dict[str, str] = {
     Mode.DRILL: "it rolls back at once, to the state before the drill.",
+    Mode.PRACTICE: "it rolls back at once: the practice name restored, DR back to standby.",
     Mode.INCIDENT: (
         "the takeover **stops where it is**: the primary stays fenced and DR stays as far "
         "up as it got. Decide afterwards with `drills recover RUN --complete` or `--hold`."

@@ -11,7 +11,7 @@ import datetime as dt
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,10 @@ from drills.takeover.incident import ACTION as DECLARE_ACTION
 from drills.takeover.incident import Declaration, IncidentRequest, declare_incident
 from ui import queries
 from ui.fleet import (
+    Blocked,
     FleetRow,
     Window,
+    blocked_windows,
     calendar,
     fleet_row,
     invalid_row,
@@ -198,6 +200,7 @@ def start_readiness_run(settings: UISettings, entry: PlanEntry) -> str:
 class Fleet:
     rows: list[FleetRow]  # problems first
     windows: list[Window]  # the drills planned in the coming weeks
+    blocked: list[Blocked] = field(default_factory=list)  # change freezes in those weeks
 
 
 @st.cache_resource(show_spinner=False, max_entries=4, ttl=dt.timedelta(minutes=1))
@@ -226,7 +229,8 @@ def _fleet(db_url: str, paths_and_mtimes: tuple[tuple[str, int], ...], minute: i
         drill = facts[plan.name].last_drill
         if drill and drill.finished_at:
             lengths[plan.name] = drill.finished_at - drill.started_at
-    return Fleet(sort_rows(rows), calendar(valid, planned, lengths))
+    blocked = [b for plan in valid for b in blocked_windows(plan, now)]
+    return Fleet(sort_rows(rows), calendar(valid, planned, lengths), blocked)
 
 
 def fleet(settings: UISettings) -> Fleet:

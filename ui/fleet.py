@@ -161,6 +161,38 @@ class Window:
     overlaps: tuple[str, ...] = ()  # plans whose windows overlap this one on a shared cluster
 
 
+@dataclass(frozen=True)
+class Blocked:
+    """One opening of a plan's blocked window (gates.blocked_windows), in UTC."""
+
+    plan: str
+    name: str
+    start: dt.datetime
+    end: dt.datetime
+
+
+def blocked_windows(plan: DrillPlan, now: dt.datetime, days: int = CALENDAR_DAYS) -> list[Blocked]:
+    """The plan's change freezes open now or in the next ``days``: drills and practices
+    are refused in them, scheduled ones skipped."""
+    until = now + dt.timedelta(days=days)
+    found = []
+    for window in plan.gates.blocked_windows:
+        zone = ZoneInfo(window.timezone)
+        if window.cron is not None and window.duration is not None:
+            length = dt.timedelta(seconds=window.duration)
+            local = now.astimezone(zone).replace(tzinfo=None) - length
+            for t in next_fire_times(window.cron, local, 64, within_days=days + length.days + 2):
+                start = t.replace(tzinfo=zone).astimezone(dt.UTC)
+                if start <= until and start + length > now:
+                    found.append(Blocked(plan.name, window.name, start, start + length))
+        for day in window.dates:
+            start = dt.datetime.combine(day, dt.time(), zone).astimezone(dt.UTC)
+            end = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), zone)
+            if start <= until and end > now:
+                found.append(Blocked(plan.name, window.name, start, end.astimezone(dt.UTC)))
+    return sorted(found, key=lambda b: b.start)
+
+
 def calendar(
     plans: Sequence[DrillPlan],
     planned: Mapping[str, Sequence[dt.datetime]],

@@ -12,7 +12,7 @@ MAX_DRILL_AGE_DAYS = 92  # a quarter, and a day of slack for a drill that slippe
 
 _REMEDIATION = (
     "Run a drill of this plan (its scheduled Prefect deployment, or by hand); "
-    "only a succeeded drill that was not a dry run resets the clock."
+    "only a succeeded drill that was not a dry run resets the clock (a practice never does)."
 )
 
 
@@ -45,8 +45,9 @@ def drill_cadence(ctx: CheckContext) -> Outcome:
     old: a quarterly drill, with a day of slack.
 
     Only a real drill counts: mode `drill`, not a dry run, status `succeeded`. An
-    incident failover, a dry run or a failed drill proves less than a drill that
-    completed and failed back.
+    incident failover, a dry run, a failed drill or a practice (which never fences the
+    primary nor switches the production record) proves less than a drill that completed
+    and failed back.
 
     "Never drilled" and "too long ago" fail but do not block: blocking would stop the
     very drill that fixes them. Without a history store the check warns, as it cannot

@@ -118,9 +118,13 @@ def run(
         str,
         typer.Option(
             "--mode",
-            help="drill: fail back after measuring. incident: take over and stay at DR. "
-            "failback: bring production home from DR after an incident (only while the plan "
-            "serves from DR).",
+            help="drill: fence the primary, switch the production DNS record to DR, fail "
+            "back after measuring. practice: bring DR's critical tier up beside the primary "
+            "(never fenced; the production record never changed), verify it through "
+            "practice.record or at DR's endpoint, return DR to standby; refused (exit 3) "
+            "when it would touch what the primary serves from. incident: fence, switch DNS "
+            "and stay at DR. failback: bring production home from DR after an incident "
+            "(only while the plan serves from DR).",
         ),
     ] = "drill",
     dry_run: Annotated[
@@ -145,6 +149,15 @@ def run(
             "--force-unfenced",
             help="Incident mode only: go on when the primary is unreachable and cannot be fenced. "
             "It may still be serving writes; the report says so.",
+        ),
+    ] = False,
+    ignore_gates: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-gates",
+            help="Drill or practice: go on when a gate cannot be verified (Alertmanager does "
+            "not answer). Needs --reason; written to the audit log. A firing blocking alert "
+            "or a blocked window still refuses (exit 3); gates never stop an incident.",
         ),
     ] = False,
     operator: Annotated[
@@ -177,17 +190,22 @@ def run(
     ] = False,
     db: DbUrl = None,
 ) -> None:
-    """Run a minimum-takeover drill (or a real incident takeover, or the failback after one)
-    and print its report.
+    """Run a minimum-takeover drill (or a practice that leaves production untouched, a real
+    incident takeover, or the failback after one) and print its report.
 
     Exit 0 succeeded (or dry run), 1 failed, 2 bad plan or options, 3 refused (a refused
-    incident or failback is written to the audit log, as the dashboard's refusals are), 4
+    incident or failback is written to the audit log, as the dashboard's refusals are; a
+    practice that would touch what the primary serves from; a drill or practice held back
+    by the plan's gates: a blocking alert, a blocked window, an unverified gate), 4
     declined at the confirmation: nothing changed and no run recorded. If the history store
     stops answering mid-run, a drill rolls back and an incident goes on; both keep their
     journal in a local write-ahead file (DRILLS_STATE_DIR) and write it back when the store
     answers. A PostgreSQL store without durable commits is refused unless
     DRILLS_ALLOW_NONDURABLE_STORE=1."""
     _check_mode(mode, force_unfenced)
+    if ignore_gates and not reason.strip():
+        err.print("[red]--ignore-gates needs a --reason: it is written to the audit log[/]")
+        raise typer.Exit(2)
     plan = load_plan_or_exit(plan_path)
     history = open_history(db)
     view = LiveView(plan.name, mode)
@@ -201,6 +219,7 @@ def run(
         force_unfenced=force_unfenced,
         tier_deadline=tier_deadline,
         sync_deadline=sync_deadline,
+        ignore_gates=ignore_gates,
     )
     hooks = _hooks(view)
     live = not as_json and err.is_terminal
@@ -213,7 +232,8 @@ def run(
 
 def _check_mode(mode: str, force_unfenced: bool) -> None:
     if mode not in tuple(Mode):
-        err.print(Text(f"--mode must be drill, incident or failback, not {mode!r}", style="red"))
+        err.print(Text(f"--mode must be drill, practice, incident or failback, not {mode!r}",
+                       style="red"))  # fmt: skip
         raise typer.Exit(2)
     if force_unfenced and mode != Mode.INCIDENT:
         err.print("[red]--force-unfenced only makes sense with --mode incident[/]")
@@ -231,6 +251,7 @@ def _request(
     force_unfenced: bool,
     tier_deadline: float,
     sync_deadline: float,
+    ignore_gates: bool = False,
 ) -> DrillRequest:
     from drills.takeover.drill import DrillRequest
 
@@ -245,6 +266,7 @@ def _request(
         tier_deadline_s=tier_deadline,
         sync_deadline_s=sync_deadline,
         plan_path=str(plan_path.resolve()),
+        ignore_gates=ignore_gates,
     )
 
 
@@ -277,8 +299,10 @@ def _execute(
     from drills.takeover.drill import Drill
     from drills.takeover.failback import Failback
     from drills.takeover.lease import LeaseHeldError, UnfinishedRunError
+    from drills.takeover.practice import Practice
 
-    drill = (Failback if request.mode == Mode.FAILBACK else Drill)(request, history, hooks)
+    kind = {Mode.FAILBACK: Failback, Mode.PRACTICE: Practice}.get(request.mode, Drill)
+    drill = kind(request, history, hooks)
     try:
         if ask:
             _ask_first(drill)
@@ -290,7 +314,8 @@ def _execute(
             result = drill.run()
     # RunRefused: a failback while the plan is not at DR, a takeover while it is.
     except (LeaseHeldError, UnfinishedRunError, RunRefused) as exc:
-        err.print(Text(f"refused: {exc}", style="bold red"))
+        # One line, however narrow the terminal: a log keeps it whole.
+        err.print(Text(f"refused: {exc}", style="bold red"), soft_wrap=True)
         _audit_refusal(request, history, f"refused: {exc}")
         raise typer.Exit(EXIT_REFUSED) from None
     except Exception as exc:  # before the first change: nothing to undo, one line
@@ -419,7 +444,8 @@ def short_id(history: HistoryStore, run_id: str) -> str:
 def history_cmd(
     plan: Annotated[str | None, typer.Option("--plan", help="Only runs of this plan.")] = None,
     mode: Annotated[
-        str | None, typer.Option("--mode", help="Only drill, incident or failback runs.")
+        str | None,
+        typer.Option("--mode", help="Only drill, practice, incident or failback runs."),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="How many runs, newest first.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of runs.")] = False,

@@ -17,7 +17,7 @@ from typing import Any
 from drills.evidence.findings import open_counts
 from drills.store import runs as run_queries
 from drills.store.history import HistoryStore
-from drills.store.kinds import Mode
+from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun
 from drills.text import for_markdown
 
@@ -81,6 +81,8 @@ class PlanCoverage:
     incidents: int
     open_findings: int
     chain: str
+    # Succeeded practice runs, counted on their own: a practice is never a drill.
+    practices: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,6 +141,10 @@ def _failback_ok(run: DrillRun) -> bool:
     return any(p.get("name") == "failback" and p.get("status") == "ok" for p in run.timeline or [])
 
 
+def _practised(run: DrillRun) -> bool:
+    return run.mode == Mode.PRACTICE and not run.dry_run and run.status == RunStatus.SUCCEEDED
+
+
 def _chain_cell(chain: ChainStatus, plan: str) -> str:
     if not chain.checked:
         return "not verified"
@@ -179,6 +185,7 @@ def coverage(
                 incidents=sum(1 for r in mine if r.mode == Mode.INCIDENT),
                 open_findings=open_count.get(name, 0),
                 chain=_chain_cell(status, name),
+                practices=sum(1 for r in mine if _practised(r)),
             )
         )
     return Coverage(str(period), since.isoformat(), now.isoformat(), rows, status, list(unreadable))
@@ -198,14 +205,15 @@ def coverage_markdown(report: Coverage) -> str:
         f"generated {report.generated_at}.",
         f"History chain: {for_markdown(report.chain.detail)}",
         "",
-        "| plan | drilled in period | last drill | failback drilled | incidents | open findings "
-        "| chain |",
-        "|---|---|---|---|---|---|---|",
+        "| plan | drilled in period | last drill | failback drilled | practices | incidents "
+        "| open findings | chain |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for p in report.plans:
         lines.append(
             f"| {for_markdown(p.plan)} | {_yes(p.drilled)} | {p.last_drill or 'never'} "
-            f"| {_yes(p.failback_drilled)} | {p.incidents} | {p.open_findings} | {p.chain} |"
+            f"| {_yes(p.failback_drilled)} | {p.practices} | {p.incidents} | {p.open_findings} "
+            f"| {p.chain} |"
         )
     if report.unreadable:
         lines += ["", "Plan files that cannot be read (their plans' coverage is unknown):", ""]
@@ -214,6 +222,8 @@ def coverage_markdown(report: Coverage) -> str:
         "",
         "A plan is drilled when a drill of it (not a dry run) succeeded in the period. Failback "
         "is drilled when such a drill's failback phase succeeded.",
+        "Practices (succeeded practice runs) are counted on their own: a practice never "
+        "fences the primary nor switches the production record, so it never counts as a drill.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -11,7 +11,7 @@ from drills.plan import DrillPlan
 from drills.plan.durations import format_duration
 from drills.store.details import FailbackRecord, StuckRecord
 
-WHAT = {"incident": "incident takeover", "failback": "failback"}
+WHAT = {"incident": "incident takeover", "failback": "failback", "practice": "practice"}
 
 
 def _seconds(value: float | None) -> str:
@@ -28,7 +28,7 @@ def run_started(plan: str, run_id: str, mode: str, operator: str, reason: str) -
         plan,
         f"{plan}: {what} started (run {run_id})",
         tuple(changed),
-        Severity.INFO if mode == "drill" else Severity.WARNING,
+        Severity.INFO if mode in ("drill", "practice") else Severity.WARNING,
         (),
         "history",
         {"run_id": run_id, "mode": mode, "operator": operator},
@@ -210,7 +210,7 @@ def announce_incident_closed(
 def run_orphaned(plan: str, run_id: str, mode: str, outcome: str, error: str | None) -> Notice:
     """A run whose orchestrator died, and what recover-orphans made of it."""
     incident = mode == "incident"
-    what = {"incident": "incident takeover", "failback": "failback"}.get(mode, "drill")
+    what = WHAT.get(mode, "drill")
     changed = [f"{what} run {run_id} lost its orchestrator (its lease expired): {outcome}"]
     if error:
         changed.append(f"error: {error}")

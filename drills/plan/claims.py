@@ -88,6 +88,8 @@ def plan_claims(plan: DrillPlan) -> tuple[Claim, ...]:
     """Every target the plan's takeover touches, each once, in a stable order."""
     found: set[Claim] = set(_workloads(plan))
     found.add(Claim("dns", f"{plan.dns.record.name} {plan.dns.record.type.value}"))
+    if plan.practice.record is not None:
+        found.add(Claim("dns", f"{plan.practice.record} {plan.dns.record.type.value}"))
     for ds in plan.datasets:
         found.add(_bucket(plan.sites.primary, ds.primary_bucket))
         found.add(_bucket(plan.sites.dr, ds.dr_bucket))

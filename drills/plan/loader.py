@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_valid
 
 from drills.errors import PlanError, PlanProblem
 from drills.plan.errors import CREDENTIAL_KEY_HINT, translate
+from drills.plan.gates import Gates
 from drills.plan.lint import PlanWarning, findings
 from drills.plan.models import (
     Approval,
@@ -45,6 +46,7 @@ from drills.plan.models import (
     OciAuth,
     OciRegistry,
     PlanModel,
+    Practice,
     RecordType,
     Registry,
     Rfc2136Dns,
@@ -164,6 +166,10 @@ class DrillPlan(PlanModel):
     to one or more Apprise URLs."""
     evidence: EvidenceSettings = EvidenceSettings()
     """Where the evidence chain's checkpoints are kept outside the store."""
+    practice: Practice = Practice()
+    """The practice name `drills run --mode practice` verifies DR through."""
+    gates: Gates = Gates()
+    """Alerts and change freezes that refuse a drill or a practice (never an incident)."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
@@ -201,8 +207,18 @@ class DrillPlan(PlanModel):
                 for i, secret in enumerate(self.secrets.aws)
                 if secret.per_site
             ]
+        rules += self._practice_rules()
         raise_rules("plan", rules)
         return self
+
+    def _practice_rules(self) -> list[Rule]:
+        name = self.practice.record
+        if name is None or not isinstance(self.dns, Rfc2136Dns):
+            return []
+        zone = self.dns.zone
+        if name == zone or name.endswith("." + zone):
+            return []
+        return [(("practice", "record"), f"{name} is not inside the zone {zone}")]
 
     def _capacity_rules(self) -> list[Rule]:
         serving = [w for w in self.workloads if w.tier is not Tier.BATCH and w.dr_replicas > 0]

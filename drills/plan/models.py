@@ -629,3 +629,14 @@ class EvidenceSettings(PlanModel):
         description="A directory, or s3://bucket/prefix (Object Lock used where the bucket "
         "has it): `drills evidence checkpoint` and the readiness deployment write there.",
     )
+
+
+class Practice(PlanModel):
+    """How `drills run --mode practice` sees DR serve without touching production."""
+
+    record: DnsName | None = Field(
+        None,
+        description="A name of its own (never one production serves from) that a practice "
+        "points at DR's value and removes afterwards, restoring what it held. Without it, "
+        "a practice probes DR's endpoint directly.",
+    )

@@ -159,6 +159,9 @@ class RunDetails(_Stored):
     incident: IncidentLink | None = None  # an incident or a failback: the incident record
     failback: FailbackRecord | None = None  # a failback run: downtime and the data copied back
     stuck: StuckRecord | None = None  # an incident held when a deadline passed part-way
+    # The plan's gates as they stood at the start (drills.takeover.gates): an incident
+    # lists them, a skipped scheduled run says which held it back.
+    gates: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def full_capacity_seconds(self) -> float | None:

@@ -29,7 +29,7 @@ def _way_back_checked(failback: DrillRun | None) -> str | None:
 def incident_record(run: DrillRun, store: HistoryStore) -> dict[str, Any] | None:
     """The incident ``run`` belongs to (an incident, or the failback of one); None for a
     drill, a dry run, or a failback that names no incident."""
-    if run.dry_run or run.mode == Mode.DRILL:
+    if run.dry_run or Mode(run.mode).rehearsal:
         return None
     incident, failback = run, None
     link = run.details.incident

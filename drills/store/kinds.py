@@ -14,6 +14,13 @@ class Mode(StrEnum):
     DRILL = "drill"  # a rehearsal: it fails back and is verified against the state before
     INCIDENT = "incident"  # a real failover: never failed back on its own
     FAILBACK = "failback"  # the way home after an incident: a planned move back to the primary
+    # DR brought up and verified beside the primary, never fenced, then stood down again
+    PRACTICE = "practice"
+
+    @property
+    def rehearsal(self) -> bool:
+        """Ends where it started: a failure rolls it back, `drills recover` too."""
+        return self in (Mode.DRILL, Mode.PRACTICE)
 
 
 class RunStatus(StrEnum):
@@ -28,6 +35,7 @@ class RunStatus(StrEnum):
     ROLLBACK_FAILED = "rollback-failed"
     RECOVERED = "recovered"  # set by `drills recover`
     RECOVER_FAILED = "recover-failed"
+    SKIPPED = "skipped"  # a scheduled drill or practice a gate held back: nothing changed
 
     @property
     def succeeded(self) -> bool:

@@ -60,6 +60,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "state_differences": details.drift,
         "readiness": run.readiness,
         "incident": incident_record(run, store),
+        "gates": details.gates,
     }
 
 
@@ -80,6 +81,13 @@ def _code(value: object) -> str:
     return "`" + for_terminal(str(value)).replace("`", "'") + "`"
 
 
+# A practice proves DR comes up, not that the primary can be fenced and the record moved.
+PRACTICE_CADENCE_LINE = (
+    "- **Cadence:** a practice never fences the primary nor switches the production "
+    "record, so it does not count for the quarterly drill cadence (drill.cadence)."
+)
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     """The run as Markdown. Everything that came from outside the code (plan names,
     people's words, servers' answers) goes through _text or _code, so a report can't
@@ -92,6 +100,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         *_journal(data["journal"]),
         *_intended_changes(data["planned_changes"]),
         *_state_after_the_drill(data),
+        *_gates(data.get("gates") or []),
         *_readiness(data.get("readiness") or {}),
     ]
     return "\n".join(lines) + "\n"
@@ -115,6 +124,8 @@ def _summary(data: dict[str, Any]) -> list[str]:
         lines.append(_approval(data["approval"]))
     if data.get("unfenced"):
         lines.append("- **WARNING:** the primary was unreachable and was NOT fenced (forced).")
+    if run["mode"] == Mode.PRACTICE:
+        lines.append(PRACTICE_CADENCE_LINE)
     return lines
 
 
@@ -210,7 +221,16 @@ def _state_after_the_drill(data: dict[str, Any]) -> list[str]:
 def _put_back_after_changes(run: dict[str, Any]) -> bool:
     # Only then is there a state to hold against the snapshot: an incident stays at DR,
     # and a dry run or an aborted drill never changed anything.
-    return run["mode"] == Mode.DRILL and not run["dry_run"] and run["status"] != RunStatus.ABORTED
+    return Mode(run["mode"]).rehearsal and not run["dry_run"] and run["status"] != RunStatus.ABORTED
+
+
+def _gates(gates: list[dict[str, Any]]) -> list[str]:
+    if not gates:
+        return []
+    lines = ["", "## Gates at the start", "", "| gate | state | detail |", "|---|---|---|"]
+    for g in gates:
+        lines.append(f"| {g['kind']} {_code(g['name'])} | {g['state']} | {_text(g['detail'])} |")
+    return lines
 
 
 def _readiness(readiness: dict[str, Any]) -> list[str]:

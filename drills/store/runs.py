@@ -110,7 +110,11 @@ def coverage_runs_since(store: HistoryStore, since: dt.datetime) -> list[DrillRu
     loaded (plan, mode, dry run, timeline): a year of runs without their reports."""
     query = (
         select(DrillRun)
-        .options(load_only(DrillRun.plan, DrillRun.mode, DrillRun.dry_run, DrillRun.timeline))
+        .options(
+            load_only(
+                DrillRun.plan, DrillRun.mode, DrillRun.dry_run, DrillRun.timeline, DrillRun.status
+            )
+        )
         .where(DrillRun.started_at >= since)
         .order_by(DrillRun.started_at)
     )

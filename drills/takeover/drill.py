@@ -38,6 +38,7 @@ from drills.store.models import DrillRun
 from drills.store.serving import serving_from_dr_refusal
 from drills.takeover.cancellation import cancel_run
 from drills.takeover.forecasted import forecast_record
+from drills.takeover.gates import gate_run
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
 from drills.takeover.live import LiveTimeline
 from drills.takeover.measure import Measurement, measure_facts
@@ -99,6 +100,10 @@ class DrillRequest:
     # How long a run that ended waits for a history store that does not answer, to write
     # its record; past it, the record waits in the run's write-ahead file.
     store_wait_s: float = 600.0
+    # A scheduled run that a gate holds back is skipped (recorded), not refused.
+    scheduled: bool = False
+    # Go on when a gate cannot be verified (Alertmanager does not answer); audited.
+    ignore_gates: bool = False
 
     def __post_init__(self) -> None:
         # Callers outside typed code (a flow's parameters, a test) may give the plain word.
@@ -114,6 +119,12 @@ def approval_question(request: DrillRequest) -> tuple[str, str]:
             f"Approve the failback of {name}?",
             "Approving stops the DR writers, waits until their writes are at the primary, "
             "brings the primary up, switches DNS back to it and returns DR to standby.",
+        )
+    if request.mode == Mode.PRACTICE:
+        return (
+            f"Approve the practice of {name}?",
+            "Approving brings DR's critical tier up beside the primary, which is not fenced "
+            "and keeps its DNS record, verifies DR, then returns it to standby.",
         )
     effect = "Approving fences the primary site and brings DR up"
     if request.mode == Mode.DRILL:
@@ -193,8 +204,25 @@ class Drill:
         (before anything is recorded or changed) when another run has the plan, and
         RunRefused when the plan already serves from DR."""
         self._thread_id = threading.get_ident()
+        held_back = gate_run(self.request, self.history, self.details)
+        if held_back is not None:
+            return self._skipped(held_back)
         with self._exclusive():
             return self._run()
+
+    def _skipped(self, why: str) -> DrillResult:
+        """A scheduled run a gate held back: recorded as skipped, nothing leased or changed."""
+        now = utc_now()
+        self.history.create_run(
+            DrillRun(
+                id=self.run_id, plan=self.plan.name, plan_digest=plan_digest(self.plan),
+                mode=self.request.mode, dry_run=False, operator=self.request.operator,
+                reason=self.request.reason, status=RunStatus.SKIPPED, started_at=now,
+                finished_at=now, flow_run_id=self.request.flow_run_id, details=self.details,
+                error=why,
+            )
+        )  # fmt: skip
+        return DrillResult(self.run_id, RunStatus.SKIPPED, None, None, self.timeline, error=why)
 
     def preview(self) -> list[PlannedChange]:
         """Every change a run would make, as the world stands now. Nothing is recorded and no
@@ -202,6 +230,7 @@ class Drill:
         no run behind. Raises RunRefused or UnfinishedRunError as ``run`` would."""
         self._refuse_at_dr()
         self._refuse_unfinished()
+        gate_run(self.request, self.history, RunDetails(), audit=False)  # refused before asking
         with Targets(self.plan) as targets:
             return self._planned(self._preview_context(targets))
 
@@ -352,7 +381,7 @@ class Drill:
 
         An incident reads it beside its preflight, so the fence is not held up by it.
         """
-        if self.request.mode == Mode.DRILL:
+        if self.request.mode.rehearsal:
             self._preflight(ctx)
             before = take(self.plan, ctx.targets)
         elif self.request.dry_run:
@@ -365,7 +394,7 @@ class Drill:
         # Durable before the first change: `drills recover` and a failback verify against it.
         self.details.snapshot_before = before
         self._update(details=self.details)
-        return before if self.request.mode == Mode.DRILL else {}
+        return before if self.request.mode.rehearsal else {}
 
     def _incident_snapshot(self, ctx: PhaseContext) -> Snapshot:
         """An incident's state before, read beside its preflight. The primary may be down:
@@ -408,7 +437,7 @@ class Drill:
         self._going_forward(False)
         error = str(exc) or "cancelled by an interrupt"
         log.warning("run %s %s", self.run_id, error)
-        if self.request.mode != Mode.DRILL:
+        if not self.request.mode.rehearsal:
             return self._incident_stopped(RunStatus.CANCELLED, error)
         result = self._rollback(ctx, before, error)
         if result.status == RunStatus.ROLLED_BACK:
@@ -421,7 +450,7 @@ class Drill:
         self._going_forward(False)
         error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, DrillError) else str(exc)
         log.error("run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError))
-        if self.request.mode != Mode.DRILL:
+        if not self.request.mode.rehearsal:
             return self._incident_stopped(RunStatus.FAILED, error, retry=transient(exc))
         return self._rollback(ctx, before, error)
 
@@ -486,7 +515,7 @@ class Drill:
         self.readiness = run_readiness(self.plan, history=self.history, registry=self.hooks.checks)
         blocking = [r.id for r in self.readiness.blocking]
         step.evidence = {"blocking": blocking, "checks": len(self.readiness.results)}
-        if blocking and self.request.mode == Mode.DRILL:
+        if blocking and self.request.mode.rehearsal:
             step.result = f"blocked by {', '.join(blocking)}"
             raise DrillAborted(f"preflight: blocking readiness failures: {', '.join(blocking)}")
         if blocking:
@@ -581,7 +610,7 @@ class Drill:
     def _halts_on_outage(self) -> bool:
         """A store that does not answer stops a drill going forward; an incident goes on
         toward service, and an undo goes on to its end."""
-        return self.request.mode == Mode.DRILL and not self._undoing
+        return self.request.mode.rehearsal and not self._undoing
 
     def _update(self, **fields: Any) -> None:
         """Write some of the run's fields, now or, while the store is out, once it is back."""
@@ -615,7 +644,7 @@ class Drill:
         """
         if result.status == RunStatus.ROLLBACK_FAILED:
             return True
-        if self.request.mode == Mode.DRILL:
+        if self.request.mode.rehearsal:
             return bool(self.journal.to_undo())
         return result.status != RunStatus.SUCCEEDED and bool(self.journal.to_undo())
 

@@ -89,7 +89,9 @@ def _action(run: DrillRun) -> Action | None:
     completed after it."""
     if is_stuck(run):
         return "complete"
-    return {Mode.DRILL: "rollback", Mode.FAILBACK: None}.get(run.mode, "hold")
+    return {Mode.DRILL: "rollback", Mode.PRACTICE: "rollback", Mode.FAILBACK: None}.get(
+        run.mode, "hold"
+    )
 
 
 _WORDS = {

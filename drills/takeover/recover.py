@@ -255,9 +255,11 @@ def recover(
 def _choose(run: DrillRun, action: Action | None, journal: Journal) -> Action | None:
     """The action a run's mode allows: a drill rolls back; an incident completes, holds
     or (explicitly) fails back; a failback follows its DNS switch."""
-    if run.mode == Mode.DRILL:
+    if Mode(run.mode).rehearsal:  # a run made in code may hold the plain word
         if action not in (None, "rollback"):
-            raise RecoverError("a drill is always rolled back; --complete/--hold are for incidents")
+            raise RecoverError(
+                f"a {run.mode} is always rolled back; --complete/--hold are for incidents"
+            )
         return "rollback"
     if run.mode == Mode.FAILBACK:
         return failback_action(action, journal)

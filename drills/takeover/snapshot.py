@@ -35,7 +35,10 @@ def touched(plan: DrillPlan) -> list[tuple[str, str]]:
             found.append(
                 ("workload.scale", workload_address(role, str(w.kind), w.namespace, w.name))
             )
-    found.append(("dns.record", record_address(plan.dns.record.name, str(plan.dns.record.type))))
+    rtype = str(plan.dns.record.type)
+    found.append(("dns.record", record_address(plan.dns.record.name, rtype)))
+    if plan.practice.record is not None:  # a practice points it at DR, then restores it
+        found.append(("dns.name", record_address(plan.practice.record, rtype)))
     return found
 
 

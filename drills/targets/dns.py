@@ -85,6 +85,10 @@ class DnsTarget(ABC):
         """Replace the whole record set with ``value``; raises unless the provider accepted."""
 
     @abstractmethod
+    def delete(self, name: str, rtype: str) -> None:
+        """Remove the whole record set, if there is one; raises unless the provider accepted."""
+
+    @abstractmethod
     def check_control(self, name: str, rtype: str) -> None:
         """Prove our credentials could change the record, without changing it.
 

@@ -245,6 +245,18 @@ class Rfc2136Target(DnsTarget):
         log.info("%s: %s %s set to %s (TTL %d)", self.target, name, rtype, value, ttl)
         return ChangeResult(self.target, name, rtype, value, ttl, sent_to=self.primary)
 
+    def delete(self, name: str, rtype: str) -> None:
+        def once() -> None:
+            # Deleting a record set that is not there is no error: sent twice, it is one delete.
+            message = self._update_message()
+            message.delete(name, rtype)
+            rcode = self._send_update(message)
+            if rcode != dns.rcode.NOERROR:
+                raise rcode_error(self.server_target(self.primary), rcode)
+
+        retry_call(once, policy=self.retry)
+        log.info("%s: %s %s removed", self.target, name, rtype)
+
     def check_control(self, name: str, rtype: str) -> None:
         """A TSIG-signed update with one true prerequisite and no change at all.
 

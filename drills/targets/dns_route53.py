@@ -135,6 +135,24 @@ class Route53Target(DnsTarget):
             self.target, name, rtype, value, ttl, sent_to=self.server, change_id=change_id
         )
 
+    def delete(self, name: str, rtype: str) -> None:
+        # Route 53 deletes a record set only when given it whole, as it stands.
+        record = self._record_set(name, rtype)
+        if record is None:
+            return
+        aws.call(
+            self.target,
+            self._client.change_resource_record_sets,
+            HostedZoneId=self.zone_id,
+            ChangeBatch={
+                "Comment": "drills: practice name removed",
+                "Changes": [{"Action": "DELETE", "ResourceRecordSet": record}],
+            },
+        )
+        with self._lock:
+            self._changes.pop((normalize_name(name), rtype), None)
+        log.info("%s: %s %s removed", self.target, name, rtype)
+
     def check_control(self, name: str, rtype: str) -> None:
         """The zone exists and holds the name, the record reads, and a change is allowed.
 

@@ -77,9 +77,14 @@ def resolve_authoritative(dns: DnsTarget, host: str) -> str:
     return next(iter(values))[0]
 
 
-def smoke_once(client: httpx.Client, probe: SmokeProbe, dns: DnsTarget) -> ProbeResult:
+def smoke_once(
+    client: httpx.Client, probe: SmokeProbe, dns: DnsTarget, via: str | None = None
+) -> ProbeResult:
+    """One probe. ``via``, when given, is the name resolved in place of the probe's own
+    host (a practice reaches DR through a name of its own); the Host header stays the
+    probe's, so DR is asked for what production is asked for."""
     parts = urlsplit(str(probe.url))
-    host = parts.hostname or ""
+    host = via or parts.hostname or ""
     try:
         address = host if is_ip(host) else resolve_authoritative(dns, host)
     except LookupError as exc:
@@ -105,12 +110,13 @@ def smoke_until(
     *,
     interval: float = 0.1,
     stop: threading.Event | None = None,
+    via: str | None = None,
 ) -> ProbeResult:
     """Probe until it passes, its timeout expires or ``stop`` is set; returns the last result."""
     deadline = time.monotonic() + probe.timeout
     stopped = stop or threading.Event()
     with new_client(read_timeout=PROBE_TIMEOUT_S) as client:
         while True:
-            result = smoke_once(client, probe, dns)
+            result = smoke_once(client, probe, dns, via)
             if result.ok or time.monotonic() >= deadline or stopped.wait(interval):
                 return result

@@ -162,8 +162,10 @@ class KubeApi:
                     path=path,
                     code=code,
                     user_agent=req.user_agent,
+                    method=req.method,
                 )
-        return AuditEvent(verb=req.method.lower(), path=path, code=code, user_agent=req.user_agent)
+        return AuditEvent(verb=req.method.lower(), path=path, code=code, user_agent=req.user_agent,
+                          method=req.method)  # fmt: skip
 
     # -- routing ---------------------------------------------------------
 

@@ -3,7 +3,8 @@
 Each request becomes one event with the attributes the real API server's authorizer
 decides on (verb, API group, resource, subresource, namespace, name; or the path of a
 non-resource URL such as ``/version``), plus the reply's code and the client's
-User-Agent, as a Kubernetes audit log at level Metadata records them. Bodies are
+User-Agent, as a Kubernetes audit log at level Metadata records them, and the HTTP
+method and the site whose server answered (so a test can count writes to one site). Bodies are
 never recorded: a Secret read through the lab must not end up in a file.
 
 The log is opt-in: in memory (``AuditLog()``, read with :meth:`AuditLog.events`), and
@@ -15,9 +16,10 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # HTTP methods as the authorizer names them, for requests on a resource.
 _RESOURCE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -35,6 +37,12 @@ class AuditEvent:
     path: str = ""
     code: int = 0
     user_agent: str = ""
+    method: str = ""  # the HTTP method itself: a write is POST, PUT, PATCH or DELETE
+    site: str = ""  # which site's server answered it
+
+    @property
+    def is_write(self) -> bool:
+        return self.method in WRITE_METHODS
 
     @property
     def is_resource(self) -> bool:
@@ -55,14 +63,16 @@ def resource_verb(method: str, *, named: bool, watch: bool) -> str:
 class AuditLog:
     """Events in the order the server answered them; thread-safe."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, site: str = "") -> None:
         self.path = path
+        self.site = site
         self._events: list[AuditEvent] = []
         self._lock = threading.Lock()
         if path is not None:
             path.write_text("")  # a fresh log per server: events of an earlier lab are not ours
 
     def record(self, event: AuditEvent) -> None:
+        event = replace(event, site=self.site)
         with self._lock:
             self._events.append(event)
             if self.path is not None:

@@ -97,9 +97,10 @@ def test_drill_a_hundred_days_ago_fails(plan: DrillPlan, history: HistoryStore) 
         {"status": "failed"},
         {"dry_run": True},
         {"mode": "incident"},
+        {"mode": "practice"},  # never fences the primary nor switches the record
         {"plan": "another-plan"},
     ],
-    ids=["failed", "dry-run", "incident", "other-plan"],
+    ids=["failed", "dry-run", "incident", "practice", "other-plan"],
 )
 def test_only_a_succeeded_real_drill_of_this_plan_counts(
     plan: DrillPlan, history: HistoryStore, recent: dict[str, Any]

@@ -227,3 +227,34 @@ def test_the_approval_form_says_what_approving_does_by_mode(tmp_path: Path) -> N
         assert "fences the primary site and brings DR up" in texts[mode], texts[mode]
     question, effect = approval_question(DrillRequest(plan, mode="failback"))
     assert failback.startswith(f"**{question}** {effect}")
+
+
+def test_a_scheduled_practice_in_a_blocked_window_is_skipped_not_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows.drill import minimum_takeover_drill
+    from tests.support.drill import offline_lab_plan_data
+
+    monkeypatch.setenv("DRILLS_DB_URL", f"sqlite:///{tmp_path / 'skipped-history.db'}")
+    data = offline_lab_plan_data()
+    data["gates"] = {"blocked_windows": [{"name": "freeze", "dates": [
+        (dt.datetime.now(dt.UTC) + dt.timedelta(days=d)).date().isoformat() for d in (-1, 0, 1)
+    ]}]}  # fmt: skip
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    state = minimum_takeover_drill(
+        plan=str(path), mode="practice", scheduled=True, operator="prefect-schedule",
+        return_state=True,
+    )  # fmt: skip
+    assert state.is_completed(), state
+    assert "skipped" in (state.message or "") and "freeze" in (state.message or "")
+    [run] = HistoryStore().list_runs(plan="lab")
+    assert (run.mode, run.status, run.verdict) == ("practice", "skipped", None)
+    practice = approval_question_of(path, "practice")
+    assert "not fenced" in practice and "returns it to standby" in practice
+
+
+def approval_question_of(path: Path, mode: str) -> str:
+    from drills.takeover.drill import DrillRequest, approval_question
+
+    return " ".join(approval_question(DrillRequest(load_plan(path), mode=mode)))

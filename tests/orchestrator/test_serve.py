@@ -158,8 +158,13 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
     assert status["warm_running"] and status["warm_pid"] == info.warm_pid
     by_name = {d["name"]: d for d in status["deployments"]}
     assert set(by_name) == {
-        "quarterly-drill", "readiness-check", "declare-incident", "failback", "recover-orphans"
+        "quarterly-drill", "weekly-practice", "readiness-check", "declare-incident", "failback",
+        "recover-orphans",
     }  # fmt: skip
+    # The practice keeps its own weekly cron: the plan's `schedule:` is the drill's.
+    assert by_name["weekly-practice"]["schedules"] == ["cron 0 4 * * 1 (UTC)"]
+    assert by_name["weekly-practice"]["parameters"]["mode"] == "practice"
+    assert by_name["weekly-practice"]["parameters"]["scheduled"] is True
     assert by_name["recover-orphans"]["schedules"] == ["every 1m"]
     # prefect.yaml carries no cron for it: serve deploys the `schedule:` of the plan it runs.
     drill_plan = Path(info.project_dir) / by_name["quarterly-drill"]["parameters"]["plan"]

@@ -64,6 +64,22 @@ def target(
     )
 
 
+def test_a_practice_name_is_created_then_removed_leaving_no_record(
+    zone: tuple[str, str], moto_server: MotoServer
+) -> None:
+    zone_id, name = zone
+    practice = f"practice.{name}"
+    with target(zone_id, name, moto_server.url) as r53:
+        [absent] = r53.read(practice, "A")
+        assert (absent.values, absent.ttl) == ((), None)
+        r53.update(practice, "A", "127.0.0.3", 60)
+        assert r53.read(practice, "A")[0].values == ("127.0.0.3",)
+        r53.delete(practice, "A")
+        assert r53.read(practice, "A")[0] == absent
+        r53.delete(practice, "A")  # already gone: nothing to do, no error
+        assert r53.read(f"api.{name}", "A")[0].values == ("127.0.0.2",)  # its neighbour kept
+
+
 def test_read_upsert_confirm_and_read_back(zone: tuple[str, str], moto_server: MotoServer) -> None:
     zone_id, name = zone
     record = f"api.{name}"

@@ -116,3 +116,23 @@ def test_the_fleet_says_where_a_plan_serves_as_drills_status_does(ui_env: UiEnv)
     assert serving == {"back": "primary", "away": "dr"}
     assert recorded_serving(ui_env.store(), "back").site == "primary"
     assert recorded_serving(ui_env.store(), "away").site == "dr"
+
+
+def test_the_fleet_calendar_draws_each_plans_blocked_windows(ui_env: UiEnv) -> None:
+    tomorrow = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).date()
+    data = offline_lab_plan_data()
+    data["name"] = "frozen"
+    data["gates"] = {"blocked_windows": [
+        {"name": "release *freeze*", "dates": [tomorrow.isoformat()]},
+        {"name": "weekend", "cron": "0 18 * * 5", "duration": "64h"},
+    ]}  # fmt: skip
+    (ui_env.tmp_path / "frozen.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    ui_env.set("DRILLS_PLANS", str(ui_env.tmp_path / "*.yaml"))
+    at = open_page()
+    text = shown(at)
+    assert "Blocked windows" in text and "release \\*freeze\\* (frozen)" in text
+    assert "weekend (frozen)" in text
+    [chart] = at.get("vega_lite_chart")
+    assert '"blocked"' in chart.proto.spec  # drawn in a colour of its own
+    drawn = str(chart.proto)  # the chart's rows travel beside the spec
+    assert "blocked: release *freeze*" in drawn and "blocked: weekend" in drawn

@@ -10,8 +10,9 @@ import altair as alt
 import pandas as pd  # type: ignore[import-untyped]
 import streamlit as st
 
+from drills.text import for_markdown
 from ui import components, data
-from ui.fleet import CALENDAR_DAYS, FleetRow, Window
+from ui.fleet import CALENDAR_DAYS, Blocked, FleetRow, Window
 from ui.settings import load_settings
 
 KEY = "fleet"
@@ -66,9 +67,17 @@ def _filtered(rows: list[FleetRow]) -> list[FleetRow]:
     ]
 
 
-def _calendar(windows: list[Window]) -> None:
+def _calendar(windows: list[Window], blocked: list[Blocked]) -> None:
     st.subheader("Scheduled drills", divider="gray")
-    if not windows:
+    if blocked:
+        shown = "; ".join(
+            f"{for_markdown(b.name)} ({b.plan}) {components.when(b.start)} → "
+            f"{components.when(b.end)}"
+            for b in blocked[:10]
+        )
+        st.caption(f"Blocked windows (drills and practices refused, scheduled ones skipped): "
+                   f"{shown}")  # fmt: skip
+    if not windows and not blocked:
         st.caption("No plan schedules a drill in the coming weeks (`schedule:` in the plan).")
         return
     clashes = [w for w in windows if w.overlaps]
@@ -83,8 +92,13 @@ def _calendar(windows: list[Window]) -> None:
         )
     frame = pd.DataFrame(
         [{"plan": w.plan, "start": w.start, "end": w.end,
+          "kind": "overlaps" if w.overlaps else "drill",
           "overlap": "overlaps " + ", ".join(w.overlaps) if w.overlaps else "alone"}
          for w in windows]
+        + [{"plan": b.plan, "start": b.start, "end": b.end, "kind": "blocked",
+            "overlap": f"blocked: {b.name}"}
+           for b in blocked],
+        columns=["plan", "start", "end", "kind", "overlap"],
     )  # fmt: skip
     # The calendar's weeks on the axis, whatever the windows: a drill lasts minutes, so
     # each window is its bar and a tick at its start, seen at this scale too.
@@ -93,8 +107,13 @@ def _calendar(windows: list[Window]) -> None:
     base = alt.Chart(frame).encode(
         x=alt.X("start:T", title="UTC", scale=alt.Scale(domain=weeks)),
         y=alt.Y("plan:N", title=None, sort=None),
-        color=alt.condition(
-            alt.datum.overlap != "alone", alt.value("#e45756"), alt.value("#4c78a8")
+        # A drill alone in blue, one that overlaps another in red, a blocked window in grey.
+        color=alt.Color(
+            "kind:N",
+            scale=alt.Scale(
+                domain=["drill", "overlaps", "blocked"], range=["#4c78a8", "#e45756", "#bab0ac"]
+            ),
+            legend=None,
         ),
         tooltip=["plan", "start:T", "end:T", "overlap"],
     )
@@ -129,7 +148,7 @@ def main() -> None:
                        query_params={"plan": chosen}, icon=":material/fact_check:")  # fmt: skip
         right.page_link("app_pages/history.py", label=f"History of {chosen}",
                         query_params={"plan": chosen}, icon=":material/monitoring:")  # fmt: skip
-    _calendar(fleet.windows)
+    _calendar(fleet.windows, fleet.blocked)
 
 
 main()

@@ -15,7 +15,7 @@ from ui.settings import UISettings, load_settings
 
 KEY = "history"
 ALL = "All"
-MODES = (ALL, Mode.DRILL, Mode.INCIDENT, Mode.FAILBACK)
+MODES = (ALL, Mode.DRILL, Mode.PRACTICE, Mode.INCIDENT, Mode.FAILBACK)
 VERDICTS = (ALL, Verdict.MET, Verdict.MISSED, Verdict.FAILED, Verdict.ABORTED)
 
 

@@ -112,11 +112,33 @@ def _write_record(targets: Targets, address: str, state: State) -> None:
     targets.dns.update(name, rtype, state["values"][0], int(state["ttl"]))
 
 
+# -- a practice name: "name/type", whose absence is a state like any value ---------------
+def _read_name(targets: Targets, address: str) -> State:
+    name, rtype = _split(address, 2)
+    first = targets.dns.read(name, rtype)[0]
+    return {"values": list(first.values), "ttl": first.ttl}
+
+
+def _restorable_name(address: str, state: State) -> None:
+    if len(state["values"]) > 1:
+        _restorable_record(address, state)
+
+
+def _write_name(targets: Targets, address: str, state: State) -> None:
+    name, rtype = _split(address, 2)
+    _restorable_name(address, state)
+    if not state["values"]:  # it was not there: removing it restores exactly that
+        targets.dns.delete(name, rtype)
+        return
+    targets.dns.update(name, rtype, state["values"][0], int(state["ttl"]))
+
+
 KINDS: dict[str, ChangeKind] = {
     kind.name: kind
     for kind in (
         ChangeKind("workload.scale", _read_replicas, _write_replicas),
         ChangeKind("ingress.class", _read_ingress, _write_ingress),
         ChangeKind("dns.record", _read_record, _write_record, _restorable_record),
+        ChangeKind("dns.name", _read_name, _write_name, _restorable_name),
     )
 }

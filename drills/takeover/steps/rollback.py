@@ -17,7 +17,7 @@ from drills.takeover.timeline import Timeline
 
 
 def _is_dns(change: Change) -> bool:
-    return change.kind == "dns.record"
+    return change.kind in ("dns.record", "dns.name")  # the production name, a practice name
 
 
 def _at_dr(change: Change) -> bool:
