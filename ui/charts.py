@@ -75,8 +75,8 @@ def _forecast_marks(base: alt.Chart) -> alt.Chart:
             y="forecast_s:Q",
             tooltip=[
                 alt.Tooltip("run:N"),
-                alt.Tooltip("forecast_s:Q", title="forecast RTO (s)", format=".1f"),
-                alt.Tooltip("rto_s:Q", title="measured RTO (s)", format=".1f"),
+                alt.Tooltip("forecast_s:Q", title="forecast RTO (s)", format=".3~g"),
+                alt.Tooltip("rto_s:Q", title="measured RTO (s)", format=".3~g"),
             ],
         )
     )
@@ -93,8 +93,8 @@ def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
         alt.Tooltip("run:N"),
         alt.Tooltip("plan:N"),
         alt.Tooltip("started:T", format="%Y-%m-%d %H:%M"),
-        alt.Tooltip("rto_s:Q", title="RTO (s)", format=".1f"),
-        alt.Tooltip("full_s:Q", title="full capacity (s)", format=".1f"),
+        alt.Tooltip("rto_s:Q", title="RTO (s)", format=".3~g"),
+        alt.Tooltip("full_s:Q", title="full capacity (s)", format=".3~g"),
         alt.Tooltip("target_s:Q", title="target (s)"),
         alt.Tooltip("outcome:N"),
     ]
@@ -180,7 +180,7 @@ def gantt(phases: list[dict[str, Any]]) -> CheckedChart:
             tooltip=[
                 alt.Tooltip("phase:N"),
                 alt.Tooltip("status:N"),
-                alt.Tooltip("seconds:Q", format=".2f"),
+                alt.Tooltip("seconds:Q", format=".3~g"),
                 alt.Tooltip("steps:Q"),
             ],
         )

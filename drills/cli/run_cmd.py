@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from drills import timefmt
 from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
 from drills.cli.console import err_console, out_console
 from drills.store.kinds import Mode
@@ -70,7 +71,7 @@ class LiveView:
 
     def __rich__(self) -> Group:
         table = Table(title=self.title, expand=False)
-        for column in ("phase", "step", "status", "s"):
+        for column in ("phase", "step", "status", "took"):
             table.add_column(column)
         with self.lock:
             for phase in self.phases:
@@ -79,19 +80,19 @@ class LiveView:
                     f"[bold]{phase.name}[/]",
                     "",
                     f"[{style}]{phase.status}[/]",
-                    f"{phase.seconds:.2f}",
+                    timefmt.duration(phase.seconds),
                 )
                 for step in phase.steps:
                     style = STATUS_STYLE.get(step.status, "")
                     table.add_row(
-                        "", step.name, f"[{style}]{step.status}[/]", f"{step.seconds:.2f}"
+                        "", step.name, f"[{style}]{step.status}[/]", timefmt.duration(step.seconds)
                     )
                     if step.status == "running" and step.waiting:
                         table.add_row("", Text(f"↻ {step.waiting}", style="yellow"), "", "")
             clock = ""
             if self.t0 is not None:
                 since = (dt.datetime.now(dt.UTC) - self.t0).total_seconds()
-                clock = f"RTO clock: {since:.1f}s since T0"
+                clock = f"RTO clock: {timefmt.duration(since)} since T0"
         return Group(table, Text(clock, style="bold"))
 
 
@@ -399,7 +400,7 @@ def _row(run: DrillRun) -> dict[str, Any]:
 
 
 def _seconds(value: float | None) -> str:
-    return f"{value:.1f}s" if value is not None else ""
+    return timefmt.duration(value) if value is not None else ""
 
 
 # The shortest id `drills history` shows: long enough to read, still far from the full one.
@@ -444,7 +445,7 @@ def history_cmd(
     for shown, r in zip(ids, runs, strict=True):
         table.add_row(
             shown, r.plan, r.mode + (" (dry)" if r.dry_run else ""),
-            f"{r.started_at:%Y-%m-%d %H:%M}", r.status, r.verdict or "",
+            timefmt.moment(r.started_at), r.status, r.verdict or "",
             _seconds(r.rto_seconds), _seconds(r.client_rto_seconds),
             _seconds(r.details.full_capacity_seconds),
         )  # fmt: skip

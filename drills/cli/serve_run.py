@@ -23,6 +23,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from drills import timefmt
 from drills.cli.common import open_history
 from drills.cli.serve_cmd import StateDir, err, fail, serve_app
 from drills.errors import DrillError
@@ -93,9 +94,10 @@ class StepPrinter:
 
 def _step_line(phase: str, step: dict[str, Any], t0: dt.datetime | None) -> str:
     ended = dt.datetime.fromisoformat(step["ended_at"])
-    when = f"T0+{(ended - t0).total_seconds():6.2f}s" if t0 else f"{ended:%H:%M:%S}"
+    when = timefmt.offset((ended - t0).total_seconds()) if t0 else timefmt.clock(ended)
     result = f": {step['result']}" if step.get("result") else ""
-    return f"  {when}  {phase}: {step['name']} {step['status']} ({step['seconds']:.2f}s){result}"
+    took = timefmt.duration(step["seconds"])
+    return f"  {when}  {phase}: {step['name']} {step['status']} ({took}){result}"
 
 
 def _follow(
@@ -110,7 +112,7 @@ def _follow(
     while True:
         if run.state_name != shown:
             shown = run.state_name
-            now = f"{dt.datetime.now():%H:%M:%S}"
+            now = timefmt.clock(dt.datetime.now(dt.UTC))
             err.print(Text(f"  {now}  {run.name}: {run.state_name or run.state_type}"))
             if run.state_type == "PAUSED":
                 err.print(f"  waiting for approval: open {ui}/runs/flow-run/{run.id} and resume it")

@@ -111,7 +111,7 @@ def test_the_history_links_an_incident_to_its_failback_both_ways(ui_env: UiEnv) 
     page = shown(at)
     assert "**Incident record** — closed" in page
     assert "| failed back |" in page and "| closed |" in page
-    assert "**Served from DR:** 1h29m28s" in page, page  # failed back − taken over
+    assert "**Served from DR:** 1 h 29 min" in page, page  # failed back − taken over
     [link] = [x for x in at.page_link if x.value.startswith("Failed back by run")]
     assert link.proto.query_string == f"run={failback}"
     at = _history_of(failback)

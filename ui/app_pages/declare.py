@@ -10,6 +10,7 @@ from typing import Any
 
 import streamlit as st
 
+from drills import timefmt
 from drills.orchestrator.flow_runs import FlowRunProgress
 from drills.store.kinds import Mode, RunStatus
 from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
@@ -69,8 +70,9 @@ def _step_line(step: dict[str, Any], t0: dt.datetime | None) -> str:
     ended = step.get("ended_at")
     when = ""
     if ended and t0 is not None:
-        when = f"T0+{(dt.datetime.fromisoformat(ended) - t0).total_seconds():.1f} s, "
-    took = f"{step['seconds']:.1f} s" if ended else "running"
+        since = (dt.datetime.fromisoformat(ended) - t0).total_seconds()
+        when = f"{timefmt.offset(since)}, "
+    took = components.seconds(step["seconds"]) if ended else "running"
     result = f": {step['result']}" if step.get("result") else ""
     if not ended and step.get("waiting"):  # a target not answering, retried to the deadline
         result = f": ↻ {step['waiting']}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 from urllib.parse import quote
 
 import altair as alt
@@ -21,8 +20,8 @@ ALL = "all"
 def _frame(rows: list[FleetRow]) -> pd.DataFrame:
     now = components.now()
 
-    def age_h(moment: Any) -> float | None:
-        return round((now - moment).total_seconds() / 3600, 1) if moment else None
+    def age(moment: dt.datetime | None) -> str:
+        return components.ago(moment, now) if moment else "never"
 
     return pd.DataFrame(
         [
@@ -32,14 +31,12 @@ def _frame(rows: list[FleetRow]) -> pd.DataFrame:
                 "serving": r.serving,
                 "readiness": r.readiness,
                 "blocking": r.blocking,
-                "readiness age (h)": age_h(r.readiness_at),
-                "last drill age (h)": age_h(r.last_drill_at),
+                "readiness checked": age(r.readiness_at),
+                "last drill": age(r.last_drill_at),
                 "verdict": r.last_verdict or "—",
                 "RTO vs target": components.versus(r.last_rto, r.rto_target),
                 "next drill": components.when(r.next_drill),
-                "days to cadence limit": None
-                if r.cadence_days_left is None
-                else round(r.cadence_days_left, 1),
+                "cadence limit in": _days(r.cadence_days_left),
                 "open findings": r.open_findings,
                 "forecast RTO": components.seconds(r.forecast_rto),
                 "readiness link": f"/readiness?plan={quote(r.plan)}",
@@ -48,6 +45,14 @@ def _frame(rows: list[FleetRow]) -> pd.DataFrame:
             for r in rows
         ]
     )
+
+
+def _days(left: float | None) -> str:
+    """Time to the cadence limit, or how long past it."""
+    if left is None:
+        return "no success yet"
+    written = components.seconds(abs(left) * 86400)
+    return written if left >= 0 else f"overdue {written}"
 
 
 def _filtered(rows: list[FleetRow]) -> list[FleetRow]:

@@ -235,9 +235,11 @@ def _timeline(phases: list[dict[str, Any]] | None) -> None:
 
 def _steps_and_evidence(phases: list[dict[str, Any]]) -> None:
     for phase in phases:
-        st.markdown(f"**{phase['name']}** — {phase['status']}, {phase['seconds']:.2f} s")
+        st.markdown(
+            f"**{phase['name']}** — {phase['status']}, {components.seconds(phase['seconds'])}"
+        )
         for step in phase["steps"]:
-            label = f"{step['status']}: {step['name']} ({step['seconds']:.2f} s)"
+            label = f"{step['status']}: {step['name']} ({components.seconds(step['seconds'])})"
             with st.expander(label):
                 st.write(step["result"] or "—")
                 if step["evidence"]:
