@@ -292,6 +292,16 @@ def live_run(
     return queries.run_for_flow_run(store(settings), flow_run_id, plan_name, declared_at, mode)
 
 
+def runs_going(settings: UISettings, plan_names: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``(plan, mode)`` of each run of these plans not finished yet (dry runs aside): not
+    cached, a form must not offer to start another once one is going."""
+    going = []
+    for plan in plan_names:
+        going += [(plan, str(r.mode)) for r in store(settings).unfinished_runs(plan)
+                  if not r.dry_run]  # fmt: skip
+    return going
+
+
 def live_report(settings: UISettings, run_id: str) -> dict[str, Any] | None:
     run = store(settings).get_run(run_id)
     return report_data(run, store(settings)) if run is not None else None
