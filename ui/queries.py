@@ -57,6 +57,7 @@ class RtoPoint:
     rto_target: float | None
     full_capacity_seconds: float | None = None  # None: not measured (runs before it was)
     forecast_seconds: float | None = None  # what the preflight forecast for it
+    mode: str = "drill"
 
     @property
     def failed(self) -> bool:
@@ -155,6 +156,7 @@ def rto_points(
             target,
             full_capacity,
             forecast,
+            DrillRun.mode,
         )
         .where(DrillRun.id.in_(latest))
         .order_by(DrillRun.started_at)

@@ -118,6 +118,9 @@ def test_the_history_links_an_incident_to_its_failback_both_ways(ui_env: UiEnv) 
     [link] = [x for x in at.page_link if x.value.startswith("Its incident: run")]
     assert link.proto.query_string == f"run={incident}"
     assert "**Incident record** — closed" in shown(at)
+    # A failback's header gives its downtime, never an RTO against a target it has not.
+    labels = [m.label for m in at.metric]
+    assert "Downtime" in labels and "RTO" not in labels, labels
 
 
 def test_an_open_incident_says_it_is_still_served_from_dr(ui_env: UiEnv) -> None:

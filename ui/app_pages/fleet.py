@@ -10,7 +10,7 @@ import pandas as pd  # type: ignore[import-untyped]
 import streamlit as st
 
 from ui import components, data
-from ui.fleet import CALENDAR_DAYS, FleetRow, Window
+from ui.fleet import CALENDAR_DAYS, FleetRow, Window, fleet_style
 from ui.settings import load_settings
 
 KEY = "fleet"
@@ -30,7 +30,6 @@ def _frame(rows: list[FleetRow]) -> pd.DataFrame:
                 "problems": ", ".join(r.problems) or "—",
                 "serving": r.serving,
                 "readiness": r.readiness,
-                "blocking": r.blocking,
                 "readiness checked": age(r.readiness_at),
                 "last drill": age(r.last_drill_at),
                 "verdict": r.last_verdict or "—",
@@ -96,15 +95,22 @@ def _calendar(windows: list[Window]) -> None:
     now = dt.datetime.now(dt.UTC)
     weeks = [now.isoformat(), (now + dt.timedelta(days=CALENDAR_DAYS)).isoformat()]
     base = alt.Chart(frame).encode(
-        x=alt.X("start:T", title="UTC", scale=alt.Scale(domain=weeks)),
+        x=alt.X(
+            "start:T",
+            title="UTC",
+            scale=alt.Scale(domain=weeks),
+            axis=alt.Axis(format="%Y-%m-%d %H:%M", labelAngle=-30),
+        ),
         y=alt.Y("plan:N", title=None, sort=None),
         color=alt.condition(
             alt.datum.overlap != "alone", alt.value("#e45756"), alt.value("#4c78a8")
         ),
         tooltip=["plan", "start:T", "end:T", "overlap"],
     )
-    chart = base.mark_bar().encode(x2="end:T") + base.mark_tick(thickness=3)
-    st.altair_chart(chart, width="stretch")
+    chart = base.mark_bar(height=18).encode(x2="end:T") + base.mark_tick(thickness=3, height=26)
+    # A row a plan, tall enough to read: a single row would otherwise be a hairline.
+    rows = frame["plan"].nunique()
+    st.altair_chart(chart.properties(height=max(120, 34 * rows)), width="stretch")
 
 
 def main() -> None:
@@ -117,12 +123,15 @@ def main() -> None:
     troubled = sum(1 for r in fleet.rows if r.problems)
     st.caption(f"{len(fleet.rows)} plan(s), {troubled} with problems — problems first.")
     rows = _filtered(fleet.rows)
+    # The plan and its problems stay in view however far the table is scrolled sideways.
     st.dataframe(
-        _frame(rows),
+        fleet_style(_frame(rows)),
         hide_index=True,
         width="stretch",
         key=f"{KEY}.table",
         column_config={
+            "plan": st.column_config.TextColumn("plan", pinned=True),
+            "problems": st.column_config.TextColumn("problems", pinned=True, width="medium"),
             "readiness link": st.column_config.LinkColumn("open", display_text="readiness"),
             "history link": st.column_config.LinkColumn("", display_text="history"),
         },
