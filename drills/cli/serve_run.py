@@ -25,6 +25,7 @@ from rich.text import Text
 
 from drills import timefmt
 from drills.cli.common import open_history
+from drills.cli.console import echo_markdown, step_line
 from drills.cli.serve_cmd import StateDir, err, fail, serve_app
 from drills.errors import DrillError
 from drills.orchestrator import serve
@@ -94,10 +95,8 @@ class StepPrinter:
 
 def _step_line(phase: str, step: dict[str, Any], t0: dt.datetime | None) -> str:
     ended = dt.datetime.fromisoformat(step["ended_at"])
-    when = timefmt.offset((ended - t0).total_seconds()) if t0 else timefmt.clock(ended)
-    result = f": {step['result']}" if step.get("result") else ""
-    took = timefmt.duration(step["seconds"])
-    return f"  {when}  {phase}: {step['name']} {step['status']} ({took}){result}"
+    return step_line(phase, step["name"], step["status"], step["seconds"],
+                     step.get("result") or "", ended, t0)  # fmt: skip
 
 
 def _follow(
@@ -416,5 +415,5 @@ def _print_report(history: HistoryStore, run: FlowRunState) -> None:
             )
         )
         return
-    typer.echo(render_markdown(report_data(drill, history)))
+    echo_markdown(render_markdown(report_data(drill, history)))
     err.print(f"The same report later: drills report {drill.id}   (--format json for machines)")
