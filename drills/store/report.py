@@ -179,9 +179,36 @@ def _journal(entries: list[dict[str, Any]]) -> list[str]:
     for c in entries:
         lines.append(
             f"| {c['seq']} | {c['change']} | {_code(c['target'])} | "
-            f"{_code(c['original'])} → {_code(c['intended'])} | {c['state']} |"
+            f"{_code(_change(c['original'], c['intended']))} | {c['state']} |"
         )
     return lines
+
+
+def _typed(value: object) -> str:
+    """A recorded value as a person reads it: ``replicas 1``, ``a, b``, never a repr."""
+    if value is None:
+        return "—"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_typed(v)}" for k, v in value.items()) or "nothing"
+    if isinstance(value, list | tuple):
+        return ", ".join(_typed(v) for v in value) or "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _change(original: object, intended: object) -> str:
+    """``replicas 0 → 1``: what changed, field by field when both sides name the same ones."""
+    if (
+        isinstance(original, dict)
+        and isinstance(intended, dict)
+        and original.keys() == intended.keys()
+    ):
+        return (
+            ", ".join(f"{k} {_typed(original[k])} → {_typed(intended[k])}" for k in original)
+            or "nothing"
+        )
+    return f"{_typed(original)} → {_typed(intended)}"
 
 
 def _intended_changes(planned: list[str]) -> list[str]:
