@@ -107,10 +107,15 @@ def _calendar(windows: list[Window]) -> None:
         ),
         tooltip=["plan", "start:T", "end:T", "overlap"],
     )
-    chart = base.mark_bar(height=18).encode(x2="end:T") + base.mark_tick(thickness=3, height=26)
-    # A row a plan, tall enough to read: a single row would otherwise be a hairline.
-    rows = frame["plan"].nunique()
-    st.altair_chart(chart.properties(height=max(120, 34 * rows)), width="stretch")
+    # A drill lasts minutes in a five-week span: each window is also a large mark at its
+    # start with its date written above, and a plan's row is tall enough to read.
+    chart = (
+        base.mark_bar(height=20).encode(x2="end:T")
+        + base.mark_point(shape="diamond", size=260, filled=True, opacity=1)
+        + base.mark_text(dy=-18, fontSize=12).encode(text=alt.Text("start:T", format="%m-%d %H:%M"))
+    )
+    height = max(140, 60 * frame["plan"].nunique())
+    st.altair_chart(chart.properties(height=height), width="stretch", height=height)
 
 
 def main() -> None:
