@@ -12,7 +12,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from drills.cli.app import app
-from drills.lab.runtime import LabInfo
+from drills_lab.runtime import LabInfo
 from tests.evidence.support import check, make_run, phase, store_with
 from tests.support.drill import lab_plan_file
 
