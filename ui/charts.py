@@ -189,7 +189,9 @@ def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
     if target_note(points) is None:
         layers.append(_line(base, "target_s", TARGET, "#c62828", interpolate="step-after"))
     layers += [_line(base, "full_s", FULL, "#607d8b"), dots, _forecast_marks(base)]
-    return CheckedLayerChart(data=frame, layer=layers).properties(height=300)
+    # Legends below the plot: beside it, the last entries fell off the chart's height.
+    chart = CheckedLayerChart(data=frame, layer=layers).properties(height=300)
+    return chart.configure_legend(orient="bottom", direction="horizontal", columns=6)
 
 
 def gantt_frame(phases: list[dict[str, Any]]) -> pd.DataFrame:

@@ -114,8 +114,7 @@ def _calendar(windows: list[Window]) -> None:
         + base.mark_point(shape="diamond", size=260, filled=True, opacity=1)
         + base.mark_text(dy=-18, fontSize=12).encode(text=alt.Text("start:T", format="%m-%d %H:%M"))
     )
-    height = max(140, 60 * frame["plan"].nunique())
-    st.altair_chart(chart.properties(height=height), width="stretch", height=height)
+    st.altair_chart(chart.properties(height=alt.Step(64)), width="stretch")
 
 
 def main() -> None:
