@@ -30,6 +30,7 @@ T0 = f"{KEY}.declared_at"
 PLAN = f"{KEY}.plan_name"
 MODE = f"{KEY}.mode"  # what the watched run is: an incident or a failback
 DONE = f"{KEY}.done"
+WHO = f"{KEY}.who"  # who started the watched run: a cancel is theirs unless they sign in
 FAILBACK_BUTTON = "Fail back"
 STEP_ICON = {
     "ok": ":green[:material/check_circle:]",
@@ -171,7 +172,7 @@ def _live(settings: UISettings, access: Access, flow_run_id: str, *, live: bool)
         cancel_control(
             settings, access, info, flow_run_id=flow_run_id, plan_name=plan_name,
             mode=mode, run_id=row.id if row else None, key=KEY,
-            name=st.session_state.get(f"{KEY}.operator"),
+            name=st.session_state.get(WHO) or st.session_state.get(f"{KEY}.operator"),
         )  # fmt: skip
     _timeline(phases, (row.t0 if row else None) or declared_at)
     return _outcome(info, row, mode, with_link=not live)
@@ -210,8 +211,10 @@ def _operator(access: Access, key: str, doing: str, *, disabled: bool = False) -
     return st.text_input("Your name", value=getpass.getuser(), key=key, disabled=disabled)
 
 
-def _follow(flow_run_id: str, plan_name: str, mode: str, at: dt.datetime) -> None:
-    """Watch this run from now on, and keep it in the address for a reload."""
+def _follow(flow_run_id: str, plan_name: str, mode: str, at: dt.datetime, who: str) -> None:
+    """Watch this run from now on, and keep it in the address for a reload; who started
+    it is kept too (the form that named them is off while it runs, and forgets)."""
+    st.session_state[WHO] = who
     st.session_state[RUN] = flow_run_id
     st.session_state[T0] = at
     st.session_state[PLAN] = plan_name
@@ -279,7 +282,7 @@ def _form(settings: UISettings, access: Access, entries: list[PlanEntry], busy: 
             declared_at=declared_at,
         )
         if declaration.accepted and declaration.flow_run_id:
-            _follow(declaration.flow_run_id, plan_name, Mode.INCIDENT, declared_at)
+            _follow(declaration.flow_run_id, plan_name, Mode.INCIDENT, declared_at, operator)
             st.success(f"Incident declared at {components.when(declared_at)}. T0 is set.")
             st.rerun()
         else:
@@ -354,7 +357,7 @@ def _failback_form(
             requested_at=requested_at,
         )  # fmt: skip
         if decision.accepted and decision.flow_run_id:
-            _follow(decision.flow_run_id, entry.name, Mode.FAILBACK, requested_at)
+            _follow(decision.flow_run_id, entry.name, Mode.FAILBACK, requested_at, operator)
             st.rerun()
         else:
             st.error(f"Failback **not** started — {decision.message}", icon=":material/block:")
