@@ -191,7 +191,7 @@ def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
     layers += [_line(base, "full_s", FULL, "#607d8b"), dots, _forecast_marks(base)]
     # Legends below the plot: beside it, the last entries fell off the chart's height.
     chart = CheckedLayerChart(data=frame, layer=layers).properties(height=300)
-    return chart.configure_legend(orient="bottom", direction="horizontal", columns=6)
+    return chart.configure_legend(orient="bottom", direction="vertical")
 
 
 def gantt_frame(phases: list[dict[str, Any]]) -> pd.DataFrame:
