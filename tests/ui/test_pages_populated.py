@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -107,7 +108,7 @@ def test_history_table_chart_and_run_detail(populated: Drilled, ui_env: UiEnv) -
     ]  # fmt: skip
     real = table[table["run"] == populated.run_id].iloc[0]
     assert real["verdict"] == "met" and real["operator"] == "alice"
-    assert real["RTO / target"].endswith(" s / 5 min")
+    assert re.fullmatch(r"[\d.]+ m?s / 5 min", real["RTO / target"]), real["RTO / target"]
     assert table[table["run"] == missed].iloc[0]["RTO / target"] == "6 min 40 s / 5 min OVER"
     assert table[table["run"] == failed].iloc[0]["verdict"] == "failed"
     spec, points = _charts(at)[0]
@@ -120,14 +121,14 @@ def test_history_table_chart_and_run_detail(populated: Drilled, ui_env: UiEnv) -
     # The real drill's full capacity came after its RTO; the runs added by hand have none.
     assert marked.loc[populated.run_id, "full_s"] > marked.loc[populated.run_id, "rto_s"]
     assert points.set_index("run")["full_s"].isna().sum() == 2
-    assert real["full capacity"].endswith(" s")
+    assert re.fullmatch(r"[\d.]+ m?s", real["full capacity"]), real["full capacity"]
     # The detail of the real drill, opened by its link (?run=...).
     at.query_params["run"] = populated.run_id
     at.run()
     text = shown(at)
     assert f"Run `{populated.run_id}` — lab, drill" in text
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Full capacity"].endswith(" s") and "RTO" in metrics
+    assert re.fullmatch(r"[\d.]+ m?s", metrics["Full capacity"]) and "RTO" in metrics
     assert [t.label for t in at.tabs] == [
         "Phase timeline", "Steps and evidence", "Journal of changes", "Readiness at T0"
     ]  # fmt: skip
