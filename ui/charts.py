@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd  # type: ignore[import-untyped]
 
 from drills.store.kinds import Verdict
+from drills.timefmt import duration
 from ui.queries import RtoPoint
 
 OUTCOME_COLOURS = {
@@ -44,6 +45,22 @@ def _outcome(point: RtoPoint) -> str:
     return point.verdict if point.verdict in OUTCOME_COLOURS else "other"
 
 
+# What each point is, in the one shape legend: a measured RTO, a run that ended before it
+# measured one (drawn on the axis), and what the preflight forecast.
+MEASURED, UNMEASURED, FORECAST = "RTO measured", "no RTO: ended first", "forecast"
+SHAPES = {MEASURED: "circle", UNMEASURED: "cross", FORECAST: "diamond"}
+TARGET, FULL = "RTO target", "full capacity"
+LINES = {TARGET: [6, 4], FULL: [2, 3]}
+# A target this many times the highest value plotted would flatten the runs onto the
+# baseline: it is written above the chart instead of drawn.
+FAR_ABOVE = 3.0
+
+
+def takeovers(points: list[RtoPoint]) -> list[RtoPoint]:
+    """The runs with an RTO to plot: a failback's measure is its downtime, not an RTO."""
+    return [p for p in points if p.mode != "failback"]
+
+
 def rto_frame(points: list[RtoPoint]) -> pd.DataFrame:
     rows = [
         {
@@ -53,49 +70,106 @@ def rto_frame(points: list[RtoPoint]) -> pd.DataFrame:
             # A run that failed before it could measure sits on the axis, marked.
             "rto_s": p.rto_seconds if p.rto_seconds is not None else 0.0,
             "measured": p.rto_seconds is not None,
+            "point": MEASURED if p.rto_seconds is not None else UNMEASURED,
             "target_s": p.rto_target,
             "full_s": p.full_capacity_seconds,
             "outcome": _outcome(p),
             "failed": p.failed,
             "forecast_s": p.forecast_seconds,
         }
-        for p in points
+        for p in takeovers(points)
     ]
-    columns = ["run", "plan", "started", "rto_s", "measured", "target_s", "full_s", "outcome",
-               "failed", "forecast_s"]  # fmt: skip
+    columns = ["run", "plan", "started", "rto_s", "measured", "point", "target_s", "full_s",
+               "outcome", "failed", "forecast_s"]  # fmt: skip
     return pd.DataFrame(rows, columns=columns)
+
+
+def _time_axis(frame: pd.DataFrame) -> alt.X:
+    """24-hour UTC ticks, on a span never narrower than two hours: one run alone would
+    otherwise get an axis of milliseconds (".757")."""
+    if frame.empty:
+        return alt.X("started:T", title="run started (UTC)")
+    low, high = frame["started"].min(), frame["started"].max()
+    pad = max((high - low) * 0.05, pd.Timedelta(hours=1))
+    domain = [(low - pad).isoformat(), (high + pad).isoformat()]
+    return alt.X(
+        "started:T",
+        title="run started (UTC)",
+        scale=alt.Scale(domain=domain),
+        axis=alt.Axis(format="%Y-%m-%d %H:%M", labelAngle=-30, labelOverlap="greedy"),
+    )
+
+
+def _highest(frame: pd.DataFrame) -> float:
+    values = [frame[c].max() for c in ("rto_s", "full_s", "forecast_s") if frame[c].notna().any()]
+    return float(max(values, default=0.0))
 
 
 def _forecast_marks(base: alt.Chart) -> alt.Chart:
     """What the preflight forecast for each run, as hollow diamonds beside its measured RTO."""
     return (
         base.transform_filter(alt.datum.forecast_s != None)  # noqa: E711 - a Vega expression
-        .mark_point(shape="diamond", size=80, color="#1565c0", filled=False)
+        .transform_calculate(point=f"'{FORECAST}'")
+        .mark_point(size=80, color="#1565c0", filled=False)
         .encode(
             y="forecast_s:Q",
+            shape=alt.Shape("point:N", title="point", scale=_shape_scale()),
             tooltip=[
                 alt.Tooltip("run:N"),
-                alt.Tooltip("forecast_s:Q", title="forecast RTO (s)", format=".1f"),
-                alt.Tooltip("rto_s:Q", title="measured RTO (s)", format=".1f"),
+                alt.Tooltip("forecast_s:Q", title="forecast RTO (s)", format=".3~g"),
+                alt.Tooltip("rto_s:Q", title="measured RTO (s)", format=".3~g"),
             ],
         )
     )
 
 
+def _shape_scale() -> alt.Scale:
+    return alt.Scale(domain=list(SHAPES), range=list(SHAPES.values()))
+
+
+def _line(base: alt.Chart, field: str, name: str, colour: str, **mark: Any) -> alt.Chart:
+    return (
+        base.transform_filter(f"datum.{field} != null")
+        .transform_calculate(line=f"'{name}'")
+        .mark_line(color=colour, **mark)
+        .encode(
+            y=f"{field}:Q",
+            strokeDash=alt.StrokeDash(
+                "line:N", title="line",
+                scale=alt.Scale(domain=list(LINES), range=list(LINES.values())),
+            ),
+        )
+    )  # fmt: skip
+
+
+def target_note(points: list[RtoPoint]) -> str | None:
+    """Where the target is too far above the runs to draw: what the chart says instead."""
+    frame = rto_frame(points)
+    targets = frame["target_s"].dropna()
+    highest = _highest(frame)
+    if targets.empty or highest <= 0 or targets.min() <= FAR_ABOVE * highest:
+        return None
+    return (
+        f"RTO target {duration(float(targets.min()))} is far above every run plotted "
+        f"(the highest {duration(highest)}): not drawn, so the runs keep their scale."
+    )
+
+
 def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
-    """RTO per run over time; the target as a dashed line; failed runs as red crosses;
-    full capacity (the normal tier ready, after the RTO) as a dotted grey line."""
+    """RTO per run over time (failbacks left out: their measure is a downtime); the target
+    as a dashed line unless far above the runs; runs that ended before measuring as
+    crosses on the axis; full capacity as a dotted line; forecasts as diamonds."""
     frame = rto_frame(points)
     # The data goes on the layer chart, once: given to each layer, Altair would hash it
     # (through the frame's repr) to merge them, which costs more than drawing.
-    base = CheckedChart().encode(x=alt.X("started:T", title="run started (UTC)"))
+    base = CheckedChart().encode(x=_time_axis(frame))
     tooltip = [
         alt.Tooltip("run:N"),
         alt.Tooltip("plan:N"),
-        alt.Tooltip("started:T", format="%Y-%m-%d %H:%M"),
-        alt.Tooltip("rto_s:Q", title="RTO (s)", format=".1f"),
-        alt.Tooltip("full_s:Q", title="full capacity (s)", format=".1f"),
-        alt.Tooltip("target_s:Q", title="target (s)"),
+        alt.Tooltip("started:T", title="started (UTC)", format="%Y-%m-%d %H:%M"),
+        alt.Tooltip("rto_s:Q", title="RTO (s)", format=".3~g"),
+        alt.Tooltip("full_s:Q", title="full capacity (s)", format=".3~g"),
+        alt.Tooltip("target_s:Q", title="target (s)", format=".3~g"),
         alt.Tooltip("outcome:N"),
     ]
     colour = alt.Color(
@@ -108,25 +182,16 @@ def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
     dots = base.mark_point(filled=True, size=70).encode(
         y="rto_s:Q",
         color=colour,
-        shape=alt.Shape(
-            "failed:N",
-            title="failed",
-            scale=alt.Scale(domain=[False, True], range=["circle", "cross"]),
-        ),
+        shape=alt.Shape("point:N", title="point", scale=_shape_scale()),
         tooltip=tooltip,
     )
-    target = (
-        base.transform_filter(alt.datum.target_s != None)  # noqa: E711 - a Vega expression
-        .mark_line(strokeDash=[6, 4], color="#c62828", interpolate="step-after")
-        .encode(y="target_s:Q")
-    )
-    full = (
-        base.transform_filter(alt.datum.full_s != None)  # noqa: E711 - a Vega expression
-        .mark_line(strokeDash=[2, 3], color="#607d8b")
-        .encode(y="full_s:Q")
-    )
-    layers = [line, target, full, dots, _forecast_marks(base)]
-    return CheckedLayerChart(data=frame, layer=layers).properties(height=300)
+    layers = [line]
+    if target_note(points) is None:
+        layers.append(_line(base, "target_s", TARGET, "#c62828", interpolate="step-after"))
+    layers += [_line(base, "full_s", FULL, "#607d8b"), dots, _forecast_marks(base)]
+    # Legends below the plot: beside it, the last entries fell off the chart's height.
+    chart = CheckedLayerChart(data=frame, layer=layers).properties(height=300)
+    return chart.configure_legend(orient="bottom", direction="vertical")
 
 
 def gantt_frame(phases: list[dict[str, Any]]) -> pd.DataFrame:
@@ -180,7 +245,7 @@ def gantt(phases: list[dict[str, Any]]) -> CheckedChart:
             tooltip=[
                 alt.Tooltip("phase:N"),
                 alt.Tooltip("status:N"),
-                alt.Tooltip("seconds:Q", format=".2f"),
+                alt.Tooltip("seconds:Q", format=".3~g"),
                 alt.Tooltip("steps:Q"),
             ],
         )

@@ -8,10 +8,10 @@ from typing import Any
 
 import streamlit as st
 
+from drills import timefmt
 from drills.checks.base import CheckResult, Status, worst
 from drills.checks.runner import ReadinessReport
 from drills.checks.view import by_category, verdict
-from drills.plan.durations import format_duration
 from drills.text import for_markdown
 from ui import data
 from ui.settings import UISettings
@@ -38,16 +38,14 @@ def now() -> dt.datetime:
 
 
 def seconds(value: float | None) -> str:
-    if value is None:
-        return "—"
-    # Sub-minute figures matter to the tenth; longer ones read better as 1h5m.
-    return f"{value:.1f} s" if value < 60 else format_duration(round(value))
+    """A duration, written as every view writes one (:func:`drills.timefmt.duration`)."""
+    return timefmt.duration(value)
 
 
 def versus(value: float | None, target: float | None) -> str:
-    """``"42.0 s / 15m"``, or ``"16m / 15m OVER"``: a measure against its objective."""
+    """``"42 s / 15 min"``, or ``"16 min / 15 min OVER"``: a measure against its objective."""
     if value is None:
-        return "—"
+        return timefmt.NONE
     if target is None:
         return seconds(value)
     over = "" if value <= target else " OVER"
@@ -56,22 +54,12 @@ def versus(value: float | None, target: float | None) -> str:
 
 def ago(then: dt.datetime, at: dt.datetime | None = None) -> str:
     """``"4 min ago"``: how old a result is, in words a person reads at a glance."""
-    delta = ((at or now()) - then).total_seconds()
-    if delta < 45:
-        return "just now"
-    if delta < 3600:
-        return f"{max(1, round(delta / 60))} min ago"
-    if delta < 48 * 3600:
-        return f"{round(delta / 3600)} h ago"
-    return f"{round(delta / 86400)} days ago"
+    return timefmt.ago(then, at or now())
 
 
 def when(value: dt.datetime | str | None) -> str:
-    """A moment as people read it, in UTC; ISO text (as reports hold it) is accepted."""
-    if not value:
-        return "—"
-    moment = dt.datetime.fromisoformat(value) if isinstance(value, str) else value
-    return f"{moment.astimezone(dt.UTC):%Y-%m-%d %H:%M:%S} UTC"
+    """A moment as people read it, 24-hour, with its zone; ISO text is accepted."""
+    return timefmt.moment(value)
 
 
 def verdict_label(value: str | None) -> str:
@@ -95,7 +83,7 @@ def _evidence(result: CheckResult) -> None:
         st.json(dict(result.evidence), expanded=1)
     else:
         st.caption("No evidence recorded.")
-    st.caption(f"`{result.id}` ran in {result.duration_s:.2f} s")
+    st.caption(f"`{result.id}` ran in {seconds(result.duration_s)}")
 
 
 def check_line(result: CheckResult, checked: str) -> None:

@@ -43,7 +43,7 @@ from drills.orchestrator.rest import PrefectRest
 from drills.plan import DrillPlan, load_plan
 from drills.store.fleet import fleet_facts
 from drills.store.history import HistoryStore
-from drills.store.kinds import Mode
+from drills.store.kinds import Mode, RunStatus
 from drills.store.report import render_markdown, report_data
 from drills.store.serving import RecordedServing, Site, recorded_serving_of
 from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
@@ -294,6 +294,18 @@ def live_run(
 ) -> RunRow | None:
     """Not cached: the live view polls it."""
     return queries.run_for_flow_run(store(settings), flow_run_id, plan_name, declared_at, mode)
+
+
+def runs_going(settings: UISettings, plan_names: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``(plan, mode)`` of each run of these plans going now (dry runs aside): not cached,
+    a form must not offer to start another once one is going. A run stopped part-way and
+    held for ``drills recover`` is not going: the form stays, and its refusal says what to
+    decide."""
+    going = []
+    for plan in plan_names:
+        going += [(plan, str(r.mode)) for r in store(settings).unfinished_runs(plan)
+                  if not r.dry_run and r.status == RunStatus.RUNNING]  # fmt: skip
+    return going
 
 
 def live_report(settings: UISettings, run_id: str) -> dict[str, Any] | None:

@@ -99,6 +99,45 @@ def _weight(problem: str) -> int:
     return max((w for word, w in WEIGHTS.items() if word in problem), default=1)
 
 
+# Cell colours a person reads before the words: red stops a takeover or is overdue, orange
+# wants a look, blue is production away from home.
+RED, ORANGE, BLUE, GREEN = (
+    "background-color: #ffcdd2; color: #b71c1c; font-weight: 600",
+    "background-color: #ffe0b2; color: #8a4b00",
+    "background-color: #bbdefb; color: #0d47a1; font-weight: 600",
+    "color: #1b5e20",
+)
+READINESS_STYLE = {"blocked": RED, "invalid": RED, "warn": ORANGE, "not checked": ORANGE,
+                   "ready": GREEN}  # fmt: skip
+SERVING_STYLE = {"dr": BLUE, "in-transition": ORANGE, "primary": GREEN}
+VERDICT_STYLE = {"failed": RED, "missed": RED, "aborted": ORANGE, "met": GREEN}
+
+
+def _cadence_style(value: str) -> str:
+    if value.startswith("overdue") or value == "no success yet":
+        return RED
+    return ""
+
+
+def _problems_style(value: str) -> str:
+    if value == "—":
+        return ""
+    return (
+        RED if any(w in value for w in ("blocking", "invalid", "overdue", "last drill")) else ORANGE
+    )
+
+
+def fleet_style(frame: Any) -> Any:
+    """The Fleet table (a DataFrame) coloured: blocked, warn, serving from DR, overdue."""
+    return (
+        frame.style.map(lambda v: READINESS_STYLE.get(v, ""), subset=["readiness"])
+        .map(lambda v: SERVING_STYLE.get(v, ""), subset=["serving"])
+        .map(lambda v: VERDICT_STYLE.get(v, ""), subset=["verdict"])
+        .map(_cadence_style, subset=["cadence limit in"])
+        .map(_problems_style, subset=["problems"])
+    )
+
+
 def fleet_row(
     plan: DrillPlan, facts: PlanFacts, next_drill: dt.datetime | None, now: dt.datetime
 ) -> FleetRow:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drills import timefmt
 from drills.plan import (
     ControllerFence,
     DrillPlan,
@@ -15,7 +16,6 @@ from drills.plan import (
     Site,
     Tier,
 )
-from drills.plan.durations import format_duration
 
 
 def headline(plan: DrillPlan) -> str:
@@ -81,7 +81,7 @@ def datasets(plan: DrillPlan) -> list[dict[str, Any]]:
             "kind": d.kind.value,
             "primary → DR": f"{d.primary_bucket} → {d.dr_bucket}",
             "prefix": d.prefix or "(all)",
-            "RPO target": format_duration(d.rpo_target),
+            "RPO target": timefmt.duration(d.rpo_target),
         }
         for d in plan.datasets
     ]
@@ -97,7 +97,7 @@ def dns(plan: DrillPlan) -> list[dict[str, Any]]:
         {"": "provider", "value": provider},
         {"": "record", "value": f"{d.record.name} {d.record.type.value}"},
         {"": "switch", "value": f"{d.primary_value} → {d.dr_value}"},
-        {"": "max TTL", "value": format_duration(d.max_ttl)},
+        {"": "max TTL", "value": timefmt.duration(d.max_ttl)},
     ]
 
 
@@ -105,15 +105,15 @@ def objectives(plan: DrillPlan) -> list[dict[str, Any]]:
     schedule = plan.schedule
     approval = plan.approval
     return [
-        {"": "RTO objective", "value": format_duration(plan.objectives.rto)},
-        {"": "RPO objective", "value": format_duration(plan.objectives.rpo)},
+        {"": "RTO objective", "value": timefmt.duration(plan.objectives.rto)},
+        {"": "RPO objective", "value": timefmt.duration(plan.objectives.rpo)},
         {
             "": "schedule in the plan",
             "value": f"{schedule.cron} ({schedule.timezone})" if schedule else "not scheduled",
         },
         {
             "": "approval",
-            "value": f"required, times out after {format_duration(approval.timeout)}"
+            "value": f"required, times out after {timefmt.duration(approval.timeout)}"
             if approval.required
             else "not required",
         },

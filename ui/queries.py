@@ -57,6 +57,7 @@ class RtoPoint:
     rto_target: float | None
     full_capacity_seconds: float | None = None  # None: not measured (runs before it was)
     forecast_seconds: float | None = None  # what the preflight forecast for it
+    mode: str = "drill"
 
     @property
     def failed(self) -> bool:

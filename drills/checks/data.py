@@ -18,7 +18,6 @@ from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.checks.data_inventory import inventory_diff
 from drills.checks.identity import one_bucket
 from drills.plan import Dataset, DatasetKind
-from drills.plan.durations import format_duration
 from drills.targets.objects import LifecycleRule, ObjectInfo
 from drills.targets.objects_compare import (
     DatasetDiff,
@@ -28,6 +27,7 @@ from drills.targets.objects_compare import (
     compare_objects,
 )
 from drills.targets.sites import Targets
+from drills.timefmt import duration
 
 log = logging.getLogger("drills.checks.data")
 
@@ -112,8 +112,8 @@ def _object(info: ObjectInfo | None, now: dt.datetime) -> dict[str, Any] | None:
 
 
 def _span(seconds: float) -> str:
-    """A duration for a summary line, to the second: "5h35m12s"."""
-    return format_duration(float(round(seconds)))
+    """A duration for a summary line: "5 h 35 min"."""
+    return duration(seconds)
 
 
 def _n(count: int, noun: str) -> str:

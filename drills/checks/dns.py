@@ -8,6 +8,7 @@ from drills.checks.base import CheckContext, Outcome, Status, check, worst
 from drills.errors import PermanentError, unreadable
 from drills.plan import Rfc2136Dns
 from drills.targets.dns import RecordAnswer, normalize_value
+from drills.timefmt import duration
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class _Problem:
 
 
 def _secs(seconds: float) -> str:
-    return f"{seconds:g}s"
+    return duration(seconds)
 
 
 def _points_at(answer: RecordAnswer, primary: str, dr: str) -> str:

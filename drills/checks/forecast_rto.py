@@ -25,8 +25,8 @@ from drills.checks.kueue import critical_quota_short
 from drills.errors import TargetError
 from drills.forecast import CurrentState, Forecast, forecast, recent_samples
 from drills.plan import Tier
-from drills.plan.durations import format_duration
 from drills.targets.kube import KubeTarget, settled
+from drills.timefmt import duration
 
 FORECAST_CHECK = "forecast.rto"
 
@@ -135,9 +135,9 @@ def plan_forecast(ctx: CheckContext) -> Forecast:
 
 def headline(f: Forecast) -> str:
     """ "a takeover now: about N s (target M)", the words the dashboard shows too."""
-    return (f"a takeover now: about {format_duration(round(f.rto.point))} "
-            f"({format_duration(round(f.rto.low))}-{format_duration(round(f.rto.high))}; "
-            f"target {format_duration(f.target_s)})")  # fmt: skip
+    return (f"a takeover now: about {duration(f.rto.point)} "
+            f"({duration(f.rto.low)} to {duration(f.rto.high)}; "
+            f"target {duration(f.target_s)})")  # fmt: skip
 
 
 @check(

@@ -91,6 +91,37 @@ def run_readiness(
     return report
 
 
+# The checks whose answer a run's own record changes: the last successful drill, and
+# the forecast, which learns from each run's measured phases.
+AFTER_A_RUN = ("drill.cadence", "forecast.rto")
+
+
+def refresh_after_run(
+    plan: DrillPlan,
+    history: HistoryStore,
+    before: ReadinessReport,
+    *,
+    registry: CheckRegistry | None = None,
+) -> ReadinessReport:
+    """``before`` (the run's preflight) with the checks in :data:`AFTER_A_RUN` asked again
+    now that the run is recorded, stored as the plan's latest snapshot: after a drill the
+    views read "drilled" where the history says so, never the preflight's "never drilled".
+
+    The other results are the preflight's, minutes old: the snapshot is as fresh as the
+    run, which is what every view's "checked ... ago" means by it."""
+    chosen = registry if registry is not None else load_checks()
+    known = {spec.id for spec in chosen.all()}
+    specs = [chosen.get(i) for i in AFTER_A_RUN if i in known]
+    if not specs:
+        return before
+    with Targets(plan) as targets:
+        fresh = run_checks(specs, check_context(plan, targets, history))
+    again = {r.id: r for r in fresh.results}
+    results = tuple(again.pop(r.id, r) for r in before.results) + tuple(again.values())
+    report = ReadinessReport(plan=plan.name, checked_at=fresh.checked_at, results=results)
+    return _store_and_notify(plan, history, report)
+
+
 def wayback_checks(registry: CheckRegistry | None = None) -> list[CheckSpec]:
     """The checks of the failback direction: the plan's own, asked of the reversed plan
     (from ``registry``, every check of drills by default), and the way back's own."""

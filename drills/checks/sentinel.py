@@ -11,7 +11,7 @@ import datetime as dt
 from typing import Any
 
 from drills.checks.base import CheckContext, Outcome, Status, check
-from drills.plan.durations import format_duration
+from drills.timefmt import duration
 
 
 def _parse(text: str | None) -> dt.datetime | None:
@@ -73,14 +73,12 @@ def cluster_sentinel(ctx: CheckContext) -> Outcome:
     if age is None:
         problems.append(f"no last success recorded in {sentinel.success_annotation}")
     elif age > sentinel.max_age:
-        problems.append(
-            f"last success {format_duration(age)} ago (max {format_duration(sentinel.max_age)})"
-        )
+        problems.append(f"last success {duration(age)} ago (max {duration(sentinel.max_age)})")
     if problems:
         return Outcome(Status.FAIL, f"sentinel {sentinel.key}: " + "; ".join(problems),
                        evidence, remediation=remediation)  # fmt: skip
     return Outcome(
         Status.PASS,
-        f"sentinel {sentinel.key} Ready ({ready}), last success {format_duration(age or 0)} ago",
+        f"sentinel {sentinel.key} Ready ({ready}), last success {duration(age or 0)} ago",
         evidence,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drills import timefmt
 from drills.checks.base import CheckResult, Status
 from drills.checks.catalog import CATEGORIES
 from drills.checks.runner import ReadinessReport
@@ -52,7 +53,7 @@ def markdown(report: ReadinessReport) -> str:
     lines = [
         f"# Readiness of `{report.plan}`",
         "",
-        f"Checked {report.checked_at:%Y-%m-%d %H:%M:%S} UTC: **{verdict(report)}**"
+        f"Checked {timefmt.moment(report.checked_at)}: **{verdict(report)}**"
         f" ({len(report.results)} checks, {len(blocking)} blocking).",
         "",
         "| category | check | status | blocking | summary |",

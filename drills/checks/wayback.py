@@ -21,12 +21,12 @@ from typing import Any
 
 from drills.checks.base import EXAMPLES, CheckContext, CheckRegistry, Outcome, Status
 from drills.plan import Dataset, Workload
-from drills.plan.durations import format_duration
 from drills.store.details import DatasetCopiedBack
 from drills.targets.kube import KubeTarget
 from drills.targets.objects import ObjectStore
 from drills.targets.objects_compare import Location, compare_objects
 from drills.targets.sites import Targets
+from drills.timefmt import duration
 
 WAYBACK = CheckRegistry()
 
@@ -100,10 +100,10 @@ def behind(rows: Iterable[DatasetCopiedBack]) -> list[DatasetCopiedBack]:
 
 
 def describe_behind(rows: Iterable[DatasetCopiedBack]) -> str:
-    """ "checkpoints (1 object, 12s behind)": the datasets the primary cannot yet read."""
+    """ "checkpoints (1 object, 12 s behind)": the datasets the primary cannot yet read."""
     return ", ".join(
         f"{r.name} ({r.missing_at_primary} object{'' if r.missing_at_primary == 1 else 's'}, "
-        f"{format_duration(float(round(r.lag_seconds)))} behind)"
+        f"{duration(r.lag_seconds)} behind)"
         for r in rows
     )
 

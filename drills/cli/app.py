@@ -6,6 +6,7 @@ Prefect, SQLAlchemy, boto3 or the Kubernetes client, which the other commands ne
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -180,8 +181,35 @@ def _type_unless_flag(self: TyperOption, ctx: Context) -> str | None:
     return None if self.is_flag else _option_type(self, ctx)
 
 
+# A docstring's line breaks are where its source wrapped, not where the reader's terminal
+# does: every paragraph after the first is reflowed as the first is (Typer 0.2x keeps them),
+# except a list item's line and a paragraph marked \b, which keep their breaks.
+_SOURCE_BREAK = re.compile(r"\n(?!\s*(?:[-*•]|\d+[.)])\s)")
+
+
+def _reflowed(paragraphs: list[str], markup_mode: str) -> str:
+    return "\n\n".join(p if p.startswith("\b") else _SOURCE_BREAK.sub(" ", p) for p in paragraphs)
+
+
 TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]
 TyperOption.display_type_rich = _type_unless_flag  # type: ignore[method-assign]
+
+
+def _reflowing(format_help: Any) -> Any:
+    """``format_help`` with Typer's help renderer reflowing paragraphs; imported on the
+    first help page drawn, not on every start (it loads Rich's layout)."""
+
+    def format_reflowed(self: Any, ctx: Context, formatter: HelpFormatter) -> None:
+        from typer import rich_utils
+
+        rich_utils._fix_linebreaks = _reflowed
+        format_help(self, ctx, formatter)
+
+    return format_reflowed
+
+
+TyperCommand.format_help = _reflowing(TyperCommand.format_help)  # type: ignore[method-assign]
+TyperGroup.format_help = _reflowing(TyperGroup.format_help)  # type: ignore[method-assign]
 
 
 app = typer.Typer(

@@ -8,12 +8,14 @@ prints text as it is; this console escapes control characters in the text it ren
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
+from drills import timefmt
 from drills.text import control_characters, for_terminal
 
 
@@ -26,6 +28,37 @@ class SafeConsole(Console):
                 yield segment
             else:
                 yield Segment(for_terminal(segment.text, multiline=True), segment.style)
+
+
+def step_line(
+    phase: str,
+    step: str,
+    status: str,
+    seconds: float,
+    result: str,
+    ended: dt.datetime,
+    t0: dt.datetime | None,
+) -> str:
+    """A step as it ended, one line: ``T0+1.5 s  fence: close ingress ok (300 ms): done``."""
+    when = timefmt.offset((ended - t0).total_seconds()) if t0 else timefmt.clock(ended)
+    said = f": {result}" if result else ""
+    return f"  {when}  {phase}: {step} {status} ({timefmt.duration(seconds)}){said}"
+
+
+# How a report is printed: "auto" renders it through Rich on a terminal (headings, real
+# tables, no Markdown syntax) and prints the Markdown itself to a pipe or a file.
+REPORT_FORMATS = ("auto", "text", "markdown", "md", "json")
+
+
+def echo_markdown(document: str, fmt: str = "auto") -> None:
+    """A Markdown document on standard output, as ``fmt`` says (see REPORT_FORMATS)."""
+    console = out_console()
+    if fmt == "text" or (fmt == "auto" and console.is_terminal):
+        from rich.markdown import Markdown
+
+        console.print(Markdown(document))
+    else:
+        print(document, flush=True)
 
 
 def out_console(**options: Any) -> SafeConsole:

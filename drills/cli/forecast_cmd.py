@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from drills import timefmt
 from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
 from drills.cli.console import out_console
 
@@ -53,7 +54,7 @@ def forecast(
 
 
 def _span(low: float, point: float, high: float) -> str:
-    return f"about {point:.0f} s ({low:.0f}-{high:.0f} s)"
+    return f"about {timefmt.duration(point)} ({timefmt.duration(low)} to {timefmt.duration(high)})"
 
 
 def print_forecast(f: Forecast) -> None:

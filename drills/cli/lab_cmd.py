@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from drills import timefmt
 from drills.cli.common import EXIT_FAILED, EXIT_INVALID, exit_not_running
 from drills.cli.console import err_console, out_console
 from drills.errors import LabError
@@ -144,7 +145,9 @@ def up(
     if already:
         console.print(f"The lab is already running (pid {info.pid}).")
     else:
-        console.print(f"[green]Lab up[/] in {info.startup_seconds:.2f}s (pid {info.pid}).")
+        console.print(
+            f"[green]Lab up[/] in {timefmt.duration(info.startup_seconds)} (pid {info.pid})."
+        )
     _print_info(info)
 
 

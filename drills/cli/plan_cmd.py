@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from drills import timefmt
 from drills.cli.common import (
     EXIT_FAILED,
     EXIT_INVALID,
@@ -30,7 +31,6 @@ from drills.plan import (
     Tier,
     plan_schema_text,
 )
-from drills.plan.durations import format_duration
 from drills.plan.kubeconfig import KubeconfigError, load_kubeconfig
 from drills.text import for_terminal, redact_url
 
@@ -332,7 +332,7 @@ def _datasets_table(plan: DrillPlan) -> Table:
             d.kind.value,
             f"{d.primary_bucket} → {d.dr_bucket}",
             d.prefix or "(all)",
-            format_duration(d.rpo_target),
+            timefmt.duration(d.rpo_target),
             f">= {d.min_versions}",
         ]
         table.add_row(*(_cell(c) for c in cells))
@@ -360,7 +360,7 @@ def _dns_table(plan: DrillPlan) -> Table:
         ("provider", where),
         ("record", f"{dns.record.name} {dns.record.type.value}"),
         ("switch", f"{dns.primary_value} → {dns.dr_value}"),
-        ("max TTL", format_duration(dns.max_ttl)),
+        ("max TTL", timefmt.duration(dns.max_ttl)),
     ]
     for key, value in rows:
         table.add_row(key, _cell(value))
@@ -371,13 +371,13 @@ def _run_table(plan: DrillPlan) -> Table:
     table = _table("Objectives and running", "setting", "value")
     schedule = plan.schedule
     rows: list[tuple[str, list[str]]] = [
-        ("RTO objective", [format_duration(plan.objectives.rto)]),
-        ("RPO objective", [format_duration(plan.objectives.rpo)]),
+        ("RTO objective", [timefmt.duration(plan.objectives.rto)]),
+        ("RPO objective", [timefmt.duration(plan.objectives.rpo)]),
         ("schedule", [f"{schedule.cron} ({schedule.timezone})" if schedule else "not scheduled"]),
         (
             "approval",
             [
-                f"required, times out after {format_duration(plan.approval.timeout)}"
+                f"required, times out after {timefmt.duration(plan.approval.timeout)}"
                 if plan.approval.required
                 else "not required"
             ],

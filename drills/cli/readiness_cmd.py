@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
+from drills import timefmt
 from drills.cli.common import (
     EXIT_FAILED,
     DbUrl,
@@ -188,7 +189,9 @@ def _readiness_all(
 
     def said(result: PlanReadiness) -> None:
         if not as_json:
-            err.print(Text(f"{result.plan}: {_verdict(result)} ({result.seconds:.1f} s)"))
+            err.print(
+                Text(f"{result.plan}: {_verdict(result)} ({timefmt.duration(result.seconds)})")
+            )
 
     results = run_readiness_all(paths, history=history, concurrency=concurrency, on_plan=said)
     if as_json:
@@ -210,14 +213,14 @@ def _verdict(result: PlanReadiness) -> str:
 
 def _print_fleet(results: list[PlanReadiness]) -> None:
     table = Table(title=Text(f"Readiness of {len(results)} plans"))
-    for column in ("plan", "verdict", "blocking", "checks", "s"):
+    for column in ("plan", "verdict", "blocking", "checks", "took"):
         table.add_column(column, overflow="fold")
     for r in results:
         style = "green" if r.ok else "red"
         blocking = str(len(r.report.blocking)) if r.report else "—"
         checks = str(len(r.report.results)) if r.report else "—"
         verdict = Text(_verdict(r), style=style)
-        table.add_row(Text(r.plan), verdict, blocking, checks, f"{r.seconds:.1f}")
+        table.add_row(Text(r.plan), verdict, blocking, checks, timefmt.duration(r.seconds))
     console.print(table)
 
 
@@ -253,7 +256,7 @@ def print_report(report: ReadinessReport, *, verbose: bool) -> None:
 
     # Summaries, evidence, remediations and the plan's name are outside text: Text, never markup.
     table = Table(title=Text(f"Readiness of {report.plan}"), show_lines=verbose)
-    for column in ("check", "status", "summary", "s"):
+    for column in ("check", "status", "summary", "took"):
         table.add_column(column, overflow="fold")
     for category, results in by_category(report):
         table.add_row(Text(category, style="bold"), "", "", "")
@@ -264,7 +267,7 @@ def print_report(report: ReadinessReport, *, verbose: bool) -> None:
             summary = Text(r.summary)
             if verbose:
                 summary.append_text(_details(r))
-            table.add_row(Text(f"  {r.id}"), status, summary, f"{r.duration_s:.2f}")
+            table.add_row(Text(f"  {r.id}"), status, summary, timefmt.duration(r.duration_s))
     console.print(table)
     style = "green" if report.ok else ("red" if report.blocking else "yellow")
     console.print(f"[{style}]{verdict(report)}[/] — {len(report.blocking)} blocking")

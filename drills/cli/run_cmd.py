@@ -16,8 +16,15 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from drills import timefmt
 from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
-from drills.cli.console import err_console, out_console
+from drills.cli.console import (
+    REPORT_FORMATS,
+    echo_markdown,
+    err_console,
+    out_console,
+    step_line,
+)
 from drills.store.kinds import Mode
 
 # The takeover and the history store (Kubernetes, boto3, SQLAlchemy under them) are imported
@@ -55,7 +62,8 @@ class LiveView:
         self.lock = threading.Lock()
         from drills.takeover.timeline import every
 
-        # Without the live table (not a terminal, --json): each wait as a line on stderr.
+        # Without the live table (not a terminal, --json): each step as it ends, and each
+        # wait, as a line on stderr, so a pipe or a CI log follows the run as it goes.
         self.echo_waits = False
         self._due = every()
 
@@ -67,10 +75,17 @@ class LiveView:
                 self.t0 = dt.datetime.fromisoformat(step.evidence["t0"])
         if event == "step-wait" and step is not None and self.echo_waits and self._due(step):
             err.print(Text(f"waiting: {phase.name}: {step.waiting}", style="yellow"))
+        if event == "step-end" and step is not None and self.echo_waits:
+            err.print(Text(self.step_line(phase, step)))
+
+    def step_line(self, phase: PhaseRecord, step: StepRecord) -> str:
+        ended = step.ended_at or dt.datetime.now(dt.UTC)
+        return step_line(phase.name, step.name, step.status, step.seconds, step.result, ended,
+                         self.t0)  # fmt: skip
 
     def __rich__(self) -> Group:
         table = Table(title=self.title, expand=False)
-        for column in ("phase", "step", "status", "s"):
+        for column in ("phase", "step", "status", "took"):
             table.add_column(column)
         with self.lock:
             for phase in self.phases:
@@ -79,19 +94,19 @@ class LiveView:
                     f"[bold]{phase.name}[/]",
                     "",
                     f"[{style}]{phase.status}[/]",
-                    f"{phase.seconds:.2f}",
+                    timefmt.duration(phase.seconds),
                 )
                 for step in phase.steps:
                     style = STATUS_STYLE.get(step.status, "")
                     table.add_row(
-                        "", step.name, f"[{style}]{step.status}[/]", f"{step.seconds:.2f}"
+                        "", step.name, f"[{style}]{step.status}[/]", timefmt.duration(step.seconds)
                     )
                     if step.status == "running" and step.waiting:
                         table.add_row("", Text(f"↻ {step.waiting}", style="yellow"), "", "")
             clock = ""
             if self.t0 is not None:
                 since = (dt.datetime.now(dt.UTC) - self.t0).total_seconds()
-                clock = f"RTO clock: {since:.1f}s since T0"
+                clock = f"RTO clock: {timefmt.duration(since)} since T0"
         return Group(table, Text(clock, style="bold"))
 
 
@@ -380,10 +395,10 @@ def _print_report(history: HistoryStore, result: DrillResult, *, as_json: bool) 
                        style="bold red"))  # fmt: skip
         raise typer.Exit(EXIT_FAILED) from None
     assert stored is not None
-    _echo_report(history, stored, as_json=as_json)
+    _echo_report(history, stored, fmt="json" if as_json else "auto")
 
 
-def _echo_report(history: HistoryStore, run: DrillRun, *, as_json: bool) -> None:
+def _echo_report(history: HistoryStore, run: DrillRun, *, fmt: str) -> None:
     """The run's report with its findings as they stood when it ended: those it opened,
     saw again or closed, and those still open from earlier runs of the plan."""
     from drills.evidence.findings import findings_of_run
@@ -392,11 +407,12 @@ def _echo_report(history: HistoryStore, run: DrillRun, *, as_json: bool) -> None
 
     data = report_data(run, history)
     found = findings_of_run(history, run)
-    if as_json:
+    if fmt == "json":
         data["findings"] = [f.to_json() for f in found]
         typer.echo(json.dumps(data, indent=2, default=str))
     else:
-        typer.echo(render_markdown(data) + "\n".join(["", *findings_markdown(found), ""]))
+        document = render_markdown(data) + "\n".join(["", *findings_markdown(found), ""])
+        echo_markdown(document, fmt)
 
 
 def _row(run: DrillRun) -> dict[str, Any]:
@@ -424,7 +440,7 @@ def _row(run: DrillRun) -> dict[str, Any]:
 
 
 def _seconds(value: float | None) -> str:
-    return f"{value:.1f}s" if value is not None else ""
+    return timefmt.duration(value) if value is not None else ""
 
 
 # The shortest id `drills history` shows: long enough to read, still far from the full one.
@@ -470,7 +486,7 @@ def history_cmd(
     for shown, r in zip(ids, runs, strict=True):
         table.add_row(
             shown, r.plan, r.mode + (" (dry)" if r.dry_run else ""),
-            f"{r.started_at:%Y-%m-%d %H:%M}", r.status, r.verdict or "",
+            timefmt.moment(r.started_at), r.status, r.verdict or "",
             _seconds(r.rto_seconds), _seconds(r.client_rto_seconds),
             _seconds(r.details.full_capacity_seconds),
         )  # fmt: skip
@@ -481,13 +497,21 @@ def report_cmd(
     run_id: Annotated[
         str, typer.Argument(metavar="RUN_ID", help="The run's id (or a unique prefix).")
     ],
-    fmt: Annotated[str, typer.Option("--format", help="md or json.")] = "md",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="auto (rendered on a terminal, Markdown to a pipe), text (rendered), "
+            "markdown (or md) or json.",
+        ),
+    ] = "auto",
     db: DbUrl = None,
 ) -> None:
     """Print a run's report: who, when, what changed, how long each phase took, objectives met,
     and the findings open or closed as it ended."""
-    if fmt not in ("md", "json"):
-        err.print(Text(f"--format must be md or json, not {fmt!r}", style="red"))
+    if fmt not in REPORT_FORMATS:
+        err.print(Text(f"--format must be one of {', '.join(REPORT_FORMATS)}, not {fmt!r}",
+                       style="red"))  # fmt: skip
         raise typer.Exit(2)
     history = open_history(db)
     run = history.find_run(run_id)
@@ -498,7 +522,7 @@ def report_cmd(
             )
         )
         raise typer.Exit(EXIT_FAILED)
-    _echo_report(history, run, as_json=fmt == "json")
+    _echo_report(history, run, fmt=fmt)
 
 
 def register(app: typer.Typer) -> None:

@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from drills import apps
+from drills import apps, timefmt
 from drills.cli.common import EXIT_FAILED, exit_not_running
 from drills.cli.serve_group import StateDir, console, err, fail, serve_app
 from drills.errors import LabError
@@ -29,7 +29,7 @@ def _print_started(info: serve.ServeInfo, already: bool) -> None:
     if already:
         console.print(f"Already running (server pid {info.server_pid}, worker {info.worker_pid}).")
     else:
-        console.print(f"[green]Prefect is up[/] in {info.startup_seconds:.1f}s.")
+        console.print(f"[green]Prefect is up[/] in {timefmt.duration(info.startup_seconds)}.")
     table = Table(show_header=False)
     table.add_row("UI", info.ui_url)
     table.add_row("API", info.api_url)

@@ -23,7 +23,9 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from drills import timefmt
 from drills.cli.common import open_history
+from drills.cli.console import echo_markdown, step_line
 from drills.cli.serve_group import StateDir, err, fail, serve_app
 from drills.errors import DrillError
 from drills.orchestrator import serve
@@ -93,9 +95,8 @@ class StepPrinter:
 
 def _step_line(phase: str, step: dict[str, Any], t0: dt.datetime | None) -> str:
     ended = dt.datetime.fromisoformat(step["ended_at"])
-    when = f"T0+{(ended - t0).total_seconds():6.2f}s" if t0 else f"{ended:%H:%M:%S}"
-    result = f": {step['result']}" if step.get("result") else ""
-    return f"  {when}  {phase}: {step['name']} {step['status']} ({step['seconds']:.2f}s){result}"
+    return step_line(phase, step["name"], step["status"], step["seconds"],
+                     step.get("result") or "", ended, t0)  # fmt: skip
 
 
 def _follow(
@@ -110,7 +111,7 @@ def _follow(
     while True:
         if run.state_name != shown:
             shown = run.state_name
-            now = f"{dt.datetime.now():%H:%M:%S}"
+            now = timefmt.clock(dt.datetime.now(dt.UTC))
             err.print(Text(f"  {now}  {run.name}: {run.state_name or run.state_type}"))
             if run.state_type == "PAUSED":
                 err.print(f"  waiting for approval: open {ui}/runs/flow-run/{run.id} and resume it")
@@ -414,5 +415,5 @@ def _print_report(history: HistoryStore, run: FlowRunState) -> None:
             )
         )
         return
-    typer.echo(render_markdown(report_data(drill, history)))
+    echo_markdown(render_markdown(report_data(drill, history)))
     err.print(f"The same report later: drills report {drill.id}   (--format json for machines)")

@@ -17,11 +17,15 @@ from typing import Any, Literal
 from drills.store import findings as queries
 from drills.store.findings import history_version as history_version  # ui/data's cache key
 from drills.store.history import HistoryStore
+from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun
 
 Kind = Literal["readiness", "step"]
 FAILED_CHECK = ("fail", "error")
 PASSED_CHECK = ("pass", "warn")  # a warning does not block: the check did its job
+# The check a succeeded drill answers by itself: "never drilled" (or "too long ago") at its
+# T0 is no longer true once it is recorded, so such a drill passes it rather than open it.
+CADENCE_CHECK = "drill.cadence"
 
 
 @dataclass
@@ -62,14 +66,23 @@ def _iso(value: dt.datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+def proves_cadence(run: DrillRun) -> bool:
+    """A real drill that succeeded: it is the drill the cadence check asks for."""
+    return run.mode == Mode.DRILL and not run.dry_run and run.status == RunStatus.SUCCEEDED
+
+
 def observations(run: DrillRun) -> Iterator[Observation]:
     """What one run says about each readiness check and step: failed, or passed."""
+    drilled = proves_cadence(run)
     for result in (run.readiness or {}).get("results") or []:
         status = result.get("status")
         if status in FAILED_CHECK or status in PASSED_CHECK:
+            answered = drilled and result.get("id") == CADENCE_CHECK
             yield Observation(
                 "readiness", str(result.get("id")), str(result.get("title") or result.get("id")),
-                status in FAILED_CHECK, f"{status}: {result.get('summary', '')}",
+                status in FAILED_CHECK and not answered,
+                f"pass: drill {run.id} succeeded" if answered else
+                f"{status}: {result.get('summary', '')}",
                 str(result.get("remediation") or ""),
             )  # fmt: skip
     for phase in run.timeline or []:

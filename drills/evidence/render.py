@@ -20,6 +20,7 @@ from drills.errors import DrillError
 from drills.evidence.findings import Finding
 from drills.store.report import render_markdown
 from drills.text import for_html, for_markdown
+from drills.timefmt import duration
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
 PDF_TIMEOUT_S = 90.0
@@ -42,7 +43,7 @@ def _t(value: object) -> str:
 
 
 def _seconds(value: object) -> str:
-    return f"{value:.2f}s" if isinstance(value, int | float) else "—"
+    return duration(value) if isinstance(value, int | float) else "—"
 
 
 def evidence_markdown(answers: dict[str, Any]) -> list[str]:

@@ -8,14 +8,14 @@ from collections.abc import Mapping
 from drills.notify.deliver import notify
 from drills.notify.events import EventKind, Notice, Severity
 from drills.plan import DrillPlan
-from drills.plan.durations import format_duration
 from drills.store.details import FailbackRecord, StuckRecord
+from drills.timefmt import duration
 
 WHAT = {"incident": "incident takeover", "failback": "failback", "practice": "practice"}
 
 
 def _seconds(value: float | None) -> str:
-    return "—" if value is None else format_duration(round(value, 1))
+    return duration(value)
 
 
 def run_started(plan: str, run_id: str, mode: str, operator: str, reason: str) -> Notice:
@@ -53,8 +53,8 @@ def run_finished(
     worst_rpo = max(known) if known else None
     changed = [
         f"{what} run {run_id} ended {status}, verdict {verdict or '—'}",
-        f"RTO {_seconds(rto_s)} (target {format_duration(rto_target_s)})",
-        f"RPO {_seconds(worst_rpo)} (target {format_duration(rpo_target_s)})",
+        f"RTO {_seconds(rto_s)} (target {duration(rto_target_s)})",
+        f"RPO {_seconds(worst_rpo)} (target {duration(rpo_target_s)})",
     ]
     changed += [f"RPO of {name}: {_seconds(value)}" for name, value in sorted(rpo_s.items())]
     remediation: tuple[str, ...] = ()

@@ -6,7 +6,8 @@ as drills.evidence.findings.fold counts them (a finding stays open until a later
 the same check or step), without every run read into Python. Both statements unpack the
 runs' JSON the way ``observations`` reads it: a check by its id, a step by "phase / step",
 a missing name as "None"; where one run observed the same key twice, the later position in
-its arrays (json_each's key, WITH ORDINALITY) has the last word, as in the fold.
+its arrays (json_each's key, WITH ORDINALITY) has the last word, as in the fold. A
+succeeded real drill passes ``drill.cadence`` whatever its T0 said (``proves_cadence``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ SQLITE = text("""
 WITH obs AS (
   SELECT r.plan AS plan, 'readiness' AS kind,
          coalesce(json_extract(j.value, '$.id'), 'None') AS key,
-         json_extract(j.value, '$.status') IN ('fail', 'error') AS failed,
+         json_extract(j.value, '$.status') IN ('fail', 'error')
+           AND NOT (coalesce(json_extract(j.value, '$.id'), '') = 'drill.cadence'
+                    AND r.mode = 'drill' AND NOT r.dry_run AND r.status = 'succeeded') AS failed,
          r.started_at AS at, r.id AS run, j.key AS n, 0 AS m
   FROM drill_runs r, json_each(r.readiness, '$.results') j
   WHERE r.plan IN :plans AND json_extract(j.value, '$.status') IN ('fail', 'error', 'pass', 'warn')
@@ -52,12 +55,15 @@ SELECT plan, count(*) FROM newest WHERE place = 1 AND failed GROUP BY plan
 POSTGRESQL = text("""
 WITH runs AS (
   SELECT r.plan, r.started_at AS at, r.id AS run,
+         (r.mode = 'drill' AND NOT r.dry_run AND r.status = 'succeeded') AS drilled,
          r.readiness::jsonb -> 'results' AS results, r.timeline::jsonb AS timeline
   FROM drill_runs r
   WHERE r.plan IN :plans
 ), obs AS (
   SELECT r.plan, 'readiness' AS kind, coalesce(c.value ->> 'id', 'None') AS key,
-         c.value ->> 'status' IN ('fail', 'error') AS failed, r.at, r.run, c.n AS n, 0::bigint AS m
+         c.value ->> 'status' IN ('fail', 'error')
+           AND NOT (coalesce(c.value ->> 'id', '') = 'drill.cadence' AND r.drilled) AS failed,
+         r.at, r.run, c.n AS n, 0::bigint AS m
   FROM runs r
   CROSS JOIN LATERAL jsonb_array_elements(
     CASE jsonb_typeof(r.results) WHEN 'array' THEN r.results END
@@ -128,6 +134,7 @@ def fold_runs_of(
     query = (
         select(DrillRun)
         .options(load_only(DrillRun.id, DrillRun.plan, DrillRun.started_at, DrillRun.t0,
+                           DrillRun.mode, DrillRun.dry_run, DrillRun.status,
                            DrillRun.readiness, DrillRun.timeline))
         .where(DrillRun.plan.in_(plans))
         .order_by(DrillRun.started_at, DrillRun.id)

@@ -15,6 +15,7 @@ from typing import Any
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.models import DrillRun
+from drills.timefmt import duration, moment
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -71,28 +72,28 @@ def incident_record(run: DrillRun, store: HistoryStore) -> dict[str, Any] | None
 def incident_markdown(record: dict[str, Any] | None) -> list[str]:
     if record is None:
         return []
+    closed = record["closed"]
     rows = (
-        ("declared (T0)", record["declared"]),
-        ("taken over", record["taken_over"]),
-        ("way back checked", record["way_back_checked"]),
-        ("failed back", record["failed_back"]),
-        ("closed", f"{record['closed']} ({record['closed_by']})" if record["closed"] else None),
+        ("declared (T0)", moment(record["declared"])),
+        ("taken over", moment(record["taken_over"])),
+        ("way back checked", moment(record["way_back_checked"])),
+        ("failed back", moment(record["failed_back"])),
+        ("closed", f"{moment(closed)} ({record['closed_by']})" if closed else moment(None)),
     )
     lines = ["", "## Incident record", "", "| moment | when |", "|---|---|"]
-    lines += [f"| {what} | {when or '—'} |" for what, when in rows]
+    lines += [f"| {what} | {when} |" for what, when in rows]
     served = record["served_from_dr_seconds"]
     lines += [
         "",
         f"- **Incident run:** `{record['incident_run']}` — **failback run:** "
         f"`{record['failback_run'] or '—'}` — **{'open' if record['open'] else 'closed'}**",
-        f"- **Served from DR:** {'—' if served is None else f'{served:.1f}s'}"
-        + (" (still)" if record["open"] else ""),
+        f"- **Served from DR:** {duration(served)}" + (" (still)" if record["open"] else ""),
         f"- **Written at DR:** {record['written_at_dr']} object(s); "
         f"**copied back and readable at the primary:** {record['copied_back']}",
     ]
     if record["failback_downtime_seconds"] is not None:
         lines.append(f"- **Failback downtime** (from the DR writers' stop): "
-                     f"{record['failback_downtime_seconds']:.2f}s")  # fmt: skip
+                     f"{duration(record['failback_downtime_seconds'])}")  # fmt: skip
     return lines
 
 

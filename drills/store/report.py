@@ -10,12 +10,12 @@ import datetime as dt
 from dataclasses import asdict
 from typing import Any
 
-from drills.plan.durations import format_duration
 from drills.store.history import HistoryStore
 from drills.store.incident_record import incident_markdown, incident_record
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun
 from drills.text import for_markdown, for_terminal
+from drills.timefmt import duration, moment
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -65,10 +65,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
 
 
 def _secs(value: float | None) -> str:
-    if value is None:
-        return "—"
-    # Sub-minute figures matter to the tenth; longer ones read better as 1h5m.
-    return f"{value:.2f}s" if value < 60 else format_duration(round(value))
+    return duration(value)
 
 
 def _text(value: object) -> str:
@@ -113,8 +110,8 @@ def _summary(data: dict[str, Any]) -> list[str]:
         "",
         f"- **Mode:** {run['mode']}{' (dry run)' if run['dry_run'] else ''}",
         f"- **Operator:** {_text(run['operator'])} — **reason:** {_text(run['reason'] or '—')}",
-        f"- **Started:** {run['started_at']} — **T0:** {run['t0'] or '—'}"
-        f" — **finished:** {run['finished_at'] or 'unfinished'}",
+        f"- **Started:** {moment(run['started_at'])} — **T0:** {moment(run['t0'])}"
+        f" — **finished:** {moment(run['finished_at']) if run['finished_at'] else 'unfinished'}",
         f"- **Status:** {run['status']} — **verdict:** **{run['verdict'] or '—'}**",
         f"- **Plan digest:** {_code(run['plan_digest'])}",
     ]
@@ -193,9 +190,36 @@ def _journal(entries: list[dict[str, Any]]) -> list[str]:
     for c in entries:
         lines.append(
             f"| {c['seq']} | {c['change']} | {_code(c['target'])} | "
-            f"{_code(c['original'])} → {_code(c['intended'])} | {c['state']} |"
+            f"{_code(_change(c['original'], c['intended']))} | {c['state']} |"
         )
     return lines
+
+
+def _typed(value: object) -> str:
+    """A recorded value as a person reads it: ``replicas 1``, ``a, b``, never a repr."""
+    if value is None:
+        return "—"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_typed(v)}" for k, v in value.items()) or "nothing"
+    if isinstance(value, list | tuple):
+        return ", ".join(_typed(v) for v in value) or "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _change(original: object, intended: object) -> str:
+    """``replicas 0 → 1``: what changed, field by field when both sides name the same ones."""
+    if (
+        isinstance(original, dict)
+        and isinstance(intended, dict)
+        and original.keys() == intended.keys()
+    ):
+        return (
+            ", ".join(f"{k} {_typed(original[k])} → {_typed(intended[k])}" for k in original)
+            or "nothing"
+        )
+    return f"{_typed(original)} → {_typed(intended)}"
 
 
 def _intended_changes(planned: list[str]) -> list[str]:

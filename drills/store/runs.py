@@ -70,7 +70,7 @@ def rto_rows(
 ) -> list[tuple[Any, ...]]:
     """The latest ``limit`` finished runs (dry runs left out), oldest first, each as (id,
     plan, started_at, verdict, rto_seconds, rto target, full capacity seconds, forecast
-    RTO seconds)."""
+    RTO seconds, mode)."""
     latest = (
         filter_runs(select(DrillRun.id), plan=plan, mode=mode)
         .where(DrillRun.dry_run.is_(False), DrillRun.finished_at.is_not(None))
@@ -91,6 +91,7 @@ def rto_rows(
             target,
             full_capacity,
             forecast,
+            DrillRun.mode,
         )
         .where(DrillRun.id.in_(latest))
         .order_by(DrillRun.started_at)

@@ -25,7 +25,12 @@ from typing import Any, TypeVar
 from drills.checks.base import CheckRegistry
 from drills.checks.identity import CHECK_ID as DISTINCT_CHECK
 from drills.checks.identity import distinct_result
-from drills.checks.readiness import check_context, run_readiness, select_checks
+from drills.checks.readiness import (
+    check_context,
+    refresh_after_run,
+    run_readiness,
+    select_checks,
+)
 from drills.checks.runner import ReadinessReport, run_checks
 from drills.errors import DrillError, RunRefused
 from drills.notify.runs import announce_finish, announce_start
@@ -673,11 +678,24 @@ class Drill:
             error=result.error,
         )
         self._record_kept(result, finished=not left)
+        if not left:
+            self._refresh_readiness()
         announce_finish(
             self.plan, self.run_id, self.request.mode, status=result.status,
             verdict=result.verdict, rto_s=m.rto_seconds if m else None,
             rpo_s=m.rpo_seconds if m else {}, error=result.error, dry_run=self.request.dry_run,
         )  # fmt: skip
+
+    def _refresh_readiness(self) -> None:
+        """A real drill, recorded, changes what its preflight found (the last successful
+        drill, the forecast): those checks are asked again and the snapshot stored."""
+        if self.request.mode != Mode.DRILL or self.request.dry_run or self.readiness is None:
+            return
+        try:
+            refresh_after_run(self.plan, self.history, self.readiness, registry=self.hooks.checks)
+        except Exception:  # the run is recorded; a stale snapshot must not fail it
+            log.warning("run %s: readiness not re-evaluated after the run", self.run_id,
+                        exc_info=True)  # fmt: skip
 
     def _record_kept(self, result: DrillResult, *, finished: bool) -> None:
         """The store has the run's record, or the result says where it waits."""

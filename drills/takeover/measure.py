@@ -12,9 +12,9 @@ from typing import Any
 
 from drills.checks.runner import ReadinessReport
 from drills.plan import DrillPlan
-from drills.plan.durations import format_duration
 from drills.store.details import MeasurementRecord
 from drills.store.kinds import Verdict
+from drills.timefmt import duration
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,10 @@ class Measurement:
     def summary(self) -> str:
         rpo = max((v for v in self.rpo_seconds.values() if v is not None), default=0.0)
         return (
-            f"RTO {format_duration(self.rto_seconds)} (target {format_duration(self.rto_target)}), "
-            f"client-visible {format_duration(self.client_rto_seconds)}, "
-            f"full capacity {format_duration(self.full_capacity_seconds)}, "
-            f"worst RPO {format_duration(rpo)} (target {format_duration(self.rpo_target)}): "
+            f"RTO {duration(self.rto_seconds)} (target {duration(self.rto_target)}), "
+            f"client-visible {duration(self.client_rto_seconds)}, "
+            f"full capacity {duration(self.full_capacity_seconds)}, "
+            f"worst RPO {duration(rpo)} (target {duration(self.rpo_target)}): "
             f"{self.verdict}"
         )
 

@@ -286,7 +286,7 @@ def test_lag_over_target_fails(moto_server: MotoServer, pair: tuple[str, str]) -
     result = run(plan_over(moto_server.url, dataset(*pair, rpo="1h")), "data.rpo")
     assert (result.status, result.blocking) == (Status.FAIL, True)
     assert 2 * 3600 - 60 < row(result)["lag_s"] < 2 * 3600 + 60
-    assert result.summary.startswith("Replication lag over RPO target: ds 2h")
+    assert result.summary.startswith("Replication lag over RPO target: ds 2 h")
 
 
 # -- data.checkpoint_fresh ----------------------------------------------------------------
@@ -309,7 +309,7 @@ def test_stale_checkpoint_fails(moto_server: MotoServer, pair: tuple[str, str]) 
     assert (result.status, result.blocking) == (Status.FAIL, True)
     assert 3 * 3600 - 60 < row(result)["newest_at_dr"]["age_s"] < 3 * 3600 + 60
     assert row(result)["newest_at_primary"]["key"] == "p/step-2/model.safetensors"
-    assert "ds is 3h" in result.summary
+    assert "ds is 3 h" in result.summary
 
 
 def test_no_checkpoint_at_dr_fails(moto_server: MotoServer, pair: tuple[str, str]) -> None:

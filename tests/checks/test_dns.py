@@ -110,9 +110,9 @@ def test_drifted_ttl_fails_and_blocks_control_still_passes(drift_lab: LabInfo) -
     control = run_check(plan, "dns.control")
 
     assert ttl.status is Status.FAIL and ttl.blocking
-    assert "TTL 3600s alone breaks the RTO of 300s" in ttl.summary
+    assert "TTL 1 h alone breaks the RTO of 5 min" in ttl.summary
     assert ttl.evidence["longest_ttl_s"] == 3600
-    assert "60s" in ttl.remediation
+    assert "1 min" in ttl.remediation
     assert control.status is Status.PASS, control.summary
 
 
@@ -146,7 +146,7 @@ def test_ttl_over_max_but_under_rto_fails_without_blocking(
     one, _ = named_pair
     result = run_check(plan_on(tmp_path, [addr(one)], one.tsig_secret, record="slow"), "dns.ttl")
     assert result.status is Status.FAIL and not result.blocking
-    assert "TTL 120s is over the plan's maximum of 60s" in result.summary
+    assert "TTL 2 min is over the plan's maximum of 1 min" in result.summary
 
 
 def test_record_at_the_dr_value_warns(

@@ -15,10 +15,11 @@ import typer
 
 from drills.checks.base import CheckResult, Status
 from drills.checks.runner import ReadinessReport
-from drills.cli import lab_cmd, readiness_cmd, serve_cmd
+from drills.cli import lab_cmd, readiness_cmd, serve_cmd, serve_group
 from drills.cli.console import SafeConsole
 from drills.errors import LabError
 from drills.orchestrator.rest import Deployment, WorkerStatus
+from drills_lab import control as lab_control
 
 MARKUP = "closes [/] and [red]PASS[/red] and [bold]"
 
@@ -74,8 +75,8 @@ def test_readiness_keeps_its_own_colours(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_serve_failures_print_outside_text_literally(monkeypatch: pytest.MonkeyPatch) -> None:
-    out = capture(monkeypatch, serve_cmd, "err")
-    assert isinstance(serve_cmd.fail(f"run ended Failed: {MARKUP}"), typer.Exit)
+    out = capture(monkeypatch, serve_group, "err")
+    assert isinstance(serve_group.fail(f"run ended Failed: {MARKUP}"), typer.Exit)
     assert f"run ended Failed: {MARKUP}" in out.getvalue()
 
 
@@ -118,8 +119,8 @@ def test_lab_up_failure_prints_the_error_literally(
     def refuse(*args: object, **kwargs: object) -> None:
         raise LabError(f"port taken {MARKUP}")
 
-    monkeypatch.setattr(lab_cmd.control, "missing_modules", lambda: [])
-    monkeypatch.setattr(lab_cmd.control, "up", refuse)
+    monkeypatch.setattr(lab_control, "missing_modules", lambda: [])
+    monkeypatch.setattr(lab_control, "up", refuse)
     with pytest.raises(typer.Exit):
         lab_cmd.up(state_dir=tmp_path)
     assert f"lab up failed: port taken {MARKUP}" in out.getvalue()

@@ -15,7 +15,7 @@ from drills.evidence.findings import (
     open_findings,
 )
 from drills.store.history import HistoryStore
-from drills.store.kinds import RunStatus
+from drills.store.kinds import Mode, RunStatus
 from tests.evidence.support import check, make_run, phase, store_with
 from tests.support.drill import drills_cli
 
@@ -66,6 +66,16 @@ def test_a_finding_that_comes_back_is_a_new_one() -> None:
     assert found[0].id != found[1].id
 
 
+def test_a_succeeded_drill_is_never_its_own_never_drilled_finding() -> None:
+    never = check("drill.cadence", "fail")
+    found = fold([
+        make_run("r0", status=RunStatus.FAILED, checks=[never]),  # opens it
+        make_run("r1", days=1, checks=[never]),  # the drill that succeeded closes it
+        make_run("r2", days=2, checks=[never]),  # and opens none of its own
+    ])  # fmt: skip
+    assert [(f.opened_run, f.closed_run) for f in found] == [("r0", "r1")]
+
+
 def test_the_open_counts_the_database_gives_are_those_of_the_fold(history: HistoryStore) -> None:
     """The statement of each backend (SQLite's json_each, PostgreSQL's jsonb) against the
     fold in Python, over the shapes that could set them apart."""
@@ -82,6 +92,11 @@ def test_the_open_counts_the_database_gives_are_those_of_the_fold(history: Histo
         make_run("b2", plan="b", days=1, checks=[check("dns", "pass"), check("images", "warn")],
                  phases=[phase("smoke", ok)]),
         make_run("c1", plan="c", checks=[check("dns", "fail")], phases=[]),
+        # The cadence a succeeded drill answers by itself; a failed or dry one does not.
+        make_run("d1", plan="d", checks=[check("drill.cadence", "fail")]),
+        make_run("e1", plan="e", status=RunStatus.FAILED, checks=[check("drill.cadence", "fail")]),
+        make_run("f1", plan="f", dry_run=True, checks=[check("drill.cadence", "fail")]),
+        make_run("g1", plan="g", mode=Mode.INCIDENT, checks=[check("drill.cadence", "fail")]),
         make_run("c2", plan="c", days=1, dry_run=True,
                  phases=[phase("smoke", ("GET /health", "planned", ""))]),
     ]  # fmt: skip
@@ -90,8 +105,9 @@ def test_the_open_counts_the_database_gives_are_those_of_the_fold(history: Histo
     nothing = make_run("c3", plan="c", days=2)
     nothing.readiness, nothing.timeline = {"results": None}, [{"name": "p", "steps": None}]
     history.create_run(nothing)
-    plans = ["a", "b", "c", "never-run"]
-    expected = {"a": 3, "c": 1}  # a: dns, None, fence / GET /health; b: all passed since
+    plans = ["a", "b", "c", "d", "e", "f", "g", "never-run"]
+    # a: dns, None, fence / GET /health; b: all passed since; d: drilled, so not overdue
+    expected = {"a": 3, "c": 1, "e": 1, "f": 1, "g": 1}
     assert folded_open_counts(history, plans) == expected
     assert open_counts(history, plans) == expected
     assert Counter(f.plan for f in open_findings(history)) == expected

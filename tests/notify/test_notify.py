@@ -267,8 +267,8 @@ def test_a_finished_run_says_verdict_rto_and_rpo() -> None:
     )  # fmt: skip
     title, body = render(notice, UI_URL)
     assert title == "[drills] lab: drill succeeded, verdict met (run abc123)"
-    assert "RTO 2.2s (target 15m)" in body or "RTO 2.3s (target 15m)" in body
-    assert "RPO 30s (target 1h)" in body
+    assert "RTO 2.25 s (target 15 min)" in body
+    assert "RPO 30 s (target 1 h)" in body
     assert f"Dashboard: {UI_URL}/history" in body
     assert notice.payload["rto_seconds"] == 2.25
 
@@ -335,5 +335,5 @@ def test_a_drill_is_told_when_it_starts_and_when_it_ends(
     started, finished = runs
     assert "lab: drill started" in started["title"] and "reason: quarterly" in started["message"]
     assert "ended succeeded, verdict met" in finished["message"]
-    assert "RTO " in finished["message"] and "(target 5m)" in finished["message"]
+    assert "RTO " in finished["message"] and "(target 5 min)" in finished["message"]
     assert "RPO of " in finished["message"]

@@ -43,4 +43,22 @@ def test_outside_text_cannot_add_table_cells_or_end_a_code_span() -> None:
     # Three cells, as the table has: the hostile pipes are escaped.
     assert readiness_rows[0].replace("\\|", "").count("|") == 4
     journal_rows = [line for line in report.splitlines() if line.startswith("| 1 |")]
-    assert journal_rows and journal_rows[0].count("`") == 6  # three spans, none broken
+    assert journal_rows and journal_rows[0].count("`") == 4  # two spans, none broken
+    assert "`a → b`" in journal_rows[0]
+
+
+def test_a_change_reads_field_by_field_without_python_reprs() -> None:
+    report = report_of()
+    data_row = {
+        "seq": 2,
+        "change": "k8s.scale",
+        "target": "dr/serving/llm",
+        "original": {"replicas": 0},
+        "intended": {"replicas": 1},
+        "state": "applied",
+    }
+    from drills.store.report import _journal
+
+    (row,) = [ln for ln in _journal([data_row]) if ln.startswith("| 2 |")]
+    assert "`replicas 0 → 1`" in row and "{" not in row and "'" not in row, row
+    assert report  # the whole report renders too

@@ -2,7 +2,8 @@
 `drills ui` on loopback. It opens each page, declares an incident on a lab of its own,
 watches the real flow run to the end, and finds it in the history; then, held at DR, it
 fails back from the incident page and finds the one closed incident record. Each page is
-saved as a screenshot, for the test's output and for the README (docs/screenshots/)."""
+saved as a screenshot, for the test's output and for the README (docs/screenshots/), at
+1280×800, the laptop screen a person on call reads it on."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.slow
 
 SCREENSHOTS = ROOT / "docs" / "screenshots"
+VIEWPORT = {"width": 1280, "height": 800}
 FAILBACK = "ui-browser-failback"
 
 
@@ -95,7 +97,7 @@ def test_dashboard_in_chromium(incident_lab: LabInfo, prefect_url: str, tmp_path
         sync_playwright() as pw,
     ):
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1700})
+        page = browser.new_page(viewport=VIEWPORT)
         page.set_default_timeout(30_000)
         expect.set_options(timeout=30_000)  # the first render imports the whole app
         shots = Shots(page, tmp_path)
@@ -123,7 +125,12 @@ def _fleet_opens_first(page: Page, base: str, shots: Shots) -> None:
     expect(page.get_by_role("heading", name="Fleet", exact=True)).to_be_visible()
     expect(page.get_by_text(re.compile(r"^1 plan\(s\), \d+ with problems"))).to_be_visible()
     expect(page.get_by_role("heading", name=re.compile("^Scheduled drills"))).to_be_visible()
-    expect(page.get_by_test_id("stDataFrame")).to_be_visible()
+    table = page.get_by_test_id("stDataFrame")
+    expect(table).to_be_visible()
+    # The table fits the window: it scrolls inside itself, the plan and problems pinned.
+    box = table.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= VIEWPORT["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= VIEWPORT["width"]
     expect(page.get_by_role("link", name="Readiness of lab")).to_be_visible()
     expect(
         page.get_by_test_id("stVegaLiteChart").or_(page.get_by_text("No plan schedules"))
@@ -169,12 +176,21 @@ def _declare_and_watch_the_incident(page: Page, base: str, shots: Shots) -> None
     confirm.press("Tab")
     page.get_by_role("button", name=DECLARE_BUTTON).click()
     expect(page.get_by_text(re.compile(r"^Incident run "))).to_be_visible()
+    # While it runs, the form says why it is off, with its button disabled.
+    expect(page.get_by_text(re.compile("^Declaring is off while"))).to_be_visible()
+    expect(page.get_by_role("button", name=DECLARE_BUTTON)).to_be_disabled()
     link = page.get_by_role("link", name="Open this run in the Prefect UI")
     expect(link).to_have_attribute("href", re.compile(r"/runs/flow-run/[0-9a-f-]{36}$"))
     expect(page.get_by_text("The takeover finished")).to_be_visible(timeout=120_000)
-    expect(page.get_by_text("RTO clock (since T0)")).to_be_visible()
+    expect(page.get_by_text("RTO clock", exact=True)).to_be_visible()
+    expect(page.get_by_text("measured", exact=True)).to_be_visible()  # the clock stopped
+    expect(page.get_by_text("and counting")).to_have_count(0)
     for phase in ("preflight", "declare", "fence", "bring-up", "dns", "smoke", "measure"):
         expect(page.get_by_text(phase, exact=True).first).to_be_visible()
+    # The picture shows the run's clocks and outcome, not wherever the page was scrolled.
+    page.get_by_role("heading", name=re.compile(r"^Incident run ")).first.evaluate(
+        "e => e.scrollIntoView({block: 'start'})"
+    )
     shots.take("declare-incident")
 
 
@@ -196,6 +212,9 @@ def _incident_in_the_history(page: Page, store: HistoryStore, tmp_path: Path, sh
     download.value.save_as(saved)
     # The same report, but for the open incident's time at DR, which grows as it is read.
     assert _timeless(saved.read_text()) == _timeless(render_markdown(report_data(incident, store)))
+    page.get_by_role("heading", name="Drill history").evaluate(
+        "e => e.scrollIntoView({block: 'start'})"
+    )
     shots.take("history")
 
 
@@ -224,6 +243,8 @@ def _fail_back_from_the_incident_page(page: Page, base: str, shots: Shots) -> No
     expect(page.get_by_text("The failback finished")).to_be_visible(timeout=180_000)
     for phase in ("stop DR writers", "final sync", "dns back"):
         expect(page.get_by_text(phase, exact=True).first).to_be_visible()
+    expect(page.get_by_text("Downtime", exact=True).first).to_be_visible()
+    expect(page.get_by_text("measured", exact=True).first).to_be_visible()  # stopped
     expect(page.get_by_text(re.compile(r"serves from DR since"))).to_have_count(0)
 
 

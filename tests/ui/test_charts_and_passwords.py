@@ -34,12 +34,50 @@ def test_rto_trend_is_valid_vega_lite_and_marks_failures() -> None:
     spec = chart.to_dict(validate=True)  # raises on a spec Vega-Lite would refuse
     marks = [layer["mark"]["type"] for layer in spec["layer"]]
     assert marks == ["line", "line", "line", "point", "point"]  # the last: what was forecast
-    assert spec["layer"][4]["mark"]["shape"] == "diamond"
+    # One shape legend for every point, one dash legend for every line: no mark unexplained.
+    shapes = spec["layer"][3]["encoding"]["shape"]["scale"]
+    assert dict(zip(shapes["domain"], shapes["range"], strict=True))["forecast"] == "diamond"
+    assert spec["layer"][4]["encoding"]["shape"]["field"] == "point"
+    assert spec["layer"][1]["encoding"]["strokeDash"]["scale"]["domain"] == [
+        "RTO target", "full capacity"
+    ]  # fmt: skip
+    fields = [e.get("field") for e in spec["layer"][3]["encoding"].values() if isinstance(e, dict)]
+    assert "failed" not in fields  # no legend of "failed: false/true"
     frame = charts.rto_frame(_points()).set_index("run")
     assert frame.loc["a", "forecast_s"] == 40.0
     assert frame.loc["c", "failed"] and frame.loc["c", "rto_s"] == 0.0
     assert not frame.loc["c", "measured"] and frame.loc["b", "outcome"] == "missed"
     assert frame.loc["a", "full_s"] == 65.0 and frame["full_s"].isna().sum() == 2
+
+
+def test_a_target_far_above_the_runs_is_written_not_drawn_and_failbacks_are_left_out() -> None:
+    points = [
+        RtoPoint("a", "lab", T0, "met", 1.5, 300.0),
+        RtoPoint("b", "lab", T0 + dt.timedelta(hours=1), "met", 6.0, 300.0),
+        RtoPoint("f", "lab", T0 + dt.timedelta(hours=2), "met", None, None, mode="failback"),
+    ]
+    spec = charts.rto_trend(points).to_dict(validate=True)
+    assert [layer["mark"].get("color") for layer in spec["layer"]].count("#c62828") == 0
+    assert charts.target_note(points) == (
+        "RTO target 5 min is far above every run plotted (the highest 6 s): not drawn, so "
+        "the runs keep their scale."
+    )
+    assert list(charts.rto_frame(points)["run"]) == ["a", "b"]  # no failback at RTO 0
+    # Near the runs, the target is drawn.
+    near = [RtoPoint("a", "lab", T0, "met", 150.0, 300.0)]
+    assert charts.target_note(near) is None
+
+
+def test_the_time_axis_is_24_hour_utc_and_one_run_gets_a_readable_span() -> None:
+    spec = charts.rto_trend([RtoPoint("a", "lab", T0, "met", 1.5, 300.0)]).to_dict()
+    x = (
+        spec["encoding"]["x"]
+        if "x" in spec.get("encoding", {})
+        else spec["layer"][0]["encoding"]["x"]
+    )
+    assert x["axis"]["format"] == "%Y-%m-%d %H:%M"  # %H: 24-hour, never %I %p
+    low, high = (dt.datetime.fromisoformat(v) for v in x["scale"]["domain"])
+    assert high - low >= dt.timedelta(hours=2)  # not an axis of milliseconds
 
 
 def test_gantt_is_valid_vega_lite_and_keeps_phase_order() -> None:

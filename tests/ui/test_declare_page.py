@@ -379,7 +379,8 @@ def test_the_live_view_lists_each_step_of_the_running_phase_as_it_ends(
         }  # fmt: skip
 
     # What the flow run has stored so far: the fence going on, its first step done.
-    preflight = step("preflight", 0.4, 0.9) | {"steps": [step("site endpoints seen", 0.5, 0.9)]}
+    # The preflight began before the click reached the worker's clock: before T0, said so.
+    preflight = step("preflight", -1.0, 0.9) | {"steps": [step("site endpoints seen", -1.0, -0.8)]}
     waiting = "kubernetes primary: timed out; failing for 4 s; retrying until 02:14:05 UTC"
     fence = step("fence", 1.0, None) | {
         "steps": [step("close primary ingress", 1.0, 1.3, "2 ingresses closed"),
@@ -392,9 +393,22 @@ def test_the_live_view_lists_each_step_of_the_running_phase_as_it_ends(
     store.update_run(run_id, t0=t0, timeline=[preflight, fence])
     at.run()
     page = shown(at)
-    assert "close primary ingress (T0+1.3 s, 0.3 s): 2 ingresses closed" in page, page
+    assert "close primary ingress (T0+1.3 s, 300 ms): 2 ingresses closed" in page, page
     assert f"stop primary writers (running): ↻ {waiting}" in page, page
     assert "**fence** (going on)" in page or "fence (going on)" in page, page
-    current = {m.label: m.value for m in at.metric}
-    assert current["Current phase"] == "fence", current
-    assert current["RTO clock (since T0)"].endswith("and counting"), current
+    assert "site endpoints seen (800 ms before T0, 200 ms)" in page, page
+    assert "T0+-" not in page
+    current = {m.label: (m.value, m.proto.delta) for m in at.metric}
+    assert current["Current phase"][0] == "fence", current
+    assert current["RTO clock"][1] == "running", current
+    # While it runs, the form says why it is off, and its button cannot be clicked.
+    assert button(at, DECLARE_BUTTON).disabled  # type: ignore[union-attr]
+    assert any("Declaring is off while an incident run of **lab** is going" in i.value
+               for i in at.info), [i.value for i in at.info]  # fmt: skip
+    # Once the run has ended, the clock stops at what it measured, and the form is back.
+    store.update_run(run_id, status="succeeded", verdict="met", rto_seconds=2.04,
+                     finished_at=t0 + dt.timedelta(seconds=9))  # fmt: skip
+    at.run()
+    current = {m.label: (m.value, m.proto.delta) for m in at.metric}
+    assert current["RTO clock"] == ("2.04 s", "measured"), current
+    assert current["Verdict"][0] == "met", current

@@ -6,12 +6,14 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
+import pandas as pd  # type: ignore[import-untyped]
 import pytest
 import yaml
 
 from drills.store.models import DrillRun
 from tests.support.drill import offline_lab_plan_data
 from tests.support.ui import UiEnv, open_page, shown
+from ui.fleet import fleet_style
 
 
 @pytest.fixture()
@@ -55,7 +57,8 @@ def test_fleet_rows_problems_first_filter_and_links(ui_env: UiEnv) -> None:
     assert table["problems"][0].startswith("2 blocking")
     assert table["problems"][1] == "drill overdue, never checked"
     assert table["problems"][2] == "—" and table["verdict"][2] == "met"
-    assert table["days to cadence limit"][2] > 80
+    assert int(table["cadence limit in"][2].split(" d")[0]) > 80
+    assert table["cadence limit in"][1] == "no success yet"
     assert table["readiness link"][0] == "/readiness?plan=blocked"
     assert "3 plan(s), 2 with problems" in shown(at)
 
@@ -71,6 +74,21 @@ def test_fleet_rows_problems_first_filter_and_links(ui_env: UiEnv) -> None:
     # The same plans over one cluster, each drilled Monday 03:00: their windows overlap.
     assert "overlap on a shared cluster" in shown(at)
     assert at.get("vega_lite_chart")
+
+
+def test_fleet_colours_say_blocked_warn_dr_and_overdue() -> None:
+    frame = pd.DataFrame(
+        {"plan": ["a", "b", "c"], "problems": ["2 blocking", "readiness stale", "—"],
+         "serving": ["primary", "dr", "primary"], "readiness": ["blocked", "warn", "ready"],
+         "verdict": ["met", "failed", "met"],
+         "cadence limit in": ["overdue 3 d", "no success yet", "80 d"]}
+    )  # fmt: skip
+    styles = fleet_style(frame)._compute().ctx  # (row, col) -> [(property, value)]
+    colour = {(frame.iat[r, c]): dict(v).get("background-color") for (r, c), v in styles.items()}
+    assert colour["blocked"] == colour["overdue 3 d"] == colour["2 blocking"] == "#ffcdd2"
+    assert colour["warn"] == colour["readiness stale"] == "#ffe0b2"
+    assert colour["dr"] == "#bbdefb"
+    assert colour.get("ready") is None and colour.get("80 d") is None
 
 
 def test_the_readiness_page_opened_for_one_plan_shows_that_plan(ui_env: UiEnv) -> None:

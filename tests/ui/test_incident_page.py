@@ -114,13 +114,16 @@ def test_the_history_links_an_incident_to_its_failback_both_ways(ui_env: UiEnv) 
     page = shown(at)
     assert "**Incident record** — closed" in page
     assert "| failed back |" in page and "| closed |" in page
-    assert "**Served from DR:** 1h29m28s" in page, page  # failed back − taken over
+    assert "**Served from DR:** 1 h 29 min" in page, page  # failed back − taken over
     [link] = [x for x in at.page_link if x.value.startswith("Failed back by run")]
     assert link.proto.query_string == f"run={failback}"
     at = _history_of(failback)
     [link] = [x for x in at.page_link if x.value.startswith("Its incident: run")]
     assert link.proto.query_string == f"run={incident}"
     assert "**Incident record** — closed" in shown(at)
+    # A failback's header gives its downtime, never an RTO against a target it has not.
+    labels = [m.label for m in at.metric]
+    assert "Downtime" in labels and "RTO" not in labels, labels
 
 
 def test_an_open_incident_says_it_is_still_served_from_dr(ui_env: UiEnv) -> None:

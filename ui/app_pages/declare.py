@@ -10,6 +10,7 @@ from typing import Any
 
 import streamlit as st
 
+from drills import timefmt
 from drills.orchestrator.flow_runs import FlowRunProgress
 from drills.store.kinds import Mode, RunStatus
 from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
@@ -29,6 +30,7 @@ T0 = f"{KEY}.declared_at"
 PLAN = f"{KEY}.plan_name"
 MODE = f"{KEY}.mode"  # what the watched run is: an incident or a failback
 DONE = f"{KEY}.done"
+WHO = f"{KEY}.who"  # who started the watched run: a cancel is theirs unless they sign in
 FAILBACK_BUTTON = "Fail back"
 STEP_ICON = {
     "ok": ":green[:material/check_circle:]",
@@ -55,22 +57,43 @@ def _current_phase(
     return "starting" if info and info.state_type != "SCHEDULED" else "waiting for a worker"
 
 
-def _clock(row: RunRow | None, declared_at: dt.datetime | None) -> str:
-    """The RTO clock, from the click (T0): the RTO once measured, else the time since."""
-    if row and row.rto_seconds is not None:
-        return components.seconds(row.rto_seconds)
-    t0 = (row.t0 if row else None) or declared_at
-    if t0 is None:
-        return "—"
-    return components.seconds((components.now() - t0).total_seconds()) + " and counting"
+def _clock(
+    row: RunRow | None, start: dt.datetime | None, measured: float | None
+) -> tuple[str, str | None]:
+    """A clock as (value, state): running from ``start`` while the run goes; once it has
+    ended, stopped at what the run measured, or at when it ended if it measured nothing."""
+    if row is not None and row.status != RunStatus.RUNNING:
+        if measured is not None:
+            return components.seconds(measured), "measured"
+        if start is not None and row.finished_at is not None:
+            stopped = (row.finished_at - start).total_seconds()
+            return components.seconds(stopped), f"stopped: run {row.status}"
+        return "—", f"not measured: run {row.status}"
+    if start is None:
+        return "—", "not started"
+    return components.seconds((components.now() - start).total_seconds()), "running"
+
+
+def _clock_metric(column: Any, label: str, since: str, clock: tuple[str, str | None]) -> None:
+    value, state = clock
+    colour = "green" if state == "measured" else "gray" if state == "running" else "orange"
+    column.metric(label, value, state, colour, help=f"Since {since}.", delta_arrow="off")
+
+
+def _downtime(report: dict[str, Any] | None) -> float | None:
+    """A failback's measured downtime, from its incident record."""
+    record = (report or {}).get("incident") or {}
+    value = record.get("failback_downtime_seconds")
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _step_line(step: dict[str, Any], t0: dt.datetime | None) -> str:
     ended = step.get("ended_at")
     when = ""
     if ended and t0 is not None:
-        when = f"T0+{(dt.datetime.fromisoformat(ended) - t0).total_seconds():.1f} s, "
-    took = f"{step['seconds']:.1f} s" if ended else "running"
+        since = (dt.datetime.fromisoformat(ended) - t0).total_seconds()
+        when = f"{timefmt.offset(since)}, "
+    took = components.seconds(step["seconds"]) if ended else "running"
     result = f": {step['result']}" if step.get("result") else ""
     if not ended and step.get("waiting"):  # a target not answering, retried to the deadline
         result = f": ↻ {step['waiting']}"
@@ -131,15 +154,18 @@ def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
     cols[1].metric("Current phase", _current_phase(info, row, phases))
     if mode == Mode.FAILBACK:
         # A failback's T0 is the DR writers' stop, not the click: no clock before it.
-        cols[2].metric("Downtime clock (since the DR writers stopped)", _clock(row, None))
+        clock = _clock(row, row.t0 if row else None, _downtime(report))
+        _clock_metric(cols[2], "Downtime", "the DR writers stopped", clock)
     else:
-        cols[2].metric("RTO clock (since T0)", _clock(row, declared_at))
+        t0 = (row.t0 if row else None) or declared_at
+        clock = _clock(row, t0, row.rto_seconds if row else None)
+        _clock_metric(cols[2], "RTO clock", "T0, the declaration", clock)
     cols[3].metric("Verdict", components.verdict_label(row.verdict) if row else "—")
     if info is not None and not info.final:
         cancel_control(
             settings, access, info, flow_run_id=flow_run_id, plan_name=plan_name,
             mode=mode, run_id=row.id if row else None, key=KEY,
-            name=st.session_state.get(f"{KEY}.operator"),
+            name=st.session_state.get(WHO) or st.session_state.get(f"{KEY}.operator"),
         )  # fmt: skip
     _timeline(phases, (row.t0 if row else None) or declared_at)
     return _outcome(info, row, mode)
@@ -170,16 +196,18 @@ def _watch_section(settings: UISettings, access: Access) -> None:
         st.fragment(_watch, run_every=None if done else 2)(settings, access, flow_run_id, done)
 
 
-def _operator(access: Access, key: str, doing: str) -> str:
+def _operator(access: Access, key: str, doing: str, *, disabled: bool = False) -> str:
     """Who acts: the signed-in user, else a name typed (lab mode)."""
     if access.user:
         st.caption(f"{doing} as **{for_markdown(access.user)}**")
         return access.user
-    return st.text_input("Your name", value=getpass.getuser(), key=key)
+    return st.text_input("Your name", value=getpass.getuser(), key=key, disabled=disabled)
 
 
-def _follow(flow_run_id: str, plan_name: str, mode: str, at: dt.datetime) -> None:
-    """Watch this run from now on, and keep it in the address for a reload."""
+def _follow(flow_run_id: str, plan_name: str, mode: str, at: dt.datetime, who: str) -> None:
+    """Watch this run from now on, and keep it in the address for a reload; who started
+    it is kept too (the form that named them is off while it runs, and forgets)."""
+    st.session_state[WHO] = who
     st.session_state[RUN] = flow_run_id
     st.session_state[T0] = at
     st.session_state[PLAN] = plan_name
@@ -187,20 +215,38 @@ def _follow(flow_run_id: str, plan_name: str, mode: str, at: dt.datetime) -> Non
     st.query_params["flow_run"] = flow_run_id
 
 
-def _form(settings: UISettings, access: Access, entries: list[PlanEntry]) -> None:
+def _busy(settings: UISettings) -> str | None:
+    """Why no other incident or failback may be started from here now, if one is going."""
+    going = data.runs_going(settings, tuple(e.name for e in data.plans(settings) if e.valid))
+    if going:
+        plan, mode = going[0]
+        article = "an" if mode[:1] in "aeiou" else "a"
+        return f"{article} {mode} run of **{for_markdown(plan)}** is going: wait for it to end"
+    watched = st.session_state.get(RUN)
+    if watched and st.session_state.get(DONE) != watched:
+        return "the run watched above has not ended yet"
+    return None
+
+
+def _form(settings: UISettings, access: Access, entries: list[PlanEntry], busy: str | None) -> None:
     st.header("Declare an incident")
     if not entries:
         st.info("No valid plan serves from its primary, so there is nothing to fail over.")
         return
+    if busy:
+        st.info(f"Declaring is off while {busy}.", icon=":material/hourglass_top:")
     by_name = {e.name: e for e in entries}
-    plan_name = st.selectbox("Plan to fail over", list(by_name), key=f"{KEY}.plan")
-    operator = _operator(access, f"{KEY}.operator", "Declaring")
+    off = busy is not None
+    plan_name = st.selectbox("Plan to fail over", list(by_name), key=f"{KEY}.plan", disabled=off)
+    operator = _operator(access, f"{KEY}.operator", "Declaring", disabled=off)
     reason = st.text_area(
-        "Reason", key=f"{KEY}.reason", placeholder="What happened, and the ticket or bridge"
-    )
+        "Reason", key=f"{KEY}.reason", placeholder="What happened, and the ticket or bridge",
+        disabled=off,
+    )  # fmt: skip
     force = st.checkbox(
-        "Go on even if the primary cannot be fenced (force-unfenced)", key=f"{KEY}.force"
-    )
+        "Go on even if the primary cannot be fenced (force-unfenced)", key=f"{KEY}.force",
+        disabled=off,
+    )  # fmt: skip
     if force:
         st.warning(
             "If the primary is unreachable it will **not** be fenced. It may still serve "
@@ -209,9 +255,12 @@ def _form(settings: UISettings, access: Access, entries: list[PlanEntry]) -> Non
             icon=":material/warning:",
         )
     confirmation = st.text_input(
-        f"Type the plan name **{plan_name}** to confirm", key=f"{KEY}.confirm"
+        f"Type the plan name **{plan_name}** to confirm", key=f"{KEY}.confirm", disabled=off
     )
-    if st.button("Declare incident and start the failover", key=f"{KEY}.go", type="primary"):
+    declare_clicked = st.button(
+        "Declare incident and start the failover", key=f"{KEY}.go", type="primary", disabled=off
+    )
+    if declare_clicked:
         if not guard.allowed(settings, access, action=DECLARE_ACTION, plan=plan_name,
                              what="declaring an incident"):  # fmt: skip
             return
@@ -226,7 +275,7 @@ def _form(settings: UISettings, access: Access, entries: list[PlanEntry]) -> Non
             declared_at=declared_at,
         )
         if declaration.accepted and declaration.flow_run_id:
-            _follow(declaration.flow_run_id, plan_name, Mode.INCIDENT, declared_at)
+            _follow(declaration.flow_run_id, plan_name, Mode.INCIDENT, declared_at, operator)
             st.success(f"Incident declared at {components.when(declared_at)}. T0 is set.")
             st.rerun()
         else:
@@ -263,7 +312,9 @@ def _way_back(settings: UISettings, access: Access, entry: PlanEntry) -> None:
     components.readiness_checklist(data.wayback(settings, entry, guard.actor(access)))
 
 
-def _failback_form(settings: UISettings, access: Access, entry: PlanEntry) -> None:
+def _failback_form(
+    settings: UISettings, access: Access, entry: PlanEntry, busy: str | None
+) -> None:
     st.subheader("Fail back", divider="gray")
     if not data.deployment_exists(settings.prefect_api_url or "", settings.failback_deployment):
         st.error(
@@ -279,13 +330,17 @@ def _failback_form(settings: UISettings, access: Access, entry: PlanEntry) -> No
         "exactly as it serves now."
     )
     key = f"{FB}.{entry.name}"
-    operator = _operator(access, f"{key}.operator", "Failing back")
-    reason = st.text_area("Reason for failing back", key=f"{key}.reason",
+    off = busy is not None
+    if busy:
+        st.info(f"Failing back is off while {busy}.", icon=":material/hourglass_top:")
+    operator = _operator(access, f"{key}.operator", "Failing back", disabled=off)
+    reason = st.text_area("Reason for failing back", key=f"{key}.reason", disabled=off,
                           placeholder="Why the primary is fit again, and the ticket")  # fmt: skip
     confirmation = st.text_input(
-        f"Type the plan name **{entry.name}** to confirm the failback", key=f"{key}.confirm"
-    )
-    if st.button(FAILBACK_BUTTON, key=f"{key}.go", type="primary"):
+        f"Type the plan name **{entry.name}** to confirm the failback", key=f"{key}.confirm",
+        disabled=off,
+    )  # fmt: skip
+    if st.button(FAILBACK_BUTTON, key=f"{key}.go", type="primary", disabled=off):
         if not guard.allowed(settings, access, action=FAILBACK_ACTION, plan=entry.name,
                              what="failing back"):  # fmt: skip
             return
@@ -295,7 +350,7 @@ def _failback_form(settings: UISettings, access: Access, entry: PlanEntry) -> No
             requested_at=requested_at,
         )  # fmt: skip
         if decision.accepted and decision.flow_run_id:
-            _follow(decision.flow_run_id, entry.name, Mode.FAILBACK, requested_at)
+            _follow(decision.flow_run_id, entry.name, Mode.FAILBACK, requested_at, operator)
             st.rerun()
         else:
             st.error(f"Failback **not** started — {decision.message}", icon=":material/block:")
@@ -350,11 +405,12 @@ def _actions(settings: UISettings, access: Access, at_dr: list[PlanEntry]) -> No
         st.warning(f"You may not {what}: {access.why_not}.", icon=":material/lock:")
         auth.sign_in(settings, access, f"{KEY}.sign_in")
         return
+    busy = _busy(settings)
     for entry in at_dr:
-        _failback_form(settings, access, entry)
+        _failback_form(settings, access, entry, busy)
     away = {e.name for e in at_dr}
     home = [e for e in data.plans(settings) if e.valid and e.name not in away]
-    _form(settings, access, home)
+    _form(settings, access, home, busy)
 
 
 def main() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 from urllib.parse import quote
 
 import altair as alt
@@ -12,7 +11,7 @@ import streamlit as st
 
 from drills.text import for_markdown
 from ui import components, data
-from ui.fleet import CALENDAR_DAYS, Blocked, FleetRow, Window
+from ui.fleet import CALENDAR_DAYS, Blocked, FleetRow, Window, fleet_style
 from ui.settings import load_settings
 
 KEY = "fleet"
@@ -22,8 +21,8 @@ ALL = "all"
 def _frame(rows: list[FleetRow]) -> pd.DataFrame:
     now = components.now()
 
-    def age_h(moment: Any) -> float | None:
-        return round((now - moment).total_seconds() / 3600, 1) if moment else None
+    def age(moment: dt.datetime | None) -> str:
+        return components.ago(moment, now) if moment else "never"
 
     return pd.DataFrame(
         [
@@ -32,15 +31,12 @@ def _frame(rows: list[FleetRow]) -> pd.DataFrame:
                 "problems": ", ".join(r.problems) or "—",
                 "serving": r.serving,
                 "readiness": r.readiness,
-                "blocking": r.blocking,
-                "readiness age (h)": age_h(r.readiness_at),
-                "last drill age (h)": age_h(r.last_drill_at),
+                "readiness checked": age(r.readiness_at),
+                "last drill": age(r.last_drill_at),
                 "verdict": r.last_verdict or "—",
                 "RTO vs target": components.versus(r.last_rto, r.rto_target),
                 "next drill": components.when(r.next_drill),
-                "days to cadence limit": None
-                if r.cadence_days_left is None
-                else round(r.cadence_days_left, 1),
+                "cadence limit in": _days(r.cadence_days_left),
                 "open findings": r.open_findings,
                 "forecast RTO": components.seconds(r.forecast_rto),
                 "readiness link": f"/readiness?plan={quote(r.plan)}",
@@ -49,6 +45,14 @@ def _frame(rows: list[FleetRow]) -> pd.DataFrame:
             for r in rows
         ]
     )
+
+
+def _days(left: float | None) -> str:
+    """Time to the cadence limit, or how long past it."""
+    if left is None:
+        return "no success yet"
+    written = components.seconds(abs(left) * 86400)
+    return written if left >= 0 else f"overdue {written}"
 
 
 def _filtered(rows: list[FleetRow]) -> list[FleetRow]:
@@ -105,7 +109,12 @@ def _calendar(windows: list[Window], blocked: list[Blocked]) -> None:
     now = dt.datetime.now(dt.UTC)
     weeks = [now.isoformat(), (now + dt.timedelta(days=CALENDAR_DAYS)).isoformat()]
     base = alt.Chart(frame).encode(
-        x=alt.X("start:T", title="UTC", scale=alt.Scale(domain=weeks)),
+        x=alt.X(
+            "start:T",
+            title="UTC",
+            scale=alt.Scale(domain=weeks),
+            axis=alt.Axis(format="%Y-%m-%d %H:%M", labelAngle=-30),
+        ),
         y=alt.Y("plan:N", title=None, sort=None),
         # A drill alone in blue, one that overlaps another in red, a blocked window in grey.
         color=alt.Color(
@@ -117,8 +126,14 @@ def _calendar(windows: list[Window], blocked: list[Blocked]) -> None:
         ),
         tooltip=["plan", "start:T", "end:T", "overlap"],
     )
-    chart = base.mark_bar().encode(x2="end:T") + base.mark_tick(thickness=3)
-    st.altair_chart(chart, width="stretch")
+    # A drill lasts minutes in a five-week span: each window is also a large mark at its
+    # start with its date written above, and a plan's row is tall enough to read.
+    chart = (
+        base.mark_bar(height=20).encode(x2="end:T")
+        + base.mark_point(shape="diamond", size=260, filled=True, opacity=1)
+        + base.mark_text(dy=-18, fontSize=12).encode(text=alt.Text("start:T", format="%m-%d %H:%M"))
+    )
+    st.altair_chart(chart.properties(height=alt.Step(64)), width="stretch")
 
 
 def main() -> None:
@@ -131,12 +146,15 @@ def main() -> None:
     troubled = sum(1 for r in fleet.rows if r.problems)
     st.caption(f"{len(fleet.rows)} plan(s), {troubled} with problems — problems first.")
     rows = _filtered(fleet.rows)
+    # The plan and its problems stay in view however far the table is scrolled sideways.
     st.dataframe(
-        _frame(rows),
+        fleet_style(_frame(rows)),
         hide_index=True,
         width="stretch",
         key=f"{KEY}.table",
         column_config={
+            "plan": st.column_config.TextColumn("plan", pinned=True),
+            "problems": st.column_config.TextColumn("problems", pinned=True, width="medium"),
             "readiness link": st.column_config.LinkColumn("open", display_text="readiness"),
             "history link": st.column_config.LinkColumn("", display_text="history"),
         },

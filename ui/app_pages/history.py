@@ -115,10 +115,15 @@ def _verdict_and_objectives(report: dict[str, Any]) -> None:
     m = report.get("measurement") or {}
     cols = st.columns(5)
     cols[0].metric("Verdict", components.verdict_label(run["verdict"]), run["status"], "off")
-    cols[1].metric(
-        "RTO", components.seconds(report["rto_seconds"]),
-        f"target {components.seconds(m.get('rto_target_seconds'))}", "off",
-    )  # fmt: skip
+    if run["mode"] == Mode.FAILBACK:  # its measure is the downtime, and it has no RTO target
+        downtime = (report.get("incident") or {}).get("failback_downtime_seconds")
+        cols[1].metric("Downtime", components.seconds(downtime), "from the DR writers' stop",
+                       "off", delta_arrow="off")  # fmt: skip
+    else:
+        cols[1].metric(
+            "RTO", components.seconds(report["rto_seconds"]),
+            f"target {components.seconds(m.get('rto_target_seconds'))}", "off", delta_arrow="off",
+        )  # fmt: skip
     cols[2].metric("Client-visible RTO", components.seconds(report["client_rto_seconds"]))
     cols[3].metric(
         "Full capacity", components.seconds(report.get("full_capacity_seconds")),
@@ -235,9 +240,11 @@ def _timeline(phases: list[dict[str, Any]] | None) -> None:
 
 def _steps_and_evidence(phases: list[dict[str, Any]]) -> None:
     for phase in phases:
-        st.markdown(f"**{phase['name']}** — {phase['status']}, {phase['seconds']:.2f} s")
+        st.markdown(
+            f"**{phase['name']}** — {phase['status']}, {components.seconds(phase['seconds'])}"
+        )
         for step in phase["steps"]:
-            label = f"{step['status']}: {step['name']} ({step['seconds']:.2f} s)"
+            label = f"{step['status']}: {step['name']} ({components.seconds(step['seconds'])})"
             with st.expander(label):
                 st.write(step["result"] or "—")
                 if step["evidence"]:
@@ -266,8 +273,11 @@ def main() -> None:
     page = st.session_state.get(f"{KEY}.page", 0)
     rows, more = data.runs_page(settings.db_url, plan, mode, verdict, page)
     points = data.rto_points(settings.db_url, plan, mode)
-    if points:
+    if charts.takeovers(points):
         st.altair_chart(charts.rto_trend(points), width="stretch")
+        note = charts.target_note(points)
+        if note:
+            st.caption(note)
     if not rows:
         filtered = any((plan, mode, verdict))
         st.info(

@@ -10,6 +10,7 @@ from drills.checks.runner import ReadinessReport
 from drills.errors import TargetError
 from ui import auth, components, data, guard
 from ui.auth import Access
+from ui.components import seconds
 from ui.data import PlanEntry
 from ui.settings import UISettings, load_settings
 
@@ -132,14 +133,15 @@ def _forecast_line(report: ReadinessReport) -> None:
         return
     e = found.evidence
     low, high = (e.get("interval") or [None, None])[:2]
+    span = f"{seconds(low)} to {seconds(high)}; " if low is not None else ""
     st.metric(
         "A takeover now",
-        f"about {e['rto_seconds']:.0f} s",
-        help=f"{low:.0f}-{high:.0f} s; {e.get('basis', '')}" if low is not None else None,
+        f"about {seconds(e['rto_seconds'])}",
+        help=f"{span}{e.get('basis', '')}",
     )
     st.caption(
-        f"a takeover now: about {e['rto_seconds']:.0f} s "
-        f"(target {e.get('rto_target_seconds', 0):.0f} s) · {e.get('basis', '')}"
+        f"a takeover now: about {seconds(e['rto_seconds'])} "
+        f"(target {seconds(e.get('rto_target_seconds'))}) · {e.get('basis', '')}"
     )
 
 
