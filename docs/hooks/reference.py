@@ -212,14 +212,22 @@ def _table_page(title: str, intro: str, header: list[str], rows: Iterable[list[s
 
 def metrics_page() -> str:
     from drills.metrics.exporter import SPECS
+    from drills.metrics.meaning import MEANING
 
     return _table_page(
         "Metrics",
-        "Every metric that `drills metrics serve` exports, generated from its definitions. "
-        "All are gauges.",
-        ["Metric", "Labels", "Meaning"],
+        "Every metric that `drills metrics serve` exports, generated from its definitions: "
+        "its HELP line as Prometheus shows it, then what it means in full. All are gauges. A "
+        "timestamp that never happened is 0 (so a plan never drilled is long overdue, and a "
+        "plan never checked has a stale readiness).",
+        ["Metric", "Labels", "HELP", "Meaning"],
         (
-            [f"`{s.name}`", ", ".join(f"`{label}`" for label in s.labels) or "none", _text(s.help)]
+            [
+                f"`{s.name}`",
+                ", ".join(f"`{label}`" for label in s.labels) or "none",
+                _text(s.help),
+                MEANING[s.name],
+            ]
             for s in SPECS
         ),
     )

@@ -82,6 +82,15 @@ def test_every_readiness_check_has_an_entry(built_site: BuiltSite) -> None:
         assert first_line in section, f"{spec.id}: its docstring is not shown"
 
 
+def test_every_metric_says_what_it_means() -> None:
+    """The reference's meaning column comes from drills.metrics.meaning: one entry a metric,
+    none for a metric that is gone."""
+    from drills.metrics.meaning import MEANING
+
+    assert set(MEANING) == {spec.name for spec in SPECS}
+    assert all(text.strip() for text in MEANING.values())
+
+
 def test_every_metric_and_event_has_an_entry(built_site: BuiltSite) -> None:
     metrics = text_of(built_site.page("reference/metrics.md").html)
     for spec in SPECS:

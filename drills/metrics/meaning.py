@@ -1,0 +1,67 @@
+"""What each metric means, for the reference page (docs/reference/metrics.md): the longer
+text beside the one-line HELP that Prometheus shows. Markdown; one entry a metric of SPECS,
+which the reference test checks."""
+
+from __future__ import annotations
+
+MEANING: dict[str, str] = {
+    "drills_readiness_check_status": (
+        "1 for each check of the plan's latest readiness run, one series a check: "
+        '`status` is its status (`pass`, `warn`, `fail`, `error`), `blocking="true"` when '
+        "the result blocks a takeover. A check whose status changes moves to a new series "
+        "(the old one goes stale at once), so select on the labels: "
+        '`drills_readiness_check_status{status="fail"}`'
+    ),
+    "drills_readiness_blocking_checks": ("how many checks block a takeover in that run"),
+    "drills_readiness_last_run_timestamp_seconds": (
+        "when that run checked; its age is `time() - drills_readiness_last_run_timestamp_seconds`"
+    ),
+    "drills_readiness_interval_seconds": ("the readiness schedule (`--readiness-interval`)"),
+    "drills_dataset_replication_lag_seconds": (
+        "replication lag as the latest readiness run's `data.rpo` check measured it "
+        "(absent when it could not)"
+    ),
+    "drills_dataset_rpo_target_seconds": ("the dataset's `rpo_target` in the plan"),
+    "drills_drill_last_success_timestamp_seconds": (
+        "when the last drill that counts for the cadence ended (mode drill, succeeded, "
+        "not a dry run: as the `drill.cadence` check counts)"
+    ),
+    "drills_drill_cadence_seconds": ("the longest a plan may go without such a drill (92 days)"),
+    "drills_drill_due_in_seconds": (
+        "time left until that limit; negative when overdue (÷ 86400 for days)"
+    ),
+    "drills_run_last_finished_timestamp_seconds": (
+        "when the last run of that mode with an RTO measured (not a dry run) finished"
+    ),
+    "drills_run_last_rto_seconds": ("that run's RTO"),
+    "drills_run_last_client_rto_seconds": (
+        "that run's client-visible RTO (through DNS, with the old TTL)"
+    ),
+    "drills_run_last_full_capacity_seconds": (
+        "when that run's normal tier was ready too (full capacity), seconds after T0; "
+        "absent for runs recorded before it was measured"
+    ),
+    "drills_run_last_rpo_seconds": ("that run's RPO for each dataset"),
+    "drills_plan_rto_target_seconds": ("the plan's `objectives.rto`"),
+    "drills_plan_rpo_target_seconds": ("the plan's `objectives.rpo`"),
+    "drills_plan_serving_site": (
+        "1 for the site serving the plan (`primary`, `dr` or `in-transition`), 0 for the others"
+    ),
+    "drills_runs_in_progress": ("runs not finished whose process holds the plan's lease"),
+    "drills_runs_stuck": (
+        "runs not finished that no process holds the lease of: the process died, `drills "
+        "recover` finishes the job"
+    ),
+    "drills_run_oldest_unfinished_start_timestamp_seconds": (
+        "when the oldest unfinished run of the plan started (absent when none)"
+    ),
+    "drills_evidence_chain_length": (
+        "links in the plan's evidence chain (its head's position); it only grows, so a "
+        "drop means links were removed: `drills evidence verify --db URL --checkpoints "
+        "PLACE` says which"
+    ),
+    "drills_plan_files_invalid": (
+        "plan files configured that do not load (`drills plan validate` says why)"
+    ),
+    "drills_metrics_scrape_duration_seconds": ("the time this scrape took to compute"),
+}
