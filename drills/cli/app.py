@@ -44,8 +44,8 @@ COMMANDS: dict[str, Entry] = {
     ),
     "run": Entry(
         "drills.cli.run_cmd",
-        "Run a minimum-takeover drill (or a real incident takeover, or the failback after one) "
-        "and print its report.",
+        "Run a minimum-takeover drill (or a practice that leaves production untouched, a real "
+        "incident takeover, or the failback after one) and print its report.",
     ),
     "history": Entry(
         "drills.cli.run_cmd",

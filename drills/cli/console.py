@@ -20,6 +20,15 @@ from drills.text import control_characters, for_terminal
 
 
 class SafeConsole(Console):
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        # Rich fixes the width from COLUMNS when the console is made, and ours are made at
+        # import; unless given, it is read when printing, from COLUMNS as it is then.
+        if options.get("width") is None:
+            self._width = None
+        if options.get("height") is None:
+            self._height = None
+
     def render(
         self, renderable: RenderableType, options: ConsoleOptions | None = None
     ) -> Iterable[Segment]:

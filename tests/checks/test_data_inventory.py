@@ -92,7 +92,7 @@ def test_stale_inventory_warns(moto_server: Any, s3: Any, pair: tuple[str, str])
     publish(s3, pair, "CSV", created=dt.datetime.now(dt.UTC) - 2 * DAY)
     result = run(inventory_plan(moto_server.url, pair), "data.replicated")
     assert result.status is Status.WARN, result.summary
-    assert result.summary.startswith("Inventory reports older than their schedule: ds 2d")
+    assert result.summary.startswith("Inventory reports older than their schedule: ds 2 d old")
     assert row(result)["inventory"]["not_covered_after"] is not None
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 import sqlite3
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from drills.cli.app import app
-from drills.metrics.exporter import SPECS, DrillsCollector
+from drills.metrics.exporter import DrillsCollector
 from drills.metrics.plans import PlanCache
 from drills.metrics.snapshot import CADENCE_S, Snapshotter
 from drills.plan import load_plan
@@ -27,9 +26,6 @@ from tests.support.rawdb import as_before_migrations
 from tests.support.ui import EXAMPLE_PLAN
 
 NOW = dt.datetime.now(dt.UTC)
-METRICS_PAGE = (
-    Path(__file__).resolve().parents[2] / "docs" / "how-to" / "alerts-and-notifications.md"
-)
 
 
 def _run(run_id: str, mode: str, status: str, days_ago: float, **fields: Any) -> DrillRun:
@@ -176,10 +172,3 @@ def test_an_existing_store_gets_the_new_indexes(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "old.db") as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert {"ix_run_finished", "ix_run_plan_mode_started"} <= names
-
-
-def test_the_docs_document_every_metric() -> None:
-    text = METRICS_PAGE.read_text()
-    section = text.split("### Metrics\n", 1)[1].split("\n### ", 1)[0]
-    documented = set(re.findall(r"^\| `(drills_[a-z_]+)`", section, re.MULTILINE))
-    assert documented == {spec.name for spec in SPECS}

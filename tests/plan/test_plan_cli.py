@@ -149,7 +149,7 @@ def test_show_summarises_the_plan() -> None:
         "Route 53 hosted zone Z0123456789ABCDEFGHIJ",
         "api.prod-use1.ml.example.com. → api.dr-usw2.ml.example.com.",
         "0 3 1 1,4,7,10 * (UTC)",
-        "required, times out after 2h",
+        "required, times out after 2 h",
     ):
         assert expected in out, expected
     # critical tier: 3 + 4 + 2 + 3 replicas and 4 + 2 GPUs

@@ -17,6 +17,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from drills import timefmt
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult
@@ -387,7 +388,7 @@ def test_cli_run_history_and_report(drill_lab: LabInfo, tmp_path: Path) -> None:
     markdown = drills_cli("report", runs[0]["id"], db=db).stdout
     assert "| full capacity (normal tier ready) |" in markdown
     table = drills_cli("history", db=db).stdout
-    assert f"{runs[0]['full_capacity_seconds']:.1f}s" in table
+    assert timefmt.duration(runs[0]["full_capacity_seconds"]) in table
     missing = drills_cli("report", "nope", db=db)
     assert missing.returncode == 1 and "drills history" in missing.stderr
 
