@@ -288,6 +288,8 @@ def s3_via(proxy: FaultProxy) -> ObjectStore:
     return ObjectStore(where, "dr", read_timeout=TIMEOUT)
 
 
+# A read timeout of seconds against moto: a loaded machine alone makes it time out.
+@pytest.mark.serial
 def test_s3_faults(moto_server: MotoServer, bucket: str) -> None:
     with FaultProxy(upstream(moto_server.url), http=True) as proxy:
         store = s3_via(proxy)

@@ -164,7 +164,7 @@ def drills_cli(
     """`drills ARGS --db DB` in a process of its own, as an operator runs it; with
     ``crash_at``, the run dies by SIGKILL at that crash point."""
     env = {k: v for k, v in os.environ.items() if k != crashpoints.ENV}
-    env.setdefault("COLUMNS", "200")  # a table's cells unwrapped, as on a wide terminal
+    env["COLUMNS"] = "200"  # a table's cells unwrapped, as on a wide terminal
     if crash_at:
         env[crashpoints.ENV] = crash_at
     return subprocess.run(
