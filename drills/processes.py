@@ -20,8 +20,8 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def descendants(root: int) -> list[int]:
-    """Every process below root, even those that left its session (flow-run processes do)."""
+def descendants(*roots: int) -> list[int]:
+    """Every process below the roots, even those that left its session (flow-run processes do)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -30,7 +30,7 @@ def descendants(root: int) -> list[int]:
             ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             children.setdefault(ppid, []).append(int(entry.name))
     found: list[int] = []
-    stack = [root]
+    stack = list(roots)  # one reading of /proc serves all the roots
     while stack:
         for child in children.get(stack.pop(), []):
             found.append(child)

@@ -114,8 +114,7 @@ def _stop_tree(pid: int, timeout: float, *, check: bool = True) -> list[int]:
     tree = {pid, *descendants(pid)}
 
     def alive() -> list[int]:
-        for member in [m for m in tree if pid_alive(m)]:
-            tree.update(descendants(member))  # children started while stopping
+        tree.update(descendants(*[m for m in tree if pid_alive(m)]))  # started meanwhile
         return sorted(m for m in tree if pid_alive(m))
 
     def signal_all(sig: signal.Signals) -> None:
