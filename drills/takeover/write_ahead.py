@@ -19,13 +19,15 @@ disk), the run goes on from memory and says so.
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import logging
 import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -303,15 +305,37 @@ def replay_left(store: HistoryStore, directory: Path) -> list[str]:
         run = store.get_run(run_id)
         if run is None:
             continue  # another store's run: not ours to write
-        ops = _read(path)
-        ended = any(op["op"] == "finish" for op in ops)
-        if not ended and _still_running(store, run.plan, run_id):
-            continue  # its own process keeps the file, and writes it back itself
-        _replay(store, run_id, ops)
-        path.unlink(missing_ok=True)
+        with _claimed(path) as ops:
+            if ops is None:
+                continue  # another process on this machine is writing it back
+            ended = any(op["op"] == "finish" for op in ops)
+            if not ended and _still_running(store, run.plan, run_id):
+                continue  # its own process keeps the file, and writes it back itself
+            _replay(store, run_id, ops)
+            path.unlink(missing_ok=True)
         done.append(run_id)
         log.warning("run %s: its write-ahead file was written back to the store", run_id)
     return done
+
+
+@contextmanager
+def _claimed(path: Path) -> Iterator[list[dict[str, Any]] | None]:
+    """The file's entries, read under an exclusive lock that two recovers started together
+    cannot both hold; None when the other holds it or has already written it back (the
+    file is gone), as replaying it twice at once could write an entry twice."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        yield None
+        return
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        # The other may have finished and removed it between our open and our lock.
+        yield _read(path) if path.exists() else None
 
 
 def _still_running(store: HistoryStore, plan: str, run_id: str) -> bool:

@@ -19,7 +19,7 @@ import pytest
 
 from drills.orchestrator import serve
 from drills.orchestrator.rest import PrefectRest
-from drills.processes import descendants, pid_alive
+from drills.processes import descendants, marked, pid_alive
 from drills.store.history import HistoryStore
 from drills.store.kinds import RunStatus
 from drills.takeover.orphans import ORPHAN_BOUND_S
@@ -47,10 +47,12 @@ def kill_tree(pid: int) -> list[int]:
     return tree
 
 
-def the_busy_worker(workers: dict[str, int]) -> tuple[str, int]:
-    """The worker whose flow-run process runs the drill: the one with children."""
-    busy = [(name, pid) for name, pid in workers.items() if descendants(pid)]
-    assert len(busy) == 1, busy
+def the_busy_worker(workers: dict[str, int], flow_run_id: str) -> tuple[str, int]:
+    """The worker whose flow-run process runs the drill: the one whose tree holds the
+    process started for that flow run (the other may still be reaping the readiness run)."""
+    running = set(marked("PREFECT__FLOW_RUN_ID", flow_run_id))
+    busy = [(name, pid) for name, pid in workers.items() if running & set(descendants(pid))]
+    assert len(busy) == 1, (busy, running)
     return busy[0]
 
 
@@ -107,7 +109,7 @@ def test_a_drill_whose_worker_dies_mid_bring_up_is_rolled_back_by_the_other(
             flow_run_id = started.stderr.strip().rsplit("/", 1)[-1]
             run_id = wait_dr_change(history, flow_run_id)
             name, victim = the_busy_worker(
-                {serve.WORKER_NAME: info.worker_pid, SECOND_WORKER: second}
+                {serve.WORKER_NAME: info.worker_pid, SECOND_WORKER: second}, flow_run_id
             )
             killed = kill_tree(victim)
             assert not any(pid_alive(pid) for pid in killed)

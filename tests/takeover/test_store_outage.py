@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import fcntl
 import os
 import subprocess
 import threading
@@ -248,6 +249,12 @@ def test_recover_undoes_from_the_snapshot_what_the_journal_lost(
         assert len(pg_history.journal(drill.run_id)) == len(journal) - 4
 
     lose_the_last_four()
+    # A second recover started at the same moment holds the file: this one leaves it alone
+    # rather than write the same entries a second time.
+    with write_ahead_file(state, drill.run_id).open("rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        pick_run(pg_history, drill.run_id, None)
+    assert len(pg_history.journal(drill.run_id)) == len(journal) - 4
     pick_run(pg_history, drill.run_id, None)  # the file written back first
     assert [e.to_json() for e in pg_history.journal(drill.run_id)] == [e.to_json() for e in journal]
 
