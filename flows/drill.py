@@ -29,6 +29,7 @@ from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
 from drills.store.report import render_markdown, report_data
 from drills.takeover.cancellation import cancel_on_signals
+from drills.takeover.detection import parse_moment
 from drills.takeover.drill import (
     Approval,
     Drill,
@@ -165,6 +166,8 @@ def minimum_takeover_drill(
     operator: str = "prefect",
     reason: str = "",
     declared_at: str | None = None,
+    detected_at: str | None = None,
+    proposal: str | None = None,
     force_unfenced: bool = False,
     tier_deadline_s: float = 600,
     sync_deadline_s: float = 300,
@@ -175,7 +178,9 @@ def minimum_takeover_drill(
     normal tier; time RTO, full capacity and RPO, and (drill mode) fail back and verify.
     In practice mode, DR's critical tier comes up beside the primary (never fenced, the
     production record never changed), is verified through practice.record or at DR's
-    endpoint, and returns to standby. In incident mode, `declared_at` (ISO 8601) is T0.
+    endpoint, and returns to standby. In incident mode, `declared_at` (ISO 8601) is T0,
+    `detected_at` (ISO 8601) when the trouble was detected (an alert's startsAt: the
+    `proposal` approved on the dashboard), recorded as detection -> declaration.
     In failback mode, bring production
     home from DR after an incident (refused unless the plan serves from DR;
     `sync_deadline_s` bounds the final sync). `lease_s`: how long the plan's lease
@@ -193,6 +198,8 @@ def minimum_takeover_drill(
         operator=operator,
         reason=reason,
         declared_at=parse_declared_at(declared_at),
+        detected_at=parse_moment(detected_at, "detected_at") if detected_at else None,
+        proposal=proposal,
         force_unfenced=force_unfenced,
         tier_deadline_s=tier_deadline_s,
         sync_deadline_s=sync_deadline_s,

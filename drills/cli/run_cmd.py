@@ -175,6 +175,18 @@ def run(
             "or a blocked window still refuses (exit 3); gates never stop an incident.",
         ),
     ] = False,
+    detected_at: Annotated[
+        str | None,
+        typer.Option(
+            "--detected-at",
+            metavar="TIME",
+            help="Incident mode only: when the trouble was detected (ISO 8601, e.g. "
+            "2026-12-02T07:55:00Z; without a zone, UTC), before you declared it. Recorded as "
+            "detected_at, and detection_seconds (declaration - detection) in the report, "
+            "the history and the metrics. An incident approved from an alert's proposal on "
+            "the dashboard takes the alert's startsAt instead.",
+        ),
+    ] = None,
     operator: Annotated[
         str | None, typer.Option("--operator", help="Who runs it (default: the login name).")
     ] = None,
@@ -218,6 +230,7 @@ def run(
     answers. A PostgreSQL store without durable commits is refused unless
     DRILLS_ALLOW_NONDURABLE_STORE=1."""
     _check_mode(mode, force_unfenced)
+    detected = _detected_at(detected_at, mode)
     if ignore_gates and not reason.strip():
         err.print("[red]--ignore-gates needs a --reason: it is written to the audit log[/]")
         raise typer.Exit(2)
@@ -235,6 +248,7 @@ def run(
         tier_deadline=tier_deadline,
         sync_deadline=sync_deadline,
         ignore_gates=ignore_gates,
+        detected_at=detected,
     )
     hooks = _hooks(view)
     live = not as_json and err.is_terminal
@@ -255,6 +269,25 @@ def _check_mode(mode: str, force_unfenced: bool) -> None:
         raise typer.Exit(2)
 
 
+def _detected_at(value: str | None, mode: str) -> dt.datetime | None:
+    """--detected-at as a time, or one line of error (exit 2)."""
+    if value is None:
+        return None
+    from drills.takeover.detection import parse_moment
+
+    if mode != Mode.INCIDENT:
+        err.print("[red]--detected-at only makes sense with --mode incident[/]")
+        raise typer.Exit(2)
+    try:
+        detected = parse_moment(value, "--detected-at")
+        if detected > dt.datetime.now(dt.UTC):  # the declaration is now: detection comes first
+            raise ValueError(f"--detected-at {value} is in the future")
+    except ValueError as exc:
+        err.print(Text(str(exc), style="red"), soft_wrap=True)
+        raise typer.Exit(2) from None
+    return detected
+
+
 def _request(
     plan: DrillPlan,
     plan_path: Path,
@@ -267,6 +300,7 @@ def _request(
     tier_deadline: float,
     sync_deadline: float,
     ignore_gates: bool = False,
+    detected_at: dt.datetime | None = None,
 ) -> DrillRequest:
     from drills.takeover.drill import DrillRequest
 
@@ -277,6 +311,7 @@ def _request(
         operator=operator or getpass.getuser(),
         reason=reason,
         declared_at=dt.datetime.now(dt.UTC) if mode == Mode.INCIDENT else None,
+        detected_at=detected_at,
         force_unfenced=force_unfenced,
         tier_deadline_s=tier_deadline,
         sync_deadline_s=sync_deadline,
@@ -416,7 +451,10 @@ def _echo_report(history: HistoryStore, run: DrillRun, *, fmt: str) -> None:
 
 
 def _row(run: DrillRun) -> dict[str, Any]:
+    from drills.store.detection_chain import detection_chain, detection_seconds
+
     link = run.details.incident
+    detection = run.details.detection
     failback = run.details.failback
     return {
         "id": run.id,
@@ -436,6 +474,10 @@ def _row(run: DrillRun) -> dict[str, Any]:
         "failback_run": link.failback_run if link else None,
         "closed_at": link.closed_at.isoformat() if link and link.closed_at else None,
         "downtime_seconds": failback.downtime_seconds if failback else None,
+        # An incident's detection -> declaration (the alert's startsAt or --detected-at).
+        "detected_at": detection.detected_at.isoformat() if detection else None,
+        "detection_seconds": detection_seconds(run),
+        "detection_chain": detection_chain(run),  # detection → … → DR carrying
     }
 
 

@@ -23,6 +23,7 @@ from drills.cli.serve_group import StateDir, console, err, fail, serve_app
 from drills.errors import LabError
 from drills.orchestrator import serve
 from drills.orchestrator.rest import PrefectRest
+from drills.orchestrator.serve_receiver import ensure_receiver, receiver_running
 
 
 def _print_started(info: serve.ServeInfo, already: bool) -> None:
@@ -37,6 +38,8 @@ def _print_started(info: serve.ServeInfo, already: bool) -> None:
         "work pool", f"{serve.WORK_POOL} (worker {serve.WORKER_NAME}, pid {info.worker_pid})"
     )
     table.add_row("warm runner", f"{serve.INCIDENT_DEPLOYMENT} (pid {info.warm_pid})")
+    if receiver_running(info):
+        table.add_row("alert receiver", f"{info.receiver_url} (pid {info.receiver_pid})")
     table.add_row("project", info.project_dir)
     table.add_row("history store", serve.redacted(info.db_url))
     table.add_row("logs", ", ".join(str(p) for p in info.logs.values()))
@@ -92,12 +95,32 @@ def start(
             show_default=False,
         ),
     ] = None,
+    receiver_token: Annotated[
+        str | None,
+        typer.Option(
+            "--receiver-token",
+            envvar="DRILLS_RECEIVER_TOKEN_REF",
+            help="Start the Alertmanager webhook receiver too (`drills serve receiver`), "
+            "with the bearer token Alertmanager must send, by reference: env:NAME, "
+            "file:PATH or prefect:BLOCK. Without it no receiver runs.",
+            show_default=False,
+        ),
+    ] = None,
+    receiver_port: Annotated[
+        int | None,
+        typer.Option(
+            "--receiver-port", min=1, max=65535, help="Port of the receiver (default 9095 if free)."
+        ),
+    ] = None,
     state_dir: StateDir = serve.DEFAULT_STATE_DIR,
 ) -> None:
     """Start a local Prefect server, deploy the drills flows and start a worker, and a warm
     runner that starts declared incidents at once (idempotent). The scheduled drill
     (quarterly-drill) gets the schedule of its plan's `schedule:`, the one place it is
-    written: edit the plan, then run this again. `drills serve stop` stops it all."""
+    written: edit the plan, then run this again. With --receiver-token, the Alertmanager
+    webhook receiver too: an alert matching a plan's declare_on proposes an incident on the
+    dashboard's Incident page, started only when an operator approves it. `drills serve
+    stop` stops it all."""
     if ctx.invoked_subcommand is not None:
         return
     if serve.running(state_dir) is None:
@@ -111,6 +134,11 @@ def start(
             database=database,
             progress=lambda line: err.print(Text(f"  {line}")),
         )
+        started = info.receiver_pid
+        info = ensure_receiver(info, receiver_token, receiver_port)
+        already = already and info.receiver_pid == started
+    except ValueError as exc:  # the token is not a reference; the message holds no value
+        raise fail(f"--receiver-token: {exc}", 2) from None
     except LabError as exc:
         raise fail(f"drills serve failed: {exc}") from None
     _print_started(info, already)
@@ -174,6 +202,7 @@ def status(
             **{k: v for k, v in info.__dict__.items()},
             "db_url": serve.redacted(info.db_url),
             "warm_running": serve.warm_running(info),
+            "receiver_running": receiver_running(info),
             "workers": [w.__dict__ for w in workers],
             "deployments": [{**d.__dict__, "schedules": list(d.schedules)} for d in deployments],
         }
@@ -191,6 +220,11 @@ def status(
         )
     warm = "running" if serve.warm_running(info) else "NOT running (`drills serve` restarts it)"
     console.print(f"Warm runner of {serve.INCIDENT_DEPLOYMENT} (pid {info.warm_pid}): {warm}")
+    if info.receiver_pid is not None:
+        state = "running" if receiver_running(info) else "NOT running"
+        console.print(
+            Text(f"Alert receiver {info.receiver_url} (pid {info.receiver_pid}): {state}")
+        )
     table = Table(title="Deployments")
     for column in ("deployment", "flow", "schedule", "plan"):
         table.add_column(column)
@@ -206,7 +240,9 @@ def status(
 
 
 def register(app: typer.Typer) -> None:
-    # `drills serve run` (serve_run) adds itself to the group when its module is imported.
+    # `drills serve run` (serve_run) and `drills serve receiver` (serve_receiver) add
+    # themselves to the group when their modules are imported.
+    import drills.cli.serve_receiver
     import drills.cli.serve_run  # noqa: F401
 
     app.add_typer(serve_app, name="serve")

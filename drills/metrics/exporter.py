@@ -97,6 +97,11 @@ SPECS = (
     ),
     _spec("drills_run_last_rpo_seconds", "RPO of each dataset in that run.", P, "mode", "dataset"),
     _spec(
+        "drills_run_last_detection_seconds",
+        "From detection to declaration (T0) of that run, an incident whose detection is known.",
+        P, "mode",
+    ),
+    _spec(
         "drills_runs_in_progress",
         "Runs not finished whose process still holds the plan's lease.",
         P, "mode",
@@ -179,6 +184,8 @@ def _run_families(out: Families, p: PlanMetrics, now: float) -> None:
             out.add("drills_run_last_full_capacity_seconds", run.full_capacity_s, plan, run.mode)
         for dataset, rpo in sorted(run.rpo_s.items()):
             out.add("drills_run_last_rpo_seconds", rpo, plan, run.mode, dataset)
+        if run.detection_s is not None:
+            out.add("drills_run_last_detection_seconds", run.detection_s, plan, run.mode)
     for mode in MODES:
         out.add("drills_runs_in_progress", p.in_progress.get(mode, 0), plan, mode)
         out.add("drills_runs_stuck", p.stuck.get(mode, 0), plan, mode)

@@ -42,6 +42,15 @@ MEANING: dict[str, str] = {
         "absent for runs recorded before it was measured"
     ),
     "drills_run_last_rpo_seconds": ("that run's RPO for each dataset"),
+    "drills_run_last_detection_seconds": (
+        "an incident's `detection_seconds`: its declaration (T0) minus `detected_at`, the "
+        "`startsAt` of the alert whose proposal an operator approved, or `--detected-at` given "
+        "by hand. With the RTO (T0 to service restored) it is the whole outage as users saw "
+        "it: `drills_run_last_detection_seconds + drills_run_last_rto_seconds`. Absent when "
+        "that run's detection is not known. `drills history --json` and the report give the "
+        "same figure as `detection_seconds`, with `detected_at` and the `detection_chain` "
+        "(detection, declaration, fence, service restored, DR carrying)"
+    ),
     "drills_plan_rto_target_seconds": ("the plan's `objectives.rto`"),
     "drills_plan_rpo_target_seconds": ("the plan's `objectives.rpo`"),
     "drills_plan_serving_site": (

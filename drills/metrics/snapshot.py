@@ -54,6 +54,7 @@ class RunFigures:
     client_rto_s: float | None
     full_capacity_s: float | None  # None: a run from before takeovers measured it
     rpo_s: Mapping[str, float]
+    detection_s: float | None = None  # an incident's declaration - detection, when known
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ def _last_measured(db: PlanFigures, plan: str, mode: Mode) -> RunFigures | None:
     row = db.last_measured(plan, mode)
     if row is None:
         return None
-    finished_at, rto, client_rto, full_capacity, rpo = row
+    finished_at, rto, client_rto, full_capacity, rpo, detection = row
     return RunFigures(
         mode=str(mode),
         finished_at=_ts(_aware(finished_at)),
@@ -203,6 +204,7 @@ def _last_measured(db: PlanFigures, plan: str, mode: Mode) -> RunFigures | None:
         client_rto_s=None if client_rto is None else float(client_rto),
         full_capacity_s=None if full_capacity is None else float(full_capacity),
         rpo_s={k: float(v) for k, v in (rpo or {}).items() if isinstance(v, int | float)},
+        detection_s=None if detection is None else float(detection),
     )
 
 

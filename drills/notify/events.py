@@ -22,6 +22,8 @@ class EventKind(StrEnum):
     INCIDENT_FAILED_BACK = "incident.failed_back"
     INCIDENT_CLOSED = "incident.closed"
     INCIDENT_STUCK = "incident.stuck"
+    INCIDENT_PROPOSED = "incident.proposed"
+    PROPOSAL_WITHDRAWN = "incident.proposal_withdrawn"
 
     @property
     def event_name(self) -> str:
@@ -51,6 +53,10 @@ _DESCRIPTIONS = {
     "step was refused: held as it stands, with the state of both sites and DNS and the one "
     "command that continues it; recover-orphans retries one stopped by a deadline (and says "
     "once more if that fails).",
+    EventKind.INCIDENT_PROPOSED: "An alert matching the plan's declare_on proposed an incident: "
+    "held on the Incident page (linked) until an operator approves it; never started on its own.",
+    EventKind.PROPOSAL_WITHDRAWN: "Every alert that proposed an incident resolved before anyone "
+    "approved it: the proposal is withdrawn.",
 }
 
 

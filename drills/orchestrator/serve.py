@@ -62,11 +62,14 @@ class ServeInfo:
     startup_seconds: float = 0.0
     warm_pid: int | None = None  # the warm runner of the incident deployment
     prefect_db: str = ""  # redacted; empty: Prefect's SQLite in the state directory
+    receiver_pid: int | None = None  # the Alertmanager webhook receiver (serve_receiver)
+    receiver_url: str = ""
 
     @property
     def logs(self) -> dict[str, Path]:
         state = Path(self.state_dir)
-        return {name: state / f"{name}.log" for name in ("server", "deploy", "worker", "warm")}
+        names = ("server", "deploy", "worker", "warm", "receiver")
+        return {name: state / f"{name}.log" for name in names}
 
 
 def _write_info(info: ServeInfo) -> None:
@@ -93,13 +96,16 @@ def read_info(state_dir: Path) -> ServeInfo | None:
 
 
 def _is_prefect(pid: int) -> bool:
-    """Whether pid still runs prefect or our warm runner: after a reboot the recorded pid
-    may be anyone's."""
+    """Whether pid still runs prefect, our warm runner or our receiver: after a reboot the
+    recorded pid may be anyone's."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"prefect" in cmdline or b"flows.warm" in cmdline
+    return b"prefect" in cmdline or b"flows.warm" in cmdline or RECEIVER_ARGV in cmdline
+
+
+RECEIVER_ARGV = b"serve\0receiver"  # `drills serve receiver` (serve_receiver starts it)
 
 
 def _stop_tree(pid: int, timeout: float, *, check: bool = True) -> list[int]:
@@ -452,7 +458,7 @@ def down(state_dir: Path = DEFAULT_STATE_DIR, timeout: float = 15.0) -> bool:
     # The runners first: without their server they retry for a long while before they exit.
     survivors = [
         left
-        for pid in (info.warm_pid, info.worker_pid, info.server_pid)
+        for pid in (info.receiver_pid, info.warm_pid, info.worker_pid, info.server_pid)
         if pid
         for left in _stop_tree(pid, timeout)
     ]

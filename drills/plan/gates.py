@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import AfterValidator, Field, model_validator
@@ -52,6 +53,49 @@ def split_matchers(text: str) -> list[str]:
 
 
 AlertSelector = Annotated[str, Field(max_length=1000), AfterValidator(_matchers)]
+
+
+def _unquote(value: str) -> str:
+    """A matcher's value as Alertmanager reads it: ``\\"``, ``\\\\`` and ``\\n`` unescaped."""
+    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
+
+
+def parsed_matchers(selector: str) -> list[tuple[str, str, str]]:
+    """``(label, operator, value)`` of each matcher of a valid selector."""
+    found = []
+    for part in split_matchers(selector):
+        match = MATCHER.fullmatch(part)
+        if match is None:  # a selector validated by the plan always parses
+            raise ValueError(f"{part.strip()!r} is not a matcher")
+        found.append((match.group(1), match.group(2), _unquote(match.group(3))))
+    return found
+
+
+def selector_matches(selector: str, labels: Mapping[str, str]) -> bool:
+    """Whether an alert with ``labels`` matches every matcher of ``selector``, as
+    Alertmanager matches: a missing label is the empty string, a regex is anchored."""
+    for name, op, value in parsed_matchers(selector):
+        have = str(labels.get(name, ""))
+        hit = re.fullmatch(value, have) is not None if op in ("=~", "!~") else have == value
+        if hit != (op in ("=", "=~")):
+            return False
+    return True
+
+
+def _regexes_compile(value: str) -> str:
+    for name, op, pattern in parsed_matchers(value):
+        if op in ("=~", "!~"):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(
+                    f"the regular expression of {name} does not compile: {exc}"
+                ) from None
+    return value
+
+
+# The selectors drills itself evaluates (declare_on): their regexes must compile here.
+DeclareSelector = Annotated[AlertSelector, AfterValidator(_regexes_compile)]
 
 
 class Alertmanager(PlanModel):
@@ -104,4 +148,12 @@ class Gates(PlanModel):
         return self
 
 
-__all__ = ["Alertmanager", "BlockedWindow", "Gates", "split_matchers"]
+__all__ = [
+    "Alertmanager",
+    "BlockedWindow",
+    "DeclareSelector",
+    "Gates",
+    "parsed_matchers",
+    "selector_matches",
+    "split_matchers",
+]

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_valid
 
 from drills.errors import PlanError, PlanProblem
 from drills.plan.errors import CREDENTIAL_KEY_HINT, translate
-from drills.plan.gates import Gates
+from drills.plan.gates import DeclareSelector, Gates
 from drills.plan.lint import PlanWarning, findings
 from drills.plan.models import (
     Approval,
@@ -159,6 +159,10 @@ class DrillPlan(PlanModel):
     """Whether a person must approve before the primary is fenced."""
     sentinel: Sentinel | None = None
     """A small real workload kept running at DR, checked by cluster.sentinel."""
+    declare_on: Annotated[tuple[DeclareSelector, ...], Field(max_length=50)] = ()
+    """Alertmanager selectors (``alertname="PrimaryRegionDown", severity="page"``): an alert
+    matching one, sent to the receiver of `drills serve`, proposes an incident on the
+    Incident page; an operator approves it there (never automatically)."""
     # Where to send notifications: credential references, each to one or more Apprise URLs
     # (comma-separated), because an Apprise URL holds its service's token.
     notify: Annotated[tuple[SecretRef, ...], Field(max_length=20)] = ()

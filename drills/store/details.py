@@ -133,6 +133,15 @@ class IncidentLink(_Stored):
     closed_by: str | None = None  # "failback" or "recover --fail-back"
 
 
+class DetectionRecord(_Stored):
+    """When an incident's trouble was detected, before a person declared it (T0)."""
+
+    detected_at: IsoDatetime
+    source: str  # "alert" (an approved proposal) or "operator" (--detected-at)
+    detection_seconds: float | None = None  # T0 (declared) - detected_at
+    proposal: str | None = None  # the proposal approved, when an alert proposed it
+
+
 class RunDetails(_Stored):
     plan_path: str | None = None  # the plan file, so `drills recover` can reload it
     approval: Approval | None = None
@@ -162,6 +171,8 @@ class RunDetails(_Stored):
     # The plan's gates as they stood at the start (drills.takeover.gates): an incident
     # lists them, a skipped scheduled run says which held it back.
     gates: list[dict[str, Any]] = Field(default_factory=list)
+    # An incident's detection: the alert's startsAt, or --detected-at (None: not known).
+    detection: DetectionRecord | None = None
 
     @property
     def full_capacity_seconds(self) -> float | None:
@@ -175,6 +186,7 @@ class RunDetails(_Stored):
 __all__ = [
     "Approval",
     "DatasetCopiedBack",
+    "DetectionRecord",
     "FailbackRecord",
     "ForecastRecord",
     "IncidentLink",

@@ -294,6 +294,49 @@ class SignInFailures(Base):
     locked_until: Mapped[dt.datetime | None]
 
 
+class IncidentProposal(Base):
+    """An incident proposed by an alert (the receiver of `drills serve`), held for an
+    operator: approved (its incident started), dismissed, or withdrawn when its alerts
+    resolved first. drills.store.proposals reads and writes it."""
+
+    __tablename__ = "incident_proposals"
+    __table_args__ = (Index("ix_proposal_plan_state", "plan", "state"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    plan: Mapped[str] = mapped_column(String(128))
+    state: Mapped[str] = mapped_column(String(16))  # pending | approved | dismissed | withdrawn
+    created_at: Mapped[dt.datetime]
+    detected_at: Mapped[dt.datetime]  # the earliest startsAt of its alerts
+    group_key: Mapped[str] = mapped_column(Text)  # Alertmanager's groupKey of the first alert
+    decided_at: Mapped[dt.datetime | None]
+    decided_by: Mapped[str | None] = mapped_column(String(256))
+    outcome: Mapped[str] = mapped_column(Text, default="")  # why withdrawn, what was started
+    flow_run_id: Mapped[str | None] = mapped_column(String(64))
+
+
+class ProposalAlert(Base):
+    """One alert (a fingerprint firing from a startsAt) of a proposal: the same alert sent
+    again, repeated or grouped, is this row, never a second proposal."""
+
+    __tablename__ = "proposal_alerts"
+    __table_args__ = (
+        UniqueConstraint("plan", "fingerprint", "starts_at", name="ux_proposal_alert"),
+        Index("ix_proposal_alert_proposal", "proposal_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    proposal_id: Mapped[str] = mapped_column(String(32))
+    plan: Mapped[str] = mapped_column(String(128))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    starts_at: Mapped[dt.datetime]
+    alertname: Mapped[str] = mapped_column(String(256))
+    labels: Mapped[dict[str, Any]]
+    annotations: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(16))  # firing | resolved
+    received_at: Mapped[dt.datetime]
+    resolved_at: Mapped[dt.datetime | None]
+
+
 def details_value(*path: str) -> ColumnElement[Any]:
     """A value inside runs' details, read in SQL so that no run need be loaded.
 

@@ -10,6 +10,7 @@ import datetime as dt
 from dataclasses import asdict
 from typing import Any
 
+from drills.store.detection_chain import chain_markdown, detection_chain, detection_seconds
 from drills.store.history import HistoryStore
 from drills.store.incident_record import incident_markdown, incident_record
 from drills.store.kinds import Mode, RunStatus
@@ -61,6 +62,10 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "readiness": run.readiness,
         "incident": incident_record(run, store),
         "gates": details.gates,
+        "detected_at": _iso(details.detection.detected_at) if details.detection else None,
+        "detection": details.detection.model_dump(mode="json") if details.detection else None,
+        "detection_seconds": detection_seconds(run),
+        "detection_chain": detection_chain(run),
     }
 
 
@@ -92,6 +97,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines = [
         *_summary(data),
         *_objectives(data),
+        *chain_markdown(data.get("detection_chain") or []),
         *incident_markdown(data.get("incident")),
         *_phases(data["phases"] or []),
         *_journal(data["journal"]),

@@ -42,6 +42,7 @@ from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.store.serving import serving_from_dr_refusal
 from drills.takeover.cancellation import cancel_run
+from drills.takeover.detection import detection_problem, detection_record
 from drills.takeover.forecasted import forecast_record
 from drills.takeover.gates import gate_run
 from drills.takeover.lease import LEASE_S, PlanLease, UnfinishedRunError
@@ -93,6 +94,10 @@ class DrillRequest:
     operator: str = "unknown"
     reason: str = ""
     declared_at: dt.datetime | None = None  # an incident's T0: when a person declared it
+    # An incident's detection, before T0: an alert's startsAt (``proposal`` approved) or
+    # the time an operator gives.
+    detected_at: dt.datetime | None = None
+    proposal: str | None = None
     force_unfenced: bool = False
     tier_deadline_s: float = 600.0
     fence_deadline_s: float = 60.0
@@ -113,6 +118,11 @@ class DrillRequest:
     def __post_init__(self) -> None:
         # Callers outside typed code (a flow's parameters, a test) may give the plain word.
         object.__setattr__(self, "mode", Mode(self.mode))
+        if self.detected_at is not None and self.mode != Mode.INCIDENT:
+            raise ValueError("a detection time (detected_at) belongs to an incident only")
+        problem = detection_problem(self.detected_at, self.declared_at)
+        if problem:
+            raise ValueError(problem)
 
 
 def approval_question(request: DrillRequest) -> tuple[str, str]:
@@ -195,8 +205,9 @@ class Drill:
         self.stopping: str | None = None  # why the run is undoing itself, once it is
         self._readiness_beside: threading.Thread | None = None
         self.details = RunDetails(
-            plan_path=request.plan_path, force_unfenced=request.force_unfenced
-        )
+            plan_path=request.plan_path, force_unfenced=request.force_unfenced,
+            detection=detection_record(request.detected_at, request.declared_at, request.proposal),
+        )  # fmt: skip
         # While the run goes forward, a lost lease stops it; once it stops (rolls back,
         # completes forward, records), nothing may interrupt that.
         self._stoppable = False
@@ -556,6 +567,11 @@ class Drill:
         with self.timeline.phase("declare"), self.timeline.step("record T0") as step:
             self.t0 = self.request.declared_at or utc_now()
             step.evidence = {"t0": self.t0.isoformat(), "declared": bool(self.request.declared_at)}
+            # Detection -> declaration, measured against the T0 recorded here.
+            detection = detection_record(self.request.detected_at, self.t0, self.request.proposal)
+            if detection is not None:
+                self.details.detection = detection
+                step.evidence["detected_at"] = detection.detected_at.isoformat()
             self._update(t0=self.t0)
 
     def _approve(self) -> None:

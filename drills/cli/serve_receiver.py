@@ -1,0 +1,87 @@
+"""`drills serve receiver`: the Alertmanager webhook receiver, in the foreground.
+
+`drills serve --receiver-token REF` starts it beside the Prefect server (and `drills serve
+stop` stops it); this command runs it alone, as in a container of its own. It belongs to
+the `drills serve` group (serve_group); serve_cmd imports this module when it registers
+the group.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from drills.cli.common import DbUrl, open_history
+from drills.cli.serve_group import err, fail, serve_app
+from drills.orchestrator import receiver
+from drills.plan import discovery
+
+TOKEN_HELP = (
+    "The bearer token Alertmanager must send (its webhook_config's http_config.authorization), "
+    "by reference: env:NAME, file:PATH or prefect:BLOCK. A request without it, or with "
+    "another, is refused (401) and written to the audit log."
+)
+
+
+def resolve_token(reference: str) -> str:
+    """The token its reference names, or one line of error (exit 2); never the token."""
+    from drills.errors import TargetError
+    from drills.plan.refs import SecretRef, resolve_secret
+
+    try:
+        return resolve_secret(SecretRef.parse(reference), Path.cwd())
+    except ValueError as exc:  # not a reference: the message never holds the value
+        raise fail(f"--token: {exc}", 2) from None
+    except TargetError as exc:
+        raise fail(f"--token: {exc}", 2) from None
+
+
+@serve_app.command("receiver")
+def run_receiver(
+    token: Annotated[
+        str,
+        typer.Option(
+            "--token", envvar="DRILLS_RECEIVER_TOKEN_REF", help=TOKEN_HELP, show_default=False
+        ),
+    ],
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: a free one).")
+    ] = receiver.DEFAULT_PORT,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    plans: Annotated[
+        str | None,
+        typer.Option(
+            "--plans",
+            envvar="DRILLS_PLANS",
+            help="Plan files or globs whose declare_on alerts are matched against, "
+            "separated by , or : (default: the lab's plan, then plans/*.yaml).",
+        ),
+    ] = None,
+    db: DbUrl = None,
+) -> None:
+    """Receive Alertmanager's webhook notifications at /alertmanager: an alert matching a
+    plan's declare_on proposes an incident (stored, announced with a link to the Incident
+    page); only an operator approving it there starts it. The same alert sent again
+    (grouped, repeated) proposes nothing more; once resolved, a proposal nobody approved is
+    withdrawn. Runs until interrupted."""
+    secret = resolve_token(token)
+    history = open_history(db)
+    cache = receiver.PlanCache(
+        lambda: discovery.plan_paths(plans, discovery.default_plan_patterns())
+    )
+    try:
+        server = receiver.make_server(receiver.Receiver(secret, cache, history), host, port)
+    except OSError as exc:
+        raise fail(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    bound = server.server_address[1]
+    # The line `drills serve` waits for; it names the address, never the token.
+    err.print(Text(f"{receiver.READY_LINE} http://{host}:{bound}{receiver.PATH}"))
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
