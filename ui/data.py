@@ -39,6 +39,7 @@ from drills.orchestrator.flow_runs import (
     start_deployment,
 )
 from drills.orchestrator.placement import gather
+from drills.orchestrator.receiver import REFUSAL_ACTION
 from drills.orchestrator.rest import PrefectRest
 from drills.plan import DrillPlan, load_plan
 from drills.store.fleet import fleet_facts
@@ -50,6 +51,7 @@ from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
 from drills.takeover.failback_request import FailbackRequest, request_failback
 from drills.takeover.incident import ACTION as DECLARE_ACTION
 from drills.takeover.incident import Declaration, IncidentRequest, declare_incident
+from drills.takeover.proposals import ACTIONS as PROPOSAL_ACTIONS
 from ui import queries
 from ui.fleet import (
     Blocked,
@@ -75,7 +77,8 @@ EVIDENCE_ACTION = "export-evidence"
 SIGN_IN_ACTION = "sign-in"
 # What the incident page's audit log lists: every action the dashboard audits.
 AUDITED_ACTIONS = (DECLARE_ACTION, FAILBACK_ACTION, CANCEL_ACTION, READINESS_ACTION,
-                   WAYBACK_ACTION, EVIDENCE_ACTION, SIGN_IN_ACTION)  # fmt: skip
+                   WAYBACK_ACTION, EVIDENCE_ACTION, SIGN_IN_ACTION,
+                   *PROPOSAL_ACTIONS, REFUSAL_ACTION)  # fmt: skip
 SHORT = dt.timedelta(seconds=5)
 MEDIUM = dt.timedelta(seconds=15)
 

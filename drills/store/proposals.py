@@ -24,6 +24,7 @@ from drills.store.history import HistoryStore, rows_matched
 from drills.store.models import IncidentProposal, ProposalAlert
 
 PENDING, APPROVED, DISMISSED, WITHDRAWN = "pending", "approved", "dismissed", "withdrawn"
+DECIDED_STATES = (APPROVED, DISMISSED, WITHDRAWN)
 FIRING, RESOLVED = "firing", "resolved"
 WRITE_RETRIES = 3  # two notifications of one alert at once: the loser finds the winner's row
 
@@ -240,6 +241,7 @@ def reopen(store: HistoryStore, proposal_id: str, outcome: str) -> None:
 
 __all__ = [
     "APPROVED",
+    "DECIDED_STATES",
     "DISMISSED",
     "FIRING",
     "PENDING",

@@ -39,6 +39,7 @@ PROPOSE_ACTION = "propose-incident"
 WITHDRAW_ACTION = "withdraw-proposal"
 DISMISS_ACTION = "dismiss-proposal"
 APPROVE_ACTION = "approve-proposal"
+ACTIONS = (PROPOSE_ACTION, WITHDRAW_ACTION, DISMISS_ACTION, APPROVE_ACTION)
 WEBHOOK_VERSION = "4"
 MAX_BODY_BYTES = 4 * 1024 * 1024  # Alertmanager caps a notification's alerts (max_alerts)
 
@@ -263,6 +264,7 @@ def _audit(
 
 
 __all__ = [
+    "ACTIONS",
     "APPROVE_ACTION",
     "DISMISS_ACTION",
     "PROPOSE_ACTION",

@@ -39,6 +39,12 @@ class RunningAlertmanager:
         self._wait_listed(labels)
         return str(alert["startsAt"])
 
+    def resolve(self, labels: dict[str, str], starts_at: str) -> None:
+        """End the alert now: Alertmanager then notifies its receivers it resolved."""
+        ended = dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z")
+        alert = {"labels": labels, "startsAt": starts_at, "endsAt": ended}
+        httpx.post(f"{self.url}/api/v2/alerts", json=[alert], timeout=5).raise_for_status()
+
     def _wait_listed(self, labels: dict[str, str]) -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -49,11 +55,28 @@ class RunningAlertmanager:
         raise AssertionError(f"Alertmanager never listed the alert {labels}")
 
 
+def webhook_config(url: str, token: str | None) -> str:
+    """Every alert to one webhook receiver (with a bearer token, when given), grouped by
+    alertname and sent again quickly, so a test sees grouping, repeats and resolutions."""
+    auth = (
+        f"        http_config:\n          authorization:\n            type: Bearer\n"
+        f"            credentials: {token}\n"
+        if token
+        else ""
+    )
+    return (
+        "route:\n  receiver: drills\n  group_by: [alertname]\n  group_wait: 1s\n"
+        "  group_interval: 1s\n  repeat_interval: 2s\n"
+        "receivers:\n  - name: drills\n    webhook_configs:\n"
+        f"      - url: {url}\n        send_resolved: true\n{auth}"
+    )
+
+
 @contextmanager
-def alertmanager(state_dir: Path) -> Iterator[RunningAlertmanager]:
+def alertmanager(state_dir: Path, config_text: str = CONFIG) -> Iterator[RunningAlertmanager]:
     binary = require_system_binary("prometheus-alertmanager", "prometheus-alertmanager")
     config = state_dir / "alertmanager.yml"
-    config.write_text(CONFIG)
+    config.write_text(config_text)
     port = free_port()
     argv = [binary, f"--config.file={config}", f"--storage.path={state_dir / 'am-data'}",
             f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="]  # fmt: skip

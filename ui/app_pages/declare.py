@@ -16,7 +16,7 @@ from drills.store.kinds import Mode, RunStatus
 from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
 from drills.takeover.incident import ACTION as DECLARE_ACTION
 from drills.text import for_markdown
-from ui import auth, components, data, guard
+from ui import auth, components, data, guard, proposals
 from ui.auth import Access
 from ui.cancel import cancel_control
 from ui.data import PlanEntry
@@ -167,8 +167,36 @@ def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
             mode=mode, run_id=row.id if row else None, key=KEY,
             name=st.session_state.get(WHO) or st.session_state.get(f"{KEY}.operator"),
         )  # fmt: skip
+    _detection(report)
     _timeline(phases, (row.t0 if row else None) or declared_at)
+    _gates(report)
     return _outcome(info, row, mode)
+
+
+def _detection(report: dict[str, Any] | None) -> None:
+    """An incident's detection → declaration, when its detection is known."""
+    detection = (report or {}).get("detection")
+    if not detection:
+        return
+    source = "the alert's startsAt" if detection.get("source") == "alert" else "given by hand"
+    st.markdown(
+        f"Detected **{components.when(detection['detected_at'])}** ({source}); declared "
+        f"{components.seconds(detection.get('detection_seconds'))} later."
+    )
+
+
+def _gates(report: dict[str, Any] | None) -> None:
+    """The plan's gates as they stood when the run started: an incident is never stopped
+    by them, and says what they were."""
+    gates = (report or {}).get("gates") or []
+    if not gates:
+        return
+    st.markdown("**Gates at the start** (an incident goes on whatever they say)")
+    st.dataframe(
+        [{"gate": f"{g['kind']} {g['name']}", "state": g["state"], "detail": g["detail"]}
+         for g in gates],
+        hide_index=True,
+    )  # fmt: skip
 
 
 def _mode_of(info: FlowRunProgress | None) -> str:
@@ -213,6 +241,10 @@ def _follow(flow_run_id: str, plan_name: str, mode: str, at: dt.datetime, who: s
     st.session_state[PLAN] = plan_name
     st.session_state[MODE] = mode
     st.query_params["flow_run"] = flow_run_id
+
+
+def _follow_incident(flow_run_id: str, plan_name: str, at: dt.datetime, who: str) -> None:
+    _follow(flow_run_id, plan_name, Mode.INCIDENT, at, who)
 
 
 def _busy(settings: UISettings) -> str | None:
@@ -434,6 +466,9 @@ def main() -> None:
         _audit_log(settings)
         return
     _watch_section(settings, access)
+    busy = _busy(settings) if access.can_declare else None
+    valid = [e for e in data.plans(settings) if e.valid]
+    proposals.section(settings, access, valid, busy, _follow_incident)
     _actions(settings, access, at_dr)
     _audit_log(settings)
 
