@@ -31,7 +31,7 @@ def detection_chain(run: DrillRun) -> list[dict[str, Any]]:
     detected = detection.detected_at if detection else None
     moments = (
         ("detection", detected),
-        ("declaration", run.t0),
+        ("declaration", _declared(run)),
         ("fence", _phase_end(run, FENCE_PHASE)),
         ("service restored", run.restored_at),
         ("DR carrying", measurement.full_capacity if measurement else None),
@@ -54,12 +54,21 @@ def _seconds(start: dt.datetime | None, end: dt.datetime | None) -> float | None
     return round((end - start).total_seconds(), 3) if start and end else None
 
 
+def _declared(run: DrillRun) -> dt.datetime | None:
+    """T0; for a run stopped before it recorded T0, the declaration it was given."""
+    detection = run.details.detection
+    if run.t0 is not None or detection is None or detection.detection_seconds is None:
+        return run.t0
+    return detection.detected_at + dt.timedelta(seconds=detection.detection_seconds)
+
+
 def detection_seconds(run: DrillRun) -> float | None:
     """declared_at - detected_at of an incident, when both are known."""
     detection = run.details.detection
-    if detection is None or run.t0 is None:
+    declared = _declared(run)
+    if detection is None or declared is None:
         return None
-    return round((run.t0 - detection.detected_at).total_seconds(), 3)
+    return round((declared - detection.detected_at).total_seconds(), 3)
 
 
 def chain_markdown(chain: list[dict[str, Any]]) -> list[str]:
