@@ -5,6 +5,7 @@ whose alerts resolved first is shown withdrawn. Nothing here starts on its own."
 
 from __future__ import annotations
 
+import getpass
 from collections.abc import Callable
 from typing import Any
 
@@ -93,7 +94,9 @@ def _decide(
     if busy:
         st.info(f"Approving is off while {busy}.", icon=":material/hourglass_top:")
     first = found.alerts[0]["alertname"] if found.alerts else "?"
-    operator = access.user or st.text_input("Your name", key=f"{key}.operator", disabled=off)
+    operator = access.user or st.text_input(
+        "Your name", value=getpass.getuser(), key=f"{key}.operator", disabled=off
+    )
     reason = st.text_area(
         "Reason", key=f"{key}.reason", disabled=off,
         value=f"alert {first} firing since {found.detected_at.isoformat(timespec='seconds')}",

@@ -125,14 +125,18 @@ def served(tmp_path_factory: pytest.TempPathFactory, _history_db: str) -> Iterat
     gone.wait()
     leave_demo_state(project, server_pid=gone.pid)  # its server is gone, as after `make down`
     port = free_port()
+    token = project / "receiver-token"  # the Alertmanager receiver's, by reference
+    token.write_text("serve-test-receiver-token\n")
     try:
         started = drills(
-            "serve", "--state-dir", str(state), "--port", str(port), "--project-dir", str(project)
-        )
+            "serve", "--state-dir", str(state), "--port", str(port), "--project-dir", str(project),
+            "--receiver-token", f"file:{token}", "--receiver-port", str(free_port()),
+        )  # fmt: skip
         assert started.returncode == 0, started.stdout + started.stderr
         assert f"http://127.0.0.1:{port}" in started.stdout
         info = serve.read_info(state)
         assert info is not None and info.worker_pid is not None
+        assert info.receiver_url in started.stdout  # the alert receiver beside them
         yield Served(state, info.api_url, info, HistoryStore(_history_db), project)
     finally:
         if serve.running(state) is not None:  # the last test stops it; this is for failures
@@ -156,6 +160,7 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
     )
     assert status["healthy"] and status["workers"][0]["status"] == "ONLINE"
     assert status["warm_running"] and status["warm_pid"] == info.warm_pid
+    assert status["receiver_running"] and status["receiver_pid"] == info.receiver_pid
     by_name = {d["name"]: d for d in status["deployments"]}
     assert set(by_name) == {
         "quarterly-drill", "weekly-practice", "readiness-check", "declare-incident", "failback",
@@ -348,6 +353,8 @@ def test_stop_refuses_while_a_run_is_active_and_force_stops_everything(
     assert info.worker_pid is not None and info.warm_pid is not None
     tree += serve.descendants(info.worker_pid)
     tree += [info.warm_pid, *serve.descendants(info.warm_pid)]  # with its standby
+    assert info.receiver_pid is not None and pid_alive(info.receiver_pid)
+    tree.append(info.receiver_pid)  # the alert receiver stops with the rest
     assert len(tree) >= 3, tree  # the paused flow run's process is among them
     # A process of serve's whose parent died before the stop: out of every tree, still found.
     orphan_out = served.state / "orphan.pid"
