@@ -32,7 +32,7 @@ from drills.store.models import AuditEvent
 from drills.takeover.proposals import PROPOSE_ACTION, WITHDRAW_ACTION
 from drills_lab.procs import free_port
 from tests.support.alertmanager import RunningAlertmanager, alertmanager, webhook_config
-from tests.support.drill import offline_lab_plan_data
+from tests.support.drill import offline_lab_plan_data, serving
 from tests.support.receivers import JsonReceiver, json_receiver
 
 TOKEN = "receiver-token-0f3a9c"  # a test's own: shows if it leaks into the store
@@ -78,7 +78,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         log = (tmp / "receiver.log").open("wb")
         process = subprocess.Popen(argv, env=env, stdout=log, stderr=log)
         try:
-            _wait("the receiver answer", lambda: _healthy(f"http://127.0.0.1:{port}/healthz"))
+            _wait("the receiver answer", lambda: serving(f"http://127.0.0.1:{port}/healthz"))
             with alertmanager(tmp, webhook_config(url, TOKEN)) as am:
                 yield Stack(am, url, history, told)
         finally:
@@ -86,13 +86,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             process.wait(10)
             log.close()
             history.close()
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def _audit(history: HistoryStore, action: str) -> list[AuditEvent]:
