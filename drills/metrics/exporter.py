@@ -122,6 +122,11 @@ SPECS = (
         "with the checkpoints kept outside the store).",
         P,
     ),
+    _spec(
+        "drills_incident_proposals_pending",
+        "Incidents proposed by alerts (declare_on) that wait for an operator's approval.",
+        P,
+    ),
     _spec("drills_plan_files_invalid", "Plan files configured that do not load."),
     _spec("drills_metrics_scrape_duration_seconds", "Time this scrape took to compute."),
 )  # fmt: skip
@@ -150,6 +155,7 @@ def _plan_families(out: Families, p: PlanMetrics, now: float) -> None:
     for site in SITES:
         out.add("drills_plan_serving_site", float(site == p.serving_site), plan, site)
     out.add("drills_evidence_chain_length", float(p.chain_length), plan)
+    out.add("drills_incident_proposals_pending", float(p.proposals_pending), plan)
     _readiness_families(out, p)
     _run_families(out, p, now)
 

@@ -69,6 +69,11 @@ MEANING: dict[str, str] = {
         "drop means links were removed: `drills evidence verify --db URL --checkpoints "
         "PLACE` says which"
     ),
+    "drills_incident_proposals_pending": (
+        "incidents an alert matching the plan's `declare_on` proposed that nobody has approved, "
+        "dismissed, nor seen withdrawn (its alerts resolved): each waits on the Incident page. "
+        "`drills_incident_proposals_pending > 0` for long means nobody is looking"
+    ),
     "drills_plan_files_invalid": (
         "plan files configured that do not load (`drills plan validate` says why)"
     ),

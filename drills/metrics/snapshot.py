@@ -74,6 +74,7 @@ class PlanMetrics:
     stuck: Mapping[str, int]  # by mode: unfinished, nobody holds its lease (needs recover)
     oldest_unfinished_start: float | None
     chain_length: int = 0  # links in the plan's evidence chain (its head's seq)
+    proposals_pending: int = 0  # incidents proposed by alerts, waiting for an operator
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,7 @@ class Snapshotter:
             stuck=unfinished.stuck,
             oldest_unfinished_start=unfinished.oldest,
             chain_length=db.chain_length(plan.name),
+            proposals_pending=db.pending_proposals(plan.name),
         )
 
     def _readiness(

@@ -86,7 +86,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(404, {"error": f"POST notifications to {PATH}"})
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = max(0, int(self.headers.get("Content-Length") or 0))
+        except ValueError:
+            self.close_connection = True
+            self._answer(400, {"error": "Content-Length is not a number"})
+            return
         if self.path != PATH:
             self._drain(length)
             self._answer(404, {"error": f"POST notifications to {PATH}"})

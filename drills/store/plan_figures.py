@@ -13,12 +13,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, Select, String, bindparam, select
+from sqlalchemy import Connection, Select, String, bindparam, func, select
 
 from drills.store.checkpoints import chain_length
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
-from drills.store.models import DrillRun, Lease, ReadinessSnapshot, details_value
+from drills.store.models import (
+    DrillRun,
+    IncidentProposal,
+    Lease,
+    ReadinessSnapshot,
+    details_value,
+)
+from drills.store.proposals import PENDING
 
 _LATEST_READINESS = (
     select(ReadinessSnapshot.id, ReadinessSnapshot.checked_at)
@@ -61,6 +68,11 @@ _DRILL_SUCCESS = _newest(
     DrillRun.started_at,
     where=(DrillRun.status.in_([s for s in RunStatus if s.counts_for_cadence]),),
 )
+_PENDING_PROPOSALS = (  # ix_proposal_plan_state
+    select(func.count())
+    .select_from(IncidentProposal)
+    .where(IncidentProposal.plan == _PLAN, IncidentProposal.state == PENDING)
+)
 _UNFINISHED = select(DrillRun.id, DrillRun.plan, DrillRun.mode, DrillRun.started_at).where(
     DrillRun.finished_at.is_(None), DrillRun.dry_run.is_(False)
 )
@@ -101,6 +113,10 @@ class PlanFigures:
         """(run id, expires_at) of every plan's lease."""
         rows = self._conn.execute(select(Lease.run_id, Lease.expires_at))
         return [(run_id, expires_at) for run_id, expires_at in rows]
+
+    def pending_proposals(self, plan: str) -> int:
+        """Incidents proposed by alerts that wait for an operator."""
+        return int(self._conn.execute(_PENDING_PROPOSALS, {"plan": plan}).scalar_one())
 
     def chain_length(self, plan: str) -> int:
         return chain_length(self._conn, plan)

@@ -15,10 +15,12 @@ import yaml
 from typer.testing import CliRunner
 
 from drills.cli import app
+from drills.plan import load_plan
 from drills.store.details import DetectionRecord, MeasurementRecord, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.models import DrillRun
+from drills.takeover.proposals import parse_notification, receive
 from tests.metrics.test_exporter import scrape, value
 from tests.support.drill import offline_lab_plan_data
 from tests.support.ui import EXAMPLE_PLAN
@@ -102,7 +104,14 @@ def test_the_last_incidents_detection_is_a_metric(tmp_path: Path) -> None:
             rto_seconds=120.0, details=details,
         )
     )  # fmt: skip
+    body = {"version": "4", "groupKey": "g", "status": "firing", "alerts": [
+        {"status": "firing", "labels": {"alertname": "PrimaryRegionDown", "severity": "page"},
+         "startsAt": detected.isoformat(), "endsAt": "0001-01-01T00:00:00Z",
+         "fingerprint": "0a1b2c3d4e5f6a7b"}]}  # fmt: skip
+    receive(parse_notification(json.dumps(body).encode()), [load_plan(EXAMPLE_PLAN)], history)
     samples = scrape(history, [str(EXAMPLE_PLAN)])
     labels = {"plan": "gpu-platform", "mode": "incident"}
     assert value(samples, "drills_run_last_detection_seconds", **labels) == 412.0
     assert value(samples, "drills_run_last_rto_seconds", **labels) == 120.0
+    # The example plan's declare_on matched: one proposal waits for an operator.
+    assert value(samples, "drills_incident_proposals_pending", plan="gpu-platform") == 1.0
