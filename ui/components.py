@@ -173,3 +173,29 @@ def serving_banner(settings: UISettings) -> None:
             INCIDENT_PAGE, label="The incident: the way back and Fail back",
             icon=":material/home_health:",
         )  # fmt: skip
+
+
+def detection_line(report: dict[str, Any] | None) -> None:
+    """An incident's detection → declaration, when its detection is known."""
+    detection = (report or {}).get("detection")
+    if not detection:
+        return
+    source = "the alert's startsAt" if detection.get("source") == "alert" else "given by hand"
+    st.markdown(
+        f"Detected **{when(detection['detected_at'])}** ({source}); declared "
+        f"{seconds(detection.get('detection_seconds'))} later."
+    )
+
+
+def gates_table(report: dict[str, Any] | None) -> None:
+    """The plan's gates as they stood when the run started: an incident is never stopped
+    by them, and says what they were."""
+    gates = (report or {}).get("gates") or []
+    if not gates:
+        return
+    st.markdown("**Gates at the start** (an incident goes on whatever they say)")
+    st.dataframe(
+        [{"gate": f"{g['kind']} {g['name']}", "state": g["state"], "detail": g["detail"]}
+         for g in gates],
+        hide_index=True,
+    )  # fmt: skip

@@ -149,6 +149,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             with self.server.lock:
                 loaded = receiver.plans.load()
+                if loaded.invalid:  # their declare_on cannot be read: say so, match the rest
+                    log.warning("plan files that do not load: %s", ", ".join(loaded.invalid))
                 changes = receive(notification, loaded.plans, receiver.history)
         except Exception as exc:
             if not is_store_outage(exc):

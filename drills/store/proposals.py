@@ -73,20 +73,6 @@ class Proposal:
     flow_run_id: str | None
     alerts: tuple[dict[str, Any], ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "plan": self.plan,
-            "state": self.state,
-            "created_at": self.created_at.isoformat(),
-            "detected_at": self.detected_at.isoformat(),
-            "decided_at": self.decided_at.isoformat() if self.decided_at else None,
-            "decided_by": self.decided_by,
-            "outcome": self.outcome,
-            "flow_run_id": self.flow_run_id,
-            "alerts": list(self.alerts),
-        }
-
 
 def _alert_json(row: ProposalAlert) -> dict[str, Any]:
     return {

@@ -18,9 +18,10 @@ import yaml
 from drills.errors import DrillError
 from drills.plan import DrillPlan, load_plan
 from drills.store import proposals as stored
+from drills.store.details import DetectionRecord, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
-from drills.store.models import AuditEvent
+from drills.store.models import AuditEvent, DrillRun
 from drills.store.report import report_data
 from drills.takeover.proposals import APPROVE_ACTION, parse_notification, receive
 from tests.support.drill import offline_lab_plan_data
@@ -136,3 +137,40 @@ def test_a_withdrawn_proposal_is_shown_withdrawn_and_cannot_be_approved(
     assert "No alert proposes an incident now." in shown(at)
     assert "The proposal linked here is **withdrawn**" in shown(at)
     assert flow_runs(prefect_url, incident_deployment) == []
+
+
+def test_an_incident_at_dr_shows_its_detection_and_its_gates_as_they_stood(
+    ui_env: UiEnv, proposal_env: Path
+) -> None:
+    ui_env.set("DRILLS_UI_LAB", "0")  # a reader: the way back is not checked live for one
+    t0 = dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)
+    gates = [
+        {"kind": "window", "name": "year-end freeze", "state": "blocking",
+         "detail": "inside it until 2026-12-27T00:00+00:00", "until": None},
+        {"kind": "alert", "name": 'alertname="DiskFull"', "state": "unverified",
+         "detail": "Alertmanager at http://am:9093 did not answer", "until": None},
+    ]  # fmt: skip
+    details = RunDetails(
+        gates=gates,
+        detection=DetectionRecord(detected_at=t0 - dt.timedelta(seconds=95), source="alert",
+                                  detection_seconds=95.0, proposal="p1"),
+    )  # fmt: skip
+    ui_env.store().create_run(
+        DrillRun(
+            id="inc-at-dr", plan="lab", plan_digest="0" * 64, mode=Mode.INCIDENT, dry_run=False,
+            operator="dana", status="succeeded", started_at=t0, t0=t0,
+            restored_at=t0 + dt.timedelta(minutes=2), finished_at=t0 + dt.timedelta(minutes=3),
+            details=details,
+        )
+    )  # fmt: skip
+    at = open_page("declare")
+    page = shown(at)
+    assert "lab: serving from DR" in page
+    assert (
+        "Gates at the start" in page and "(the alert's startsAt); declared 1 min 35 s later" in page
+    )
+    [table] = [d for d in at.dataframe if "gate" in d.value.columns]
+    rows = table.value.to_dict("records")
+    assert [(r["gate"], r["state"]) for r in rows] == [
+        ("window year-end freeze", "blocking"), ('alert alertname="DiskFull"', "unverified")
+    ]  # fmt: skip

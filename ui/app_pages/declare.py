@@ -167,36 +167,10 @@ def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
             mode=mode, run_id=row.id if row else None, key=KEY,
             name=st.session_state.get(WHO) or st.session_state.get(f"{KEY}.operator"),
         )  # fmt: skip
-    _detection(report)
+    components.detection_line(report)
     _timeline(phases, (row.t0 if row else None) or declared_at)
-    _gates(report)
+    components.gates_table(report)
     return _outcome(info, row, mode)
-
-
-def _detection(report: dict[str, Any] | None) -> None:
-    """An incident's detection → declaration, when its detection is known."""
-    detection = (report or {}).get("detection")
-    if not detection:
-        return
-    source = "the alert's startsAt" if detection.get("source") == "alert" else "given by hand"
-    st.markdown(
-        f"Detected **{components.when(detection['detected_at'])}** ({source}); declared "
-        f"{components.seconds(detection.get('detection_seconds'))} later."
-    )
-
-
-def _gates(report: dict[str, Any] | None) -> None:
-    """The plan's gates as they stood when the run started: an incident is never stopped
-    by them, and says what they were."""
-    gates = (report or {}).get("gates") or []
-    if not gates:
-        return
-    st.markdown("**Gates at the start** (an incident goes on whatever they say)")
-    st.dataframe(
-        [{"gate": f"{g['kind']} {g['name']}", "state": g["state"], "detail": g["detail"]}
-         for g in gates],
-        hide_index=True,
-    )  # fmt: skip
 
 
 def _mode_of(info: FlowRunProgress | None) -> str:
@@ -330,6 +304,9 @@ def _way_back(settings: UISettings, access: Access, entry: PlanEntry) -> None:
             "app_pages/history.py", label="The incident in the drill history",
             icon=":material/monitoring:", query_params={"run": recorded.incident_id},
         )  # fmt: skip
+        incident_report = data.run_report(settings.db_url, recorded.incident_id)
+        components.detection_line(incident_report)
+        components.gates_table(incident_report)
     st.subheader("Readiness for the way back (DR → primary)", divider="gray")
     if not access.can_declare:
         # Its checks probe both sites (the TSIG-signed DNS control, secrets): not on a view.
