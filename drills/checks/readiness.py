@@ -145,7 +145,7 @@ def run_wayback(
     The checks run on the reversed plan, with each site named for what it really is in
     errors, and the results are titled for the failback direction.
     """
-    from drills.checks.wayback import TITLES
+    from drills.checks.wayback import SWAPPED, TITLES, homeward
     from drills.plan.reverse import reversed_plan
 
     specs = wayback_checks(registry)
@@ -153,7 +153,12 @@ def run_wayback(
     with Targets(reverse, reverse=True) as targets:
         context = check_context(reverse, targets, history)
         report = run_checks(specs, context, on_result=on_result, call=call)
-    results = tuple(dataclasses.replace(r, title=TITLES.get(r.id, r.title)) for r in report.results)
+    results = tuple(
+        dataclasses.replace(r, title=TITLES[r.id], summary=homeward(r.summary),
+                            remediation=homeward(r.remediation) if r.remediation else r.remediation)
+        if r.id in SWAPPED else r
+        for r in report.results
+    )  # fmt: skip
     log.info("way-back readiness of %s: %d blocking", plan.name, sum(r.blocking for r in results))
     return dataclasses.replace(report, plan=plan.name, results=results)
 
