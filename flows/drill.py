@@ -24,7 +24,6 @@ from prefect.states import Cancelled, Completed, State
 from drills.errors import DrillError
 from drills.evidence.checkpoints import signed_history
 from drills.plan import load_plan
-from drills.plan.durations import format_duration
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
 from drills.store.report import render_markdown, report_data
@@ -42,6 +41,7 @@ from drills.takeover.failback import Failback
 from drills.takeover.lease import LEASE_S
 from drills.takeover.practice import Practice
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, every
+from drills.timefmt import duration
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
 
@@ -98,7 +98,7 @@ def wait_for_approval(request: DrillRequest) -> Approval:
         )
     except FlowPauseTimeout:
         raise DrillAborted(
-            f"approval timed out after {format_duration(timeout)}: nobody answered"
+            f"approval timed out after {duration(timeout)}: nobody answered"
         ) from None
     return Approval(answer.approved, answer.approver, answer.comment)
 

@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from drills import timefmt
 from drills.checks.base import CheckContext, CheckResult, CheckSpec, Outcome, Status
 from drills.errors import DrillError, TargetError
 from drills.notify import Batch, Notice
@@ -150,7 +151,9 @@ def run_checks(
             ]:
                 spec = futures[future]
                 pending.discard(future)
-                result = _error(spec, f"timed out after {spec.timeout_s:.0f}s", spec.timeout_s)
+                result = _error(
+                    spec, f"timed out after {timefmt.duration(spec.timeout_s)}", spec.timeout_s
+                )
                 results[spec.id] = result
                 if on_result:
                     on_result(result)
