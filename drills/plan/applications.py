@@ -60,9 +60,10 @@ def workload_keys(workloads: Sequence[Workload], member: str) -> list[str]:
     return [w.key for w in workloads if w.name == member]
 
 
-def _listing(names: Iterable[str]) -> str:
+def _listing(names: Iterable[str], most: int = 20) -> str:
     shown = sorted(names)
-    return ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else "")
+    more = f" and {len(shown) - most} more" if len(shown) > most else ""
+    return ", ".join(shown[:most]) + more
 
 
 def _workload_rules(i: int, app: Application, workloads: Sequence[Workload],

@@ -1,0 +1,194 @@
+"""One application at a time, on the lab: `drills run --only APP` takes over (or practises)
+that application alone. The other application's workloads, sampled at both sites every
+50 ms while it runs, never change; two applications run one after the other without a
+lease in the way; practices of applications that share nothing hold their leases at once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from drills.plan import DrillPlan
+from drills.plan.claims import plan_claims
+from drills.plan.only import only
+from drills.store.history import HistoryStore
+from drills.takeover.lease import PlanLease, TargetBusyError
+from drills.targets.dns import dns_for
+from drills_lab.runtime import LabInfo
+from tests.support.drill import drills_cli, lab_plan, lab_plan_file, snapshot
+from tests.support.services import own_lab
+
+PRACTICE_NAME = "practice.drills.test."
+TRAINING = ("training/trainer", "training/data-loader")
+PLATFORM = ("platform/model-registry", "platform/metrics-gateway")
+
+
+def with_applications(data: dict[str, Any]) -> None:
+    data["practice"] = {"record": PRACTICE_NAME}
+    data["applications"] = [
+        {"name": "training", "workloads": list(TRAINING), "datasets": ["training-data"]},
+        {"name": "platform", "workloads": list(PLATFORM), "datasets": ["model-artifacts"],
+         "dns_records": [PRACTICE_NAME]},
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def apps_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+    """A lab of its own: these runs change it (and must put it back)."""
+    with own_lab(tmp_path_factory, "apps-lab", ready_delay=0.1) as info:
+        yield info
+
+
+class ReplicaSampler:
+    """Reads spec.replicas of some workloads at both sites every 50 ms, straight from their
+    API servers (not through drills), and keeps every value each one showed."""
+
+    def __init__(self, info: LabInfo, keys: tuple[str, ...], interval: float = 0.05) -> None:
+        self.apis = {
+            site: k8s.AppsV1Api(k8s_config.new_client_from_config(
+                config_file=str(Path(info.state_dir) / f"{site}.kubeconfig"), context=site))
+            for site in ("primary", "dr")
+        }  # fmt: skip
+        self.keys, self.interval = keys, interval
+        self.seen: dict[tuple[str, str], set[int]] = {}
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for site, api in self.apis.items():
+                for key in self.keys:
+                    namespace, name = key.split("/")
+                    replicas = api.read_namespaced_deployment(name, namespace).spec.replicas
+                    self.seen.setdefault((site, key), set()).add(replicas)
+            self.samples += 1
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> ReplicaSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for api in self.apis.values():
+            api.api_client.close()
+
+
+def _run_only(plan_file: Path, db: str, app: str, *extra: str) -> Any:
+    ran = drills_cli("run", str(plan_file), "--only", app, "--yes", "--json",
+                     "--tier-deadline", "30", *extra, db=db)  # fmt: skip
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    return json.loads(ran.stdout)
+
+
+def _assert_untouched(sampler: ReplicaSampler, keys: tuple[str, ...]) -> None:
+    assert sampler.samples >= 20, f"only {sampler.samples} samples: they prove nothing"
+    for site in ("primary", "dr"):
+        for key in keys:
+            assert len(sampler.seen[(site, key)]) == 1, (site, key, sampler.seen[(site, key)])
+
+
+def test_two_applications_drill_one_after_the_other_each_touching_only_its_own(
+    apps_lab: LabInfo, tmp_path: Path
+) -> None:
+    plan_file = lab_plan_file(apps_lab, with_applications)
+    plan = lab_plan(apps_lab, with_applications)
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    before = snapshot(plan)
+
+    with ReplicaSampler(apps_lab, TRAINING + PLATFORM) as sampler:
+        training = _run_only(plan_file, db, "training")
+    assert training["run"]["application"] == "training"
+    assert training["run"]["status"] == "succeeded", training["run"]["error"]
+    _assert_untouched(sampler, PLATFORM)
+    # The sampler saw the application's own workload move: it would have seen the others.
+    assert len(sampler.seen[("dr", "training/trainer")]) > 1
+    assert set(training["rpo_seconds"]) == {"training-data", "checkpoints"}
+
+    # Straight after, the other application: its lease is its own, nothing is in the way.
+    with ReplicaSampler(apps_lab, TRAINING + PLATFORM) as sampler:
+        platform = _run_only(plan_file, db, "platform")
+    assert platform["run"]["status"] == "succeeded", platform["run"]["error"]
+    assert platform["run"]["application"] == "platform"
+    _assert_untouched(sampler, TRAINING)
+    assert len(sampler.seen[("dr", "platform/model-registry")]) > 1
+    assert snapshot(plan) == before
+
+    history = json.loads(drills_cli("history", "--json", db=db).stdout)
+    assert [r["application"] for r in history] == ["platform", "training"]
+    table = drills_cli("history", db=db).stdout
+    assert "lab (platform)" in table and "lab (training)" in table
+    report = drills_cli("report", training["run"]["id"], "--format", "markdown", db=db).stdout
+    assert "**Application:** `training` only" in report
+
+
+def test_a_practice_of_one_application_leaves_the_others_practice_name_alone(
+    apps_lab: LabInfo, tmp_path: Path
+) -> None:
+    plan_file = lab_plan_file(apps_lab, with_applications)
+    plan = lab_plan(apps_lab, with_applications)
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    with ReplicaSampler(apps_lab, PLATFORM) as sampler:
+        practised = _run_only(plan_file, db, "training", "--mode", "practice")
+    assert practised["run"]["status"] == "succeeded", practised["run"]["error"]
+    assert practised["run"]["application"] == "training"
+    _assert_untouched(sampler, PLATFORM)
+    # The practice name is the platform's: training's practice probed DR at its endpoint.
+    steps = [s["name"] for p in practised["phases"] for s in p["steps"]]
+    assert "no practice name: DR is probed at its endpoint" in steps
+    with dns_for(plan) as dns:
+        answers = dns.read(PRACTICE_NAME, "A")
+    assert answers and all(a.values == () for a in answers)  # never created
+
+
+def test_a_dry_run_of_one_application_lists_only_its_changes(
+    apps_lab: LabInfo, tmp_path: Path
+) -> None:
+    plan_file = lab_plan_file(apps_lab, with_applications)
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    dry = _run_only(plan_file, db, "platform", "--dry-run")
+    planned = "\n".join(dry["planned_changes"])
+    assert "platform/model-registry" in planned and "ingress" in planned
+    assert "training/" not in planned
+
+
+def test_practices_of_applications_that_share_nothing_hold_their_leases_at_once(
+    apps_lab: LabInfo, history: HistoryStore
+) -> None:
+    def disjoint(data: dict[str, Any]) -> None:
+        with_applications(data)
+        serving = [f"{w['namespace']}/{w['name']}" for w in data["workloads"]
+                   if w["namespace"] in ("serving", "batch")]  # fmt: skip
+        data["applications"].append({"name": "serving", "workloads": serving,
+                                     "datasets": ["checkpoints"]})  # fmt: skip
+
+    plan: DrillPlan = lab_plan(apps_lab, disjoint)
+    training, platform = only(plan, "training"), only(plan, "platform")
+
+    def lease(view: DrillPlan, run_id: str, *, practice: bool = True) -> PlanLease:
+        claims = plan_claims(view, practice=practice)
+        return PlanLease(history, view.lease_name, run_id, claims=claims)
+
+    with lease(training, "run-training"), lease(platform, "run-platform"):
+        # Both held at once. The whole plan's practice wants the targets of both: refused,
+        # naming the run in its way.
+        with pytest.raises(TargetBusyError) as busy, lease(plan, "run-whole"):
+            pass
+        assert busy.value.run_id in ("run-training", "run-platform")
+    # Two drills share the primary's fence and the production record: one at a time.
+    with (
+        lease(training, "drill-a", practice=False),
+        pytest.raises(TargetBusyError) as busy,
+        lease(platform, "drill-b", practice=False),
+    ):
+        pass
+    assert busy.value.run_id == "drill-a" and "api.drills.test." in str(busy.value.claim)
