@@ -6,6 +6,7 @@ lease in the way; practices of applications that share nothing hold their leases
 from __future__ import annotations
 
 import json
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,9 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from typer.testing import CliRunner
 
+from drills.cli import app
 from drills.plan import DrillPlan
 from drills.plan.claims import plan_claims
 from drills.plan.only import only
@@ -24,6 +27,7 @@ from drills.targets.dns import dns_for
 from drills_lab.runtime import LabInfo
 from tests.support.drill import drills_cli, lab_plan, lab_plan_file, snapshot
 from tests.support.services import own_lab
+from tests.takeover.test_crash_matrix import run_cli_process
 
 PRACTICE_NAME = "practice.drills.test."
 TRAINING = ("training/trainer", "training/data-loader")
@@ -192,3 +196,29 @@ def test_practices_of_applications_that_share_nothing_hold_their_leases_at_once(
     ):
         pass
     assert busy.value.run_id == "drill-a" and "api.drills.test." in str(busy.value.claim)
+
+
+def test_an_application_killed_part_way_holds_its_targets_until_recovered(
+    apps_lab: LabInfo, tmp_path: Path
+) -> None:
+    plan_file = lab_plan_file(apps_lab, with_applications)
+    plan = lab_plan(apps_lab, with_applications)
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    before = snapshot(plan)
+    argv = ["run", str(plan_file), "--only", "training", "--yes", "--db", db,
+            "--tier-deadline", "30"]  # fmt: skip
+    exitcode = run_cli_process(argv, "phase:full-capacity:end", tmp_path / "run.log")
+    assert exitcode == -signal.SIGKILL, (tmp_path / "run.log").read_text()[-1000:]
+    [crashed] = HistoryStore(db).unfinished_runs(plan.name)
+    assert crashed.details.application == "training"
+
+    # The other application's drill shares the fence the crashed run closed: refused, and
+    # told which run to recover.
+    refused = drills_cli("run", str(plan_file), "--only", "platform", "--yes", db=db)
+    assert refused.returncode == 3, refused.stdout[-2000:] + refused.stderr[-2000:]
+    assert f"drills recover {crashed.id}" in refused.stderr
+
+    recovered = CliRunner().invoke(app, ["recover", "--plan", plan.name, "--db", db])
+    assert recovered.exit_code == 0, recovered.output[-2000:]
+    assert snapshot(plan) == before
+    assert HistoryStore(db).unfinished_runs(plan.name) == []
