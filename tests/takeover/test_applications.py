@@ -21,13 +21,17 @@ from drills.cli import app
 from drills.plan import DrillPlan
 from drills.plan.claims import plan_claims
 from drills.plan.only import only
+from drills.store.details import RunDetails
 from drills.store.history import HistoryStore
+from drills.takeover import lease
 from drills.takeover.lease import PlanLease, TargetBusyError
+from drills.takeover.orphans import orphans
 from drills.targets.dns import dns_for
 from drills_lab.runtime import LabInfo
 from tests.support.drill import drills_cli, lab_plan, lab_plan_file, snapshot
 from tests.support.services import own_lab
 from tests.takeover.test_crash_matrix import run_cli_process
+from tests.takeover.test_orphans import add_run, dead_holder
 
 PRACTICE_NAME = "practice.drills.test."
 TRAINING = ("training/trainer", "training/data-loader")
@@ -178,21 +182,21 @@ def test_practices_of_applications_that_share_nothing_hold_their_leases_at_once(
     plan: DrillPlan = lab_plan(apps_lab, disjoint)
     training, platform = only(plan, "training"), only(plan, "platform")
 
-    def lease(view: DrillPlan, run_id: str, *, practice: bool = True) -> PlanLease:
+    def leased(view: DrillPlan, run_id: str, *, practice: bool = True) -> PlanLease:
         claims = plan_claims(view, practice=practice)
         return PlanLease(history, view.lease_name, run_id, claims=claims)
 
-    with lease(training, "run-training"), lease(platform, "run-platform"):
+    with leased(training, "run-training"), leased(platform, "run-platform"):
         # Both held at once. The whole plan's practice wants the targets of both: refused,
         # naming the run in its way.
-        with pytest.raises(TargetBusyError) as busy, lease(plan, "run-whole"):
+        with pytest.raises(TargetBusyError) as busy, leased(plan, "run-whole"):
             pass
         assert busy.value.run_id in ("run-training", "run-platform")
     # Two drills share the primary's fence and the production record: one at a time.
     with (
-        lease(training, "drill-a", practice=False),
+        leased(training, "drill-a", practice=False),
         pytest.raises(TargetBusyError) as busy,
-        lease(platform, "drill-b", practice=False),
+        leased(platform, "drill-b", practice=False),
     ):
         pass
     assert busy.value.run_id == "drill-a" and "api.drills.test." in str(busy.value.claim)
@@ -222,3 +226,29 @@ def test_an_application_killed_part_way_holds_its_targets_until_recovered(
     assert recovered.exit_code == 0, recovered.output[-2000:]
     assert snapshot(plan) == before
     assert HistoryStore(db).unfinished_runs(plan.name) == []
+
+
+def test_recover_orphans_reads_an_applications_run_by_its_own_lease(
+    history: HistoryStore,
+) -> None:
+    """A live run of one application holds the application's lease, not the plan's: the
+    scan must not take it for an orphan (and recover it under its feet)."""
+    for run_id, name, holder in (("alive", "training", "otherhost:1:a"),
+                                ("dead", "platform", dead_holder())):  # fmt: skip
+        add_run(history, run_id, "lab", details=RunDetails(application=name))
+        lease.acquire(history, f"lab/{name}", run_id, holder, lease_s=60)
+    assert [r.id for r in orphans(history)] == ["dead"]
+
+
+def test_readiness_of_one_application_checks_its_view_and_is_not_the_plans(
+    apps_lab: LabInfo, tmp_path: Path
+) -> None:
+    plan_file = lab_plan_file(apps_lab, with_applications)
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    argv = ("readiness", str(plan_file), "--category", "Data", "--json")
+    whole = json.loads(drills_cli(*argv, db=db).stdout)
+    training = json.loads(drills_cli(*argv, "--application", "training", db=db).stdout)
+    said = json.dumps(training["results"])
+    assert "training-data" in said and "checkpoints" in said
+    assert "model-artifacts" not in said  # the platform's dataset
+    assert "model-artifacts" in json.dumps(whole["results"])
