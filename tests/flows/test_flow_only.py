@@ -5,6 +5,7 @@ application the plan does not have fails the flow run in one line naming the one
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -73,7 +74,7 @@ def test_the_drill_flow_refuses_an_unknown_application_or_a_failback_of_one(
     said: str,
 ) -> None:
     monkeypatch.setenv("DRILLS_DB_URL", f"sqlite:///{tmp_path / 'h.db'}")
-    state: State[object] = minimum_takeover_drill(
+    state: State[Any] = minimum_takeover_drill(
         plan=str(plan_file), mode=mode, only=only, return_state=True
     )
     assert state.is_failed()

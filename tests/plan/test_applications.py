@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from drills.errors import PlanError
+from drills.errors import PlanError, PlanProblem
 from drills.plan import DrillPlan, load_plan, plan_digest
 from drills.plan.claims import plan_claims
 from drills.plan.only import UnknownApplicationError, only
@@ -41,6 +41,15 @@ def _problems(tmp_path: Path, applications: list[dict[str, Any]]) -> list[tuple[
     with pytest.raises(PlanError) as raised:
         load_plan(_plan_file(tmp_path, applications))
     return [(p.path, p.message) for p in raised.value.problems]
+
+
+def _only_problem(tmp_path: Path, data: dict[str, Any]) -> PlanProblem:
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(PlanError) as raised:
+        load_plan(path)
+    (problem,) = raised.value.problems
+    return problem
 
 
 def test_every_problem_of_the_applications_is_one_plan_error(tmp_path: Path) -> None:
@@ -77,11 +86,7 @@ def test_a_bare_name_two_namespaces_share_must_be_written_in_full(tmp_path: Path
     twin = dict(next(w for w in data["workloads"] if w["name"] == "trainer"))
     data["workloads"].append({**twin, "namespace": "research"})
     data["applications"] = [{"name": "training", "workloads": ["trainer"]}]
-    path = tmp_path / "plan.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    with pytest.raises(PlanError) as raised:
-        load_plan(path)
-    (problem,) = raised.value.problems
+    problem = _only_problem(tmp_path, data)
     assert problem.path == "applications[0].workloads[0]"
     assert problem.message == (
         "trainer names 2 workloads (research/trainer, training/trainer): write namespace/name"
@@ -96,11 +101,7 @@ def test_an_application_whose_run_would_bring_nothing_up_is_refused(tmp_path: Pa
     ]
     data["applications"] = [{"name": "batch", "workloads": ["eval-runner"]},
                             {"name": "training", "workloads": ["trainer"]}]  # fmt: skip
-    path = tmp_path / "plan.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    with pytest.raises(PlanError) as raised:
-        load_plan(path)
-    (problem,) = raised.value.problems
+    problem = _only_problem(tmp_path, data)
     assert problem.path == "applications[0].workloads"
     assert "a run of application batch would bring nothing up at DR" in problem.message
 

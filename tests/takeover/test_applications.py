@@ -9,6 +9,7 @@ import json
 import signal
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,22 @@ def apps_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
         yield info
 
 
+@dataclass(frozen=True)
+class Grouped:
+    """The lab's plan with its applications, as a file and loaded, and a store of its own."""
+
+    plan_file: Path
+    plan: DrillPlan
+    db: str
+
+
+@pytest.fixture()
+def grouped(apps_lab: LabInfo, tmp_path: Path) -> Grouped:
+    return Grouped(lab_plan_file(apps_lab, with_applications),
+                   lab_plan(apps_lab, with_applications),
+                   f"sqlite:///{tmp_path / 'history.db'}")  # fmt: skip
+
+
 class ReplicaSampler:
     """Reads spec.replicas of some workloads at both sites every 50 ms, straight from their
     API servers (not through drills), and keeps every value each one showed."""
@@ -65,7 +82,7 @@ class ReplicaSampler:
             for site in ("primary", "dr")
         }  # fmt: skip
         self.keys, self.interval = keys, interval
-        self.seen: dict[tuple[str, str], set[int]] = {}
+        self.seen: dict[tuple[str, str], set[int | None]] = {}
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -106,11 +123,9 @@ def _assert_untouched(sampler: ReplicaSampler, keys: tuple[str, ...]) -> None:
 
 
 def test_two_applications_drill_one_after_the_other_each_touching_only_its_own(
-    apps_lab: LabInfo, tmp_path: Path
+    apps_lab: LabInfo, grouped: Grouped
 ) -> None:
-    plan_file = lab_plan_file(apps_lab, with_applications)
-    plan = lab_plan(apps_lab, with_applications)
-    db = f"sqlite:///{tmp_path / 'history.db'}"
+    plan_file, plan, db = grouped.plan_file, grouped.plan, grouped.db
     before = snapshot(plan)
 
     with ReplicaSampler(apps_lab, TRAINING + PLATFORM) as sampler:
@@ -140,11 +155,9 @@ def test_two_applications_drill_one_after_the_other_each_touching_only_its_own(
 
 
 def test_a_practice_of_one_application_leaves_the_others_practice_name_alone(
-    apps_lab: LabInfo, tmp_path: Path
+    apps_lab: LabInfo, grouped: Grouped
 ) -> None:
-    plan_file = lab_plan_file(apps_lab, with_applications)
-    plan = lab_plan(apps_lab, with_applications)
-    db = f"sqlite:///{tmp_path / 'history.db'}"
+    plan_file, plan, db = grouped.plan_file, grouped.plan, grouped.db
     with ReplicaSampler(apps_lab, PLATFORM) as sampler:
         practised = _run_only(plan_file, db, "training", "--mode", "practice")
     assert practised["run"]["status"] == "succeeded", practised["run"]["error"]
@@ -158,11 +171,8 @@ def test_a_practice_of_one_application_leaves_the_others_practice_name_alone(
     assert answers and all(a.values == () for a in answers)  # never created
 
 
-def test_a_dry_run_of_one_application_lists_only_its_changes(
-    apps_lab: LabInfo, tmp_path: Path
-) -> None:
-    plan_file = lab_plan_file(apps_lab, with_applications)
-    db = f"sqlite:///{tmp_path / 'history.db'}"
+def test_a_dry_run_of_one_application_lists_only_its_changes(grouped: Grouped) -> None:
+    plan_file, db = grouped.plan_file, grouped.db
     dry = _run_only(plan_file, db, "platform", "--dry-run")
     planned = "\n".join(dry["planned_changes"])
     assert "platform/model-registry" in planned and "ingress" in planned
@@ -203,11 +213,9 @@ def test_practices_of_applications_that_share_nothing_hold_their_leases_at_once(
 
 
 def test_an_application_killed_part_way_holds_its_targets_until_recovered(
-    apps_lab: LabInfo, tmp_path: Path
+    grouped: Grouped, tmp_path: Path
 ) -> None:
-    plan_file = lab_plan_file(apps_lab, with_applications)
-    plan = lab_plan(apps_lab, with_applications)
-    db = f"sqlite:///{tmp_path / 'history.db'}"
+    plan_file, plan, db = grouped.plan_file, grouped.plan, grouped.db
     before = snapshot(plan)
     argv = ["run", str(plan_file), "--only", "training", "--yes", "--db", db,
             "--tier-deadline", "30"]  # fmt: skip
@@ -241,10 +249,9 @@ def test_recover_orphans_reads_an_applications_run_by_its_own_lease(
 
 
 def test_readiness_of_one_application_checks_its_view_and_is_not_the_plans(
-    apps_lab: LabInfo, tmp_path: Path
+    grouped: Grouped,
 ) -> None:
-    plan_file = lab_plan_file(apps_lab, with_applications)
-    db = f"sqlite:///{tmp_path / 'history.db'}"
+    plan_file, db = grouped.plan_file, grouped.db
     argv = ("readiness", str(plan_file), "--category", "Data", "--json")
     whole = json.loads(drills_cli(*argv, db=db).stdout)
     training = json.loads(drills_cli(*argv, "--application", "training", db=db).stdout)
