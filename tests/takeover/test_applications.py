@@ -259,3 +259,28 @@ def test_readiness_of_one_application_checks_its_view_and_is_not_the_plans(
     assert "training-data" in said and "checkpoints" in said
     assert "model-artifacts" not in said  # the platform's dataset
     assert "model-artifacts" in json.dumps(whole["results"])
+
+
+def test_an_incident_of_one_application_and_its_failback_move_only_that_application(
+    apps_lab: LabInfo, grouped: Grouped
+) -> None:
+    plan_file, plan, db = grouped.plan_file, grouped.plan, grouped.db
+    before = snapshot(plan)
+    with ReplicaSampler(apps_lab, TRAINING + PLATFORM) as sampler:
+        incident = _run_only(plan_file, db, "training", "--mode", "incident",
+                             "--reason", "training cluster lost")  # fmt: skip
+    assert incident["run"]["status"] == "succeeded", incident["run"]["error"]
+    assert incident["run"]["application"] == "training"
+    _assert_untouched(sampler, PLATFORM)
+
+    # The failback follows its incident: the training application's view, nothing else.
+    with ReplicaSampler(apps_lab, PLATFORM) as sampler:
+        ran = drills_cli("run", str(plan_file), "--mode", "failback", "--yes", "--json",
+                         "--reason", "primary back", db=db)  # fmt: skip
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    failback = json.loads(ran.stdout)
+    assert failback["run"]["status"] == "succeeded", failback["run"]["error"]
+    assert failback["run"]["application"] == "training"
+    assert failback["state_differences"] == {}
+    _assert_untouched(sampler, PLATFORM)
+    assert snapshot(plan) == before
