@@ -192,8 +192,8 @@ def minimum_takeover_drill(
     targets are changed and leased."""
     logger = get_run_logger()
     if only and Mode(mode) == Mode.FAILBACK:
-        raise DrillError("only does not apply to a failback: it brings home whatever its "
-                         "incident took over")  # fmt: skip
+        raise DrillError("only does not apply to a failback: it follows its incident's "
+                         "application on its own")  # fmt: skip
     drill_plan = application_view(load_plan(plan), only or None)
     flow_run_id = current_flow_run.id
     request = DrillRequest(

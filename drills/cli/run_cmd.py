@@ -212,8 +212,8 @@ def run(
             "list): its workloads, datasets and DNS records, with those no application lists. "
             "Only they are leased, so another application's run is not in the way; the "
             "primary's fence and the production record are the plan's, shared by every "
-            "takeover. Drill, incident and practice (and --dry-run); a failback brings "
-            "home whatever its incident took over. An unknown APP exits 2.",
+            "takeover. Drill, incident and practice (and --dry-run); a failback follows its "
+            "incident's application on its own. An unknown APP exits 2.",
         ),
     ] = None,
     db: DbUrl = None,
@@ -235,8 +235,8 @@ def run(
         err.print("[red]--ignore-gates needs a --reason: it is written to the audit log[/]")
         raise typer.Exit(2)
     if application is not None and mode == Mode.FAILBACK:
-        err.print("[red]--only does not apply to a failback: it brings home whatever its "
-                  "incident took over[/]")  # fmt: skip
+        err.print("[red]--only does not apply to a failback: it follows its incident's "
+                  "application on its own[/]")  # fmt: skip
         raise typer.Exit(2)
     plan = load_plan_view_or_exit(plan_path, application)
     history = open_history(db)
