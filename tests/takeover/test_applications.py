@@ -115,6 +115,17 @@ def _run_only(plan_file: Path, db: str, app: str, *extra: str) -> Any:
     return json.loads(ran.stdout)
 
 
+def _sampled_run(
+    info: LabInfo, grouped: Grouped, app: str, *extra: str
+) -> tuple[Any, ReplicaSampler]:
+    """`drills run --only APP` that succeeds, both applications' replicas sampled meanwhile."""
+    with ReplicaSampler(info, TRAINING + PLATFORM) as sampler:
+        report = _run_only(grouped.plan_file, grouped.db, app, *extra)
+    assert report["run"]["status"] == "succeeded", report["run"]["error"]
+    assert report["run"]["application"] == app
+    return report, sampler
+
+
 def _assert_untouched(sampler: ReplicaSampler, keys: tuple[str, ...]) -> None:
     assert sampler.samples >= 20, f"only {sampler.samples} samples: they prove nothing"
     for site in ("primary", "dr"):
@@ -125,23 +136,17 @@ def _assert_untouched(sampler: ReplicaSampler, keys: tuple[str, ...]) -> None:
 def test_two_applications_drill_one_after_the_other_each_touching_only_its_own(
     apps_lab: LabInfo, grouped: Grouped
 ) -> None:
-    plan_file, plan, db = grouped.plan_file, grouped.plan, grouped.db
+    plan, db = grouped.plan, grouped.db
     before = snapshot(plan)
 
-    with ReplicaSampler(apps_lab, TRAINING + PLATFORM) as sampler:
-        training = _run_only(plan_file, db, "training")
-    assert training["run"]["application"] == "training"
-    assert training["run"]["status"] == "succeeded", training["run"]["error"]
+    training, sampler = _sampled_run(apps_lab, grouped, "training")
     _assert_untouched(sampler, PLATFORM)
     # The sampler saw the application's own workload move: it would have seen the others.
     assert len(sampler.seen[("dr", "training/trainer")]) > 1
     assert set(training["rpo_seconds"]) == {"training-data", "checkpoints"}
 
     # Straight after, the other application: its lease is its own, nothing is in the way.
-    with ReplicaSampler(apps_lab, TRAINING + PLATFORM) as sampler:
-        platform = _run_only(plan_file, db, "platform")
-    assert platform["run"]["status"] == "succeeded", platform["run"]["error"]
-    assert platform["run"]["application"] == "platform"
+    _, sampler = _sampled_run(apps_lab, grouped, "platform")
     _assert_untouched(sampler, TRAINING)
     assert len(sampler.seen[("dr", "platform/model-registry")]) > 1
     assert snapshot(plan) == before
@@ -157,11 +162,8 @@ def test_two_applications_drill_one_after_the_other_each_touching_only_its_own(
 def test_a_practice_of_one_application_leaves_the_others_practice_name_alone(
     apps_lab: LabInfo, grouped: Grouped
 ) -> None:
-    plan_file, plan, db = grouped.plan_file, grouped.plan, grouped.db
-    with ReplicaSampler(apps_lab, PLATFORM) as sampler:
-        practised = _run_only(plan_file, db, "training", "--mode", "practice")
-    assert practised["run"]["status"] == "succeeded", practised["run"]["error"]
-    assert practised["run"]["application"] == "training"
+    plan = grouped.plan
+    practised, sampler = _sampled_run(apps_lab, grouped, "training", "--mode", "practice")
     _assert_untouched(sampler, PLATFORM)
     # The practice name is the platform's: training's practice probed DR at its endpoint.
     steps = [s["name"] for p in practised["phases"] for s in p["steps"]]
@@ -266,11 +268,8 @@ def test_an_incident_of_one_application_and_its_failback_move_only_that_applicat
 ) -> None:
     plan_file, plan, db = grouped.plan_file, grouped.plan, grouped.db
     before = snapshot(plan)
-    with ReplicaSampler(apps_lab, TRAINING + PLATFORM) as sampler:
-        incident = _run_only(plan_file, db, "training", "--mode", "incident",
-                             "--reason", "training cluster lost")  # fmt: skip
-    assert incident["run"]["status"] == "succeeded", incident["run"]["error"]
-    assert incident["run"]["application"] == "training"
+    _, sampler = _sampled_run(apps_lab, grouped, "training", "--mode", "incident",
+                              "--reason", "training cluster lost")  # fmt: skip
     _assert_untouched(sampler, PLATFORM)
 
     # The failback follows its incident: the training application's view, nothing else.
