@@ -73,14 +73,17 @@ def run_readiness(
     """Run the selected checks concurrently, each through ``call`` (see runner.CheckCall).
 
     The snapshot is stored when a history store is given and every check ran: a
-    partial run (``only``/``categories``) must not pass for the plan's readiness.
+    partial run (``only``/``categories``, or one application's) must not pass for the
+    plan's readiness.
     ``shared``: the targets of a run over many plans (drills.checks.fleet).
     """
     specs = select_checks(only, categories, registry)
     with Targets(plan, shared) as targets:
         context = check_context(plan, targets, history, placement=placement)
         report = run_checks(specs, context, on_result=on_result, call=call)
-    if history is not None and store and not specs_filtered(only, categories):
+    # One application's checks (a view of the plan) are not the plan's readiness either.
+    whole = plan.application is None
+    if history is not None and store and whole and not specs_filtered(only, categories):
         report = _store_and_notify(plan, history, report)
     log.info(
         "readiness of %s: %d checks, %d blocking",
