@@ -24,7 +24,7 @@ from prefect.states import Cancelled, Completed, State
 from drills.errors import DrillError
 from drills.evidence.checkpoints import signed_history
 from drills.plan import load_plan
-from drills.plan.durations import format_duration
+from drills.plan.only import only as application_view
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
 from drills.store.report import render_markdown, report_data
@@ -43,6 +43,7 @@ from drills.takeover.failback import Failback
 from drills.takeover.lease import LEASE_S
 from drills.takeover.practice import Practice
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, every
+from drills.timefmt import duration
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
 
@@ -99,7 +100,7 @@ def wait_for_approval(request: DrillRequest) -> Approval:
         )
     except FlowPauseTimeout:
         raise DrillAborted(
-            f"approval timed out after {format_duration(timeout)}: nobody answered"
+            f"approval timed out after {duration(timeout)}: nobody answered"
         ) from None
     return Approval(answer.approved, answer.approver, answer.comment)
 
@@ -142,12 +143,15 @@ def publish(history: HistoryStore, result: DrillResult, plan_name: str) -> None:
     )
 
 
-def summarize(result: DrillResult, plan_name: str, flow_run_id: str | None) -> dict[str, Any]:
+def summarize(
+    result: DrillResult, plan_name: str, flow_run_id: str | None, application: str | None = None
+) -> dict[str, Any]:
     m = result.measurement
     return {
         "run_id": result.run_id,
         "flow_run_id": flow_run_id,
         "plan": plan_name,
+        "application": application,
         "status": result.status,
         "verdict": result.verdict,
         "rto_seconds": m.rto_seconds if m else None,
@@ -173,6 +177,7 @@ def minimum_takeover_drill(
     sync_deadline_s: float = 300,
     lease_s: float = LEASE_S,
     scheduled: bool = False,
+    only: str | None = None,
 ) -> dict[str, Any] | State[Any]:
     """Fence the primary, bring DR's critical tier up, switch DNS, smoke-test, then the
     normal tier; time RTO, full capacity and RPO, and (drill mode) fail back and verify.
@@ -187,9 +192,14 @@ def minimum_takeover_drill(
     outlives this run's last renewal if its worker dies (the recover-orphans deployment
     acts after it). `scheduled`: a drill or practice a gate holds back (a blocked window,
     a blocking alert, an Alertmanager that does not answer) is recorded as skipped and the
-    flow run completes; without it, such a run is refused and fails."""
+    flow run completes; without it, such a run is refused and fails. `only`: one
+    application of the plan (drill, practice or incident), as `drills run --only`: only its
+    targets are changed and leased."""
     logger = get_run_logger()
-    drill_plan = load_plan(plan)
+    if only and Mode(mode) == Mode.FAILBACK:
+        raise DrillError("only does not apply to a failback: it follows its incident's "
+                         "application on its own")  # fmt: skip
+    drill_plan = application_view(load_plan(plan), only or None)
     flow_run_id = current_flow_run.id
     request = DrillRequest(
         drill_plan,
@@ -219,8 +229,8 @@ def minimum_takeover_drill(
     with cancel_on_signals(), notices_as_events():
         runner = {Mode.FAILBACK: Failback, Mode.PRACTICE: Practice}.get(request.mode, Drill)
         result = runner(request, history, hooks).run()
-    publish(history, result, drill_plan.name)
-    summary = summarize(result, drill_plan.name, flow_run_id)
+    publish(history, result, drill_plan.lease_name)
+    summary = summarize(result, drill_plan.name, flow_run_id, drill_plan.application)
     logger.info("run %s of %s: %s", result.run_id, drill_plan.name, summary["status"])
     if result.status == RunStatus.SKIPPED:  # held back by a gate: recorded, not a failure
         return Completed(message=f"run {result.run_id} skipped: {result.error}")

@@ -27,6 +27,7 @@ from drills.orchestrator.placement import gather
 from drills.plan import load_plan
 from drills.plan.discovery import default_plan_patterns, plan_paths
 from drills.plan.durations import parse_duration
+from drills.plan.only import only as application_view
 from drills.store.history import HistoryStore
 from drills.store.prune import prune_if_due
 from flows.artifacts import artifact_key
@@ -49,13 +50,15 @@ def as_task(spec: CheckSpec, run: Callable[[], CheckResult]) -> CheckResult:
 
 
 @task(name="publish", cache_policy=NO_CACHE)
-def publish(report: ReadinessReport) -> None:
+def publish(report: ReadinessReport, name: str | None = None) -> None:
+    """The report's table and summary, keyed per plan (or per application: ``name``)."""
+    name = name or report.plan
     create_table_artifact(
         rows(report),
-        key=artifact_key("readiness", report.plan),
-        description=f"Readiness of {report.plan}: {verdict(report)}",
+        key=artifact_key("readiness", name),
+        description=f"Readiness of {name}: {verdict(report)}",
     )
-    create_markdown_artifact(markdown(report), key=artifact_key("readiness-summary", report.plan))
+    create_markdown_artifact(markdown(report), key=artifact_key("readiness-summary", name))
 
 
 @task(name="prune-history", cache_policy=NO_CACHE)
@@ -75,15 +78,17 @@ def readiness_flow(registry: CheckRegistry | None = None) -> Flow[..., dict[str,
         all_plans: bool = False,
         concurrency: int = 8,
         prune_older_than: str | None = None,
+        only: str | None = None,
     ) -> dict[str, Any]:
         """Run every readiness check of PLAN concurrently, publish the table, keep the
         snapshot. With all_plans, every plan of DRILLS_PLANS instead (PLAN is not read),
         CONCURRENCY plans at once, shared targets asked once. With prune_older_than
-        (e.g. 180d), prune older results once a day."""
+        (e.g. 180d), prune older results once a day. `only`: what a run of that
+        application of PLAN would take over (never stored as the plan's snapshot)."""
         if all_plans:
             result = _all_plans(registry, store=store, concurrency=concurrency)
         else:
-            result = _one_plan(registry, plan, store=store)
+            result = _one_plan(registry, plan, store=store, only=only)
         if store and prune_older_than:
             pruned = prune_history(signed_history(), prune_older_than)
             if pruned is not None:
@@ -120,16 +125,18 @@ def _fleet_files() -> tuple[str, ...]:
     return plan_paths(os.environ.get("DRILLS_PLANS"), default_plan_patterns())
 
 
-def _one_plan(registry: CheckRegistry | None, plan: str, *, store: bool) -> dict[str, Any]:
-    drill_plan = load_plan(plan)
+def _one_plan(
+    registry: CheckRegistry | None, plan: str, *, store: bool, only: str | None = None
+) -> dict[str, Any]:
+    drill_plan = application_view(load_plan(plan), only or None)
     with notices_as_events():
         report = run_readiness(
             drill_plan, history=signed_history(), store=store, registry=registry,
             call=as_task, placement=gather("worker"),
         )  # fmt: skip
-    publish(report)
+    publish(report, drill_plan.lease_name)
     get_run_logger().info(
-        "%s: %s, %d blocking", drill_plan.name, verdict(report), len(report.blocking)
+        "%s: %s, %d blocking", drill_plan.lease_name, verdict(report), len(report.blocking)
     )
     return report.to_json()
 

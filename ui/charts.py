@@ -85,12 +85,13 @@ def rto_frame(points: list[RtoPoint]) -> pd.DataFrame:
 
 
 def _time_axis(frame: pd.DataFrame) -> alt.X:
-    """24-hour UTC ticks, on a span never narrower than two hours: one run alone would
-    otherwise get an axis of milliseconds (".757")."""
+    """24-hour UTC ticks, on a span never narrower than half an hour: one run alone would
+    otherwise get an axis of milliseconds (".757"), and runs minutes apart a single
+    vertical line on an axis of hours."""
     if frame.empty:
         return alt.X("started:T", title="run started (UTC)")
     low, high = frame["started"].min(), frame["started"].max()
-    pad = max((high - low) * 0.05, pd.Timedelta(hours=1))
+    pad = max((high - low) * 0.05, pd.Timedelta(minutes=15))
     domain = [(low - pad).isoformat(), (high + pad).isoformat()]
     return alt.X(
         "started:T",
@@ -105,7 +106,7 @@ def _highest(frame: pd.DataFrame) -> float:
     return float(max(values, default=0.0))
 
 
-def _forecast_marks(base: alt.Chart) -> alt.Chart:
+def _forecast_marks(base: alt.Chart, shapes: alt.Scale) -> alt.Chart:
     """What the preflight forecast for each run, as hollow diamonds beside its measured RTO."""
     return (
         base.transform_filter(alt.datum.forecast_s != None)  # noqa: E711 - a Vega expression
@@ -113,7 +114,7 @@ def _forecast_marks(base: alt.Chart) -> alt.Chart:
         .mark_point(size=80, color="#1565c0", filled=False)
         .encode(
             y="forecast_s:Q",
-            shape=alt.Shape("point:N", title="point", scale=_shape_scale()),
+            shape=alt.Shape("point:N", title="point", scale=shapes),
             tooltip=[
                 alt.Tooltip("run:N"),
                 alt.Tooltip("forecast_s:Q", title="forecast RTO (s)", format=".3~g"),
@@ -123,21 +124,24 @@ def _forecast_marks(base: alt.Chart) -> alt.Chart:
     )
 
 
-def _shape_scale() -> alt.Scale:
-    return alt.Scale(domain=list(SHAPES), range=list(SHAPES.values()))
+def _present(scale: dict[str, Any], shown: set[str]) -> alt.Scale:
+    """A legend of the entries the chart draws, in their fixed order: an entry for a mark
+    that is not there (a target written above the chart, say) would explain nothing, and
+    widened the legend past the chart's edge."""
+    kept = [name for name in scale if name in shown]
+    return alt.Scale(domain=kept, range=[scale[name] for name in kept])
 
 
-def _line(base: alt.Chart, field: str, name: str, colour: str, **mark: Any) -> alt.Chart:
+def _line(
+    base: alt.Chart, field: str, name: str, colour: str, dashes: alt.Scale, **mark: Any
+) -> alt.Chart:
     return (
         base.transform_filter(f"datum.{field} != null")
         .transform_calculate(line=f"'{name}'")
         .mark_line(color=colour, **mark)
         .encode(
             y=f"{field}:Q",
-            strokeDash=alt.StrokeDash(
-                "line:N", title="line",
-                scale=alt.Scale(domain=list(LINES), range=list(LINES.values())),
-            ),
+            strokeDash=alt.StrokeDash("line:N", title="line", scale=dashes),
         )
     )  # fmt: skip
 
@@ -173,22 +177,28 @@ def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
         alt.Tooltip("outcome:N"),
     ]
     colour = alt.Color(
-        "outcome:N",
-        title="verdict",
-        scale=alt.Scale(domain=list(OUTCOME_COLOURS), range=list(OUTCOME_COLOURS.values())),
+        "outcome:N", title="verdict", scale=_present(dict(OUTCOME_COLOURS), set(frame["outcome"]))
     )
+    target_drawn = target_note(points) is None and frame["target_s"].notna().any()
+    drawn = {TARGET} if target_drawn else set()
+    drawn |= {FULL} if frame["full_s"].notna().any() else set()
+    dashes = _present(LINES, drawn)
+    marked = set(frame["point"]) | ({FORECAST} if frame["forecast_s"].notna().any() else set())
+    shapes = _present(SHAPES, marked)
     measured = base.transform_filter(alt.datum.measured)
     line = measured.mark_line(color="#90a4ae").encode(y=alt.Y("rto_s:Q", title="RTO (seconds)"))
     dots = base.mark_point(filled=True, size=70).encode(
         y="rto_s:Q",
         color=colour,
-        shape=alt.Shape("point:N", title="point", scale=_shape_scale()),
+        shape=alt.Shape("point:N", title="point", scale=shapes),
         tooltip=tooltip,
     )
     layers = [line]
-    if target_note(points) is None:
-        layers.append(_line(base, "target_s", TARGET, "#c62828", interpolate="step-after"))
-    layers += [_line(base, "full_s", FULL, "#607d8b"), dots, _forecast_marks(base)]
+    if target_drawn:
+        layers.append(_line(base, "target_s", TARGET, "#c62828", dashes, interpolate="step-after"))
+    if FULL in drawn:
+        layers.append(_line(base, "full_s", FULL, "#607d8b", dashes))
+    layers += [dots, _forecast_marks(base, shapes)]
     # Legends below the plot: beside it, the last entries fell off the chart's height.
     chart = CheckedLayerChart(data=frame, layer=layers).properties(height=300)
     return chart.configure_legend(orient="bottom", direction="vertical")

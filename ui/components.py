@@ -98,8 +98,12 @@ def check_line(result: CheckResult, checked: str) -> None:
         _evidence(result)
 
 
-def readiness_checklist(report: ReadinessReport, *, at: dt.datetime | None = None) -> None:
-    """The overall status, the blocking failures on top, then every check by category."""
+def readiness_checklist(
+    report: ReadinessReport, *, at: dt.datetime | None = None, after_blocking: str = ""
+) -> None:
+    """The overall status, the blocking failures on top, then every check by category.
+    `after_blocking` is a caption under the blocking failures (the forecast, on a plan they
+    block: never above them)."""
     icon, words = overall(report)
     checked = ago(report.checked_at, at)
     counts = {s: sum(1 for r in report.results if r.status is s) for s in Status}
@@ -116,6 +120,8 @@ def readiness_checklist(report: ReadinessReport, *, at: dt.datetime | None = Non
         st.error(
             f"**Blocking failures — a drill would stop here:**\n{lines}", icon=":material/block:"
         )
+        if after_blocking:
+            st.caption(after_blocking)
     for category, results in by_category(report):
         status = worst(r.status for r in results)
         st.subheader(f"{category} {STATUS_BADGE[status]}", divider="gray")

@@ -64,6 +64,7 @@ from ui.fleet import (
     planned_drills,
     sort_rows,
 )
+from ui.fleet_apps import ApplicationRow, application_rows
 from ui.queries import AuditRow, RtoPoint, RunRow
 from ui.settings import UISettings, prefect_headers
 
@@ -204,6 +205,7 @@ class Fleet:
     rows: list[FleetRow]  # problems first
     windows: list[Window]  # the drills planned in the coming weeks
     blocked: list[Blocked] = field(default_factory=list)  # change freezes in those weeks
+    applications: list[ApplicationRow] = field(default_factory=list)  # each one's last drill
 
 
 @st.cache_resource(show_spinner=False, max_entries=4, ttl=dt.timedelta(minutes=1))
@@ -233,7 +235,8 @@ def _fleet(db_url: str, paths_and_mtimes: tuple[tuple[str, int], ...], minute: i
         if drill and drill.finished_at:
             lengths[plan.name] = drill.finished_at - drill.started_at
     blocked = [b for plan in valid for b in blocked_windows(plan, now)]
-    return Fleet(sort_rows(rows), calendar(valid, planned, lengths), blocked)
+    apps = application_rows(_store(db_url), valid)
+    return Fleet(sort_rows(rows), calendar(valid, planned, lengths), blocked, apps)
 
 
 def fleet(settings: UISettings) -> Fleet:

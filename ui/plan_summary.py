@@ -9,13 +9,11 @@ from typing import Any
 
 from drills import timefmt
 from drills.plan import (
-    ControllerFence,
     DrillPlan,
-    EcrRegistry,
     Rfc2136Dns,
-    Site,
     Tier,
 )
+from drills.plan.describe import describe_site
 
 
 def headline(plan: DrillPlan) -> str:
@@ -30,29 +28,8 @@ def headline(plan: DrillPlan) -> str:
     )
 
 
-def _site(site: Site) -> dict[str, str]:
-    k8s = site.kubernetes
-    reg = site.registry
-    if isinstance(reg, EcrRegistry):
-        registry = f"ECR {reg.registry_id} ({site.registry_region})"
-    else:
-        registry = f"OCI {reg.url}"
-    fence = site.ingress
-    if isinstance(fence, ControllerFence):
-        fencing = f"scale {fence.deployment} to 0"
-    else:
-        fencing = "close Ingress " + ", ".join(str(o) for o in fence.objects)
-    return {
-        "kubernetes": "in-cluster" if k8s.in_cluster else f"context {k8s.context or '(current)'}",
-        "registry": registry,
-        "object storage": f"{site.objects.endpoint_url or 'AWS S3'} ({site.objects_region})",
-        "fence": fencing,
-        "endpoint": str(site.endpoint),
-    }
-
-
 def sites(plan: DrillPlan) -> list[dict[str, Any]]:
-    primary, dr = _site(plan.sites.primary), _site(plan.sites.dr)
+    primary, dr = describe_site(plan.sites.primary), describe_site(plan.sites.dr)
     return [{"": key, "primary": primary[key], "dr": dr[key]} for key in primary]
 
 

@@ -73,14 +73,17 @@ def run_readiness(
     """Run the selected checks concurrently, each through ``call`` (see runner.CheckCall).
 
     The snapshot is stored when a history store is given and every check ran: a
-    partial run (``only``/``categories``) must not pass for the plan's readiness.
+    partial run (``only``/``categories``, or one application's) must not pass for the
+    plan's readiness.
     ``shared``: the targets of a run over many plans (drills.checks.fleet).
     """
     specs = select_checks(only, categories, registry)
     with Targets(plan, shared) as targets:
         context = check_context(plan, targets, history, placement=placement)
         report = run_checks(specs, context, on_result=on_result, call=call)
-    if history is not None and store and not specs_filtered(only, categories):
+    # One application's checks (a view of the plan) are not the plan's readiness either.
+    whole = plan.application is None
+    if history is not None and store and whole and not specs_filtered(only, categories):
         report = _store_and_notify(plan, history, report)
     log.info(
         "readiness of %s: %d checks, %d blocking",
@@ -145,7 +148,7 @@ def run_wayback(
     The checks run on the reversed plan, with each site named for what it really is in
     errors, and the results are titled for the failback direction.
     """
-    from drills.checks.wayback import TITLES
+    from drills.checks.wayback import SWAPPED, TITLES, homeward
     from drills.plan.reverse import reversed_plan
 
     specs = wayback_checks(registry)
@@ -153,7 +156,12 @@ def run_wayback(
     with Targets(reverse, reverse=True) as targets:
         context = check_context(reverse, targets, history)
         report = run_checks(specs, context, on_result=on_result, call=call)
-    results = tuple(dataclasses.replace(r, title=TITLES.get(r.id, r.title)) for r in report.results)
+    results = tuple(
+        dataclasses.replace(r, title=TITLES[r.id], summary=homeward(r.summary),
+                            remediation=homeward(r.remediation) if r.remediation else r.remediation)
+        if r.id in SWAPPED else r
+        for r in report.results
+    )  # fmt: skip
     log.info("way-back readiness of %s: %d blocking", plan.name, sum(r.blocking for r in results))
     return dataclasses.replace(report, plan=plan.name, results=results)
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import contextvars
 import datetime as dt
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+from drills import timefmt
 from drills.checks.base import CheckContext, CheckResult, CheckSpec, Outcome, Status
 from drills.errors import DrillError, TargetError
 from drills.notify import Batch, Notice
@@ -116,6 +119,48 @@ def _run_called(spec: CheckSpec, context: CheckContext, call: CheckCall) -> Chec
         return _error(spec, cause, time.perf_counter() - started)
 
 
+class _Slots:
+    """At most ``size`` checks run at once, and each check's deadline starts when it does.
+
+    A check queued behind slow ones has not started, so its deadline has not either: timed
+    from the start of the whole run, a check of a few milliseconds queued behind eight
+    slow ones timed out without ever running. A check given up at its deadline gives its
+    slot back at once, though its thread may still hang: the queue never starves."""
+
+    def __init__(self, size: int) -> None:
+        self._free = threading.Semaphore(size)
+        self._lock = threading.Lock()
+        self._given_back: set[str] = set()
+        self.begun: dict[str, float] = {}
+
+    def run(self, spec: CheckSpec, body: Callable[[], CheckResult]) -> CheckResult:
+        self._free.acquire()
+        self.begun[spec.id] = time.perf_counter()
+        try:
+            return body()
+        finally:
+            self.give_back(spec.id)
+
+    def give_back(self, check_id: str) -> None:
+        with self._lock:
+            if check_id in self._given_back:
+                return
+            self._given_back.add(check_id)
+        self._free.release()
+
+    def deadline(self, spec: CheckSpec) -> float | None:
+        begun = self.begun.get(spec.id)
+        return None if begun is None else begun + spec.timeout_s
+
+    def expired(self, spec: CheckSpec, now: float) -> bool:
+        deadline = self.deadline(spec)
+        return deadline is not None and deadline <= now
+
+
+# How often the runner looks again while some checks wait for a slot.
+_QUEUED_POLL_S = 0.2
+
+
 def run_checks(
     specs: Iterable[CheckSpec],
     context: CheckContext,
@@ -124,36 +169,45 @@ def run_checks(
     on_result: Callable[[CheckResult], None] | None = None,
     call: CheckCall = call_in_place,
 ) -> ReadinessReport:
-    """Run every check at once; a check past its deadline is reported as an error."""
+    """Run the checks, ``max_workers`` at a time; a check past its deadline (counted from
+    when it started) is reported as an error."""
     specs = list(specs)
-    started = time.perf_counter()
     results: dict[str, CheckResult] = {}
-    pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="check")
+    slots = _Slots(max_workers)
+    # A thread for every check, the slots bounding how many run: a hung check holds a
+    # thread, never a slot past its deadline.
+    pool = ThreadPoolExecutor(max_workers=max(1, len(specs)), thread_name_prefix="check")
+
+    def report(result: CheckResult) -> None:
+        results[result.id] = result
+        if on_result:
+            on_result(result)
+
     # Each check sees the caller's context variables (a Prefect flow run's, say): a pool
     # thread starts without them.
     futures: dict[Future[CheckResult], CheckSpec] = {
-        pool.submit(contextvars.copy_context().run, _run_called, spec, context, call): spec
+        pool.submit(
+            contextvars.copy_context().run, slots.run, spec,
+            partial(_run_called, spec, context, call),
+        ): spec
         for spec in specs
-    }
+    }  # fmt: skip
     try:
         pending = set(futures)
         while pending:
-            deadline = min(futures[f].timeout_s for f in pending) + started
-            done, pending = wait(pending, timeout=max(0.0, deadline - time.perf_counter()))
+            now = time.perf_counter()
+            # A check still waiting for a slot has no deadline yet: look again soon.
+            soonest = min(slots.deadline(futures[f]) or now + _QUEUED_POLL_S for f in pending)
+            done, pending = wait(pending, timeout=max(0.0, soonest - now))
             for future in done:
-                result = future.result()
-                results[result.id] = result
-                if on_result:
-                    on_result(result)
-            for future in [
-                f for f in pending if time.perf_counter() >= futures[f].timeout_s + started
-            ]:
+                report(future.result())
+            now = time.perf_counter()
+            for future in [f for f in pending if slots.expired(futures[f], now)]:
                 spec = futures[future]
                 pending.discard(future)
-                result = _error(spec, f"timed out after {spec.timeout_s:.0f}s", spec.timeout_s)
-                results[spec.id] = result
-                if on_result:
-                    on_result(result)
+                slots.give_back(spec.id)
+                took = spec.timeout_s
+                report(_error(spec, f"timed out after {timefmt.duration(took)}", took))
     finally:
         # Don't wait for a hung check: its adapter calls carry their own timeouts.
         pool.shutdown(wait=False, cancel_futures=True)

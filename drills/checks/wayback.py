@@ -15,6 +15,7 @@ here, in a registry of their own so that the forward readiness never runs them:
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -52,6 +53,29 @@ TITLES = {
     "secrets.rotation": "Secrets within their rotation limit",
     "dns.control": "DNS control works",
 }
+# The forward checks' words for the two sites, and what each means on the way back, where
+# "DR" is the site production goes home to. One pass, so a word is never swapped twice.
+_SITE_WORDS = {
+    "the primary's": "DR's",
+    "The primary's": "DR's",
+    "the primary": "DR",
+    "The primary": "DR",
+    "primary": "DR",
+    "Primary": "DR",
+    "at DR": "at the primary",
+    "DR's": "the primary's",
+    "DR": "the primary",
+}
+_SITE_WORD = re.compile(r"\b(" + "|".join(re.escape(w) for w in _SITE_WORDS) + r")\b")
+
+
+def homeward(text: str) -> str:
+    """A forward check's summary said of the reversed plan, with each site named for what it
+    is on the way back: "are at DR with the primary's digest" becomes "are at the primary
+    with DR's digest"."""
+    return _SITE_WORD.sub(lambda m: _SITE_WORDS[m.group(1)], text)
+
+
 # How long the gate waits for copies in flight to land before it calls them missing.
 CATCH_UP_WAIT_S = 10.0
 CATCH_UP_POLL_S = 0.5

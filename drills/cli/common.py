@@ -98,6 +98,19 @@ def load_plan_or_exit(path: Path) -> DrillPlan:
         raise typer.Exit(EXIT_INVALID) from None
 
 
+def load_plan_view_or_exit(path: Path, application: str | None) -> DrillPlan:
+    """The plan, or one application's view of it (`--only`); exit 2, in one line naming the
+    plan's applications, when it has no such one."""
+    from drills.plan.only import UnknownApplicationError, only
+
+    plan = load_plan_or_exit(path)
+    try:
+        return only(plan, application)
+    except UnknownApplicationError as unknown:
+        err_console().print(Text(str(unknown), style="red"), soft_wrap=True)
+        raise typer.Exit(EXIT_INVALID) from None
+
+
 def open_history(url: str | None, *, read_only: bool = False) -> HistoryStore:
     """The store, its checkpoints signed with the evidence key when one is configured.
     ``read_only``: nothing is created or changed, and a store that is not there is exit 2;

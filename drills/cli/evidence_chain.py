@@ -15,7 +15,7 @@ from drills.cli.console import err_console, out_console
 
 if TYPE_CHECKING:
     from drills.evidence.checkpoints import Found
-    from drills.store.chain_verify import ChainReport
+    from drills.store.chain_report import ChainReport
 
 err = err_console(highlight=False, soft_wrap=True)
 

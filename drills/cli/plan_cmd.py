@@ -22,15 +22,14 @@ from drills.cli.common import (
 from drills.cli.console import err_console, out_console
 from drills.errors import PlanError, PlanProblem, TargetError
 from drills.plan import (
-    ControllerFence,
     DrillPlan,
-    EcrRegistry,
     PlanWarning,
     Rfc2136Dns,
     Site,
     Tier,
     plan_schema_text,
 )
+from drills.plan.describe import describe_site
 from drills.plan.kubeconfig import KubeconfigError, load_kubeconfig
 from drills.text import for_terminal, redact_url
 
@@ -272,36 +271,9 @@ def _table(title: str, *columns: str) -> Table:
     return table
 
 
-def _site_rows(site: Site) -> dict[str, str]:
-    k8s = site.kubernetes
-    reg = site.registry
-    if isinstance(reg, EcrRegistry):
-        registry = f"ECR {reg.registry_id} ({site.registry_region})"
-    else:
-        registry = f"OCI {redact_url(reg.url)}" + (" (with auth)" if reg.auth else "")
-    fence = site.ingress
-    if isinstance(fence, ControllerFence):
-        fencing = f"scale ingress controller {fence.deployment} to 0"
-    else:
-        fencing = "close Ingress " + ", ".join(str(o) for o in fence.objects)
-    return {
-        "kubernetes": "in-cluster"
-        if k8s.in_cluster
-        else f"context {k8s.context or '(current)'} in {k8s.kubeconfig}",
-        "registry": registry,
-        "object storage": f"{_url(site.objects.endpoint_url) or 'AWS S3'} ({site.objects_region})",
-        "fence": fencing,
-        "endpoint": redact_url(site.endpoint),
-    }
-
-
-def _url(url: str | None) -> str | None:
-    return redact_url(url) if url else None
-
-
 def _sites_table(plan: DrillPlan) -> Table:
     table = _table("Sites", "", "primary", "dr")
-    primary, dr = _site_rows(plan.sites.primary), _site_rows(plan.sites.dr)
+    primary, dr = describe_site(plan.sites.primary), describe_site(plan.sites.dr)
     for key in primary:
         table.add_row(key, _cell(primary[key]), _cell(dr[key]))
     return table

@@ -19,7 +19,7 @@ from drills.cli.common import (
     PlanFiles,
     StableJson,
     fleet_paths,
-    load_plan_or_exit,
+    load_plan_view_or_exit,
     open_history,
 )
 from drills.cli.console import err_console, out_console
@@ -77,6 +77,16 @@ def readiness(
             "--store/--no-store", help="Keep the snapshot in the history store (full runs only)."
         ),
     ] = True,
+    application: Annotated[
+        str | None,
+        typer.Option(
+            "--application",
+            metavar="APP",
+            help="Check only what `drills run --only APP` would take over: the application's "
+            "workloads, datasets and DNS records, with those no application lists (never "
+            "stored as the plan's snapshot). An unknown APP exits 2.",
+        ),
+    ] = None,
     db: DbUrl = None,
     all_plans: Annotated[
         bool,
@@ -105,12 +115,13 @@ def readiness(
     from drills.orchestrator.placement import gather
 
     narrowed = bool(only or category)
-    _refuse_mixed_arguments(plan_path, all_plans=all_plans, narrowed=narrowed, way=direction)
+    _refuse_mixed_arguments(plan_path, all_plans=all_plans, narrowed=narrowed, way=direction,
+                            application=application)  # fmt: skip
     if all_plans:
         _readiness_all(plans, db, store=store, concurrency=concurrency, as_json=as_json)
         return
     assert plan_path is not None
-    plan = load_plan_or_exit(plan_path)
+    plan = load_plan_view_or_exit(plan_path, application)
     if _direction(plan, direction, db if store else None, store) == "failback":
         if narrowed:
             err.print(
@@ -162,13 +173,21 @@ def readiness(
 
 
 def _refuse_mixed_arguments(
-    plan_path: Path | None, *, all_plans: bool, narrowed: bool, way: str | None
+    plan_path: Path | None,
+    *,
+    all_plans: bool,
+    narrowed: bool,
+    way: str | None,
+    application: str | None = None,
 ) -> None:
     if all_plans == (plan_path is not None):
         err.print("[red]give a plan file, or --all (not both)[/]")
         raise typer.Exit(2)
     if all_plans and narrowed:
         err.print("[red]--all runs every check: --only and --category do not apply[/]")
+        raise typer.Exit(2)
+    if all_plans and application is not None:
+        err.print("[red]--all checks every plan whole: --application applies to one plan[/]")
         raise typer.Exit(2)
     if all_plans and way is not None:
         err.print("[red]--all checks every plan's takeover: --direction applies to one plan[/]")

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from drills import timefmt
-from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_or_exit, open_history
+from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_view_or_exit, open_history
 from drills.cli.console import (
     REPORT_FORMATS,
     echo_markdown,
@@ -215,6 +215,19 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the final report as JSON.")
     ] = False,
+    application: Annotated[
+        str | None,
+        typer.Option(
+            "--only",
+            metavar="APP",
+            help="Take over or practise only this application of the plan (its `applications` "
+            "list): its workloads, datasets and DNS records, with those no application lists. "
+            "Only they are leased, so another application's run is not in the way; the "
+            "primary's fence and the production record are the plan's, shared by every "
+            "takeover. Drill, incident and practice (and --dry-run); a failback follows its "
+            "incident's application on its own. An unknown APP exits 2.",
+        ),
+    ] = None,
     db: DbUrl = None,
 ) -> None:
     """Run a minimum-takeover drill (or a practice that leaves production untouched, a real
@@ -234,9 +247,13 @@ def run(
     if ignore_gates and not reason.strip():
         err.print("[red]--ignore-gates needs a --reason: it is written to the audit log[/]")
         raise typer.Exit(2)
-    plan = load_plan_or_exit(plan_path)
+    if application is not None and mode == Mode.FAILBACK:
+        err.print("[red]--only does not apply to a failback: it follows its incident's "
+                  "application on its own[/]")  # fmt: skip
+        raise typer.Exit(2)
+    plan = load_plan_view_or_exit(plan_path, application)
     history = open_history(db)
-    view = LiveView(plan.name, mode)
+    view = LiveView(plan.name + (f" (application {application})" if application else ""), mode)
     request = _request(
         plan,
         plan_path,
@@ -459,6 +476,7 @@ def _row(run: DrillRun) -> dict[str, Any]:
     return {
         "id": run.id,
         "plan": run.plan,
+        "application": run.details.application,
         "mode": run.mode,
         "dry_run": run.dry_run,
         "operator": run.operator,
@@ -479,6 +497,12 @@ def _row(run: DrillRun) -> dict[str, Any]:
         "detection_seconds": detection_seconds(run),
         "detection_chain": detection_chain(run),  # detection → … → DR carrying
     }
+
+
+def _plan_cell(run: DrillRun) -> str:
+    """The plan, and the application a run was restricted to (`--only`)."""
+    app = run.details.application
+    return f"{run.plan} ({app})" if app else run.plan
 
 
 def _seconds(value: float | None) -> str:
@@ -527,7 +551,7 @@ def history_cmd(
         table.add_column(column)
     for shown, r in zip(ids, runs, strict=True):
         table.add_row(
-            shown, r.plan, r.mode + (" (dry)" if r.dry_run else ""),
+            shown, _plan_cell(r), r.mode + (" (dry)" if r.dry_run else ""),
             timefmt.moment(r.started_at), r.status, r.verdict or "",
             _seconds(r.rto_seconds), _seconds(r.client_rto_seconds),
             _seconds(r.details.full_capacity_seconds),

@@ -29,7 +29,7 @@ from drills.evidence.keys import Signer, Verifier
 from drills.evidence.render import pack_markdown, to_html, to_pdf
 from drills.plan.files import FileRefusedError, open_regular_file
 from drills.store.audit import events_of_plan
-from drills.store.chain_verify import run_evidence
+from drills.store.chain_report import run_evidence
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
 from drills.store.report import report_data

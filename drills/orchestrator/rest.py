@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 
 from drills.errors import PermanentError, TemporaryError
-from drills.plan.durations import format_duration
 from drills.targets.retry import retry_call
+from drills.timefmt import duration
 
 # Prefect's terminal state types: nothing happens to a run in one of these any more.
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CRASHED", "CANCELLED"})
@@ -92,13 +92,13 @@ def auth_headers(api_key: str | None = None, auth_string: str | None = None) -> 
 
 
 def describe_schedule(item: dict[str, Any]) -> str:
-    """A deployment schedule as people read it: "cron 0 3 1 1,4,7,10 * (UTC)", "every 15m"."""
+    """A deployment schedule as people read it: "cron 0 3 1 1,4,7,10 * (UTC)", "every 15 min"."""
     schedule = item.get("schedule") or {}
     zone = schedule.get("timezone") or "UTC"
     if "cron" in schedule:
         text = f"cron {schedule['cron']} ({zone})"
     elif "interval" in schedule:
-        text = f"every {format_duration(float(schedule['interval']))}"
+        text = f"every {duration(float(schedule['interval']))}"
     else:
         text = f"rrule {schedule.get('rrule', '?')}"
     return text if item.get("active", True) else f"{text}, inactive"

@@ -68,8 +68,8 @@ def _bucket(site: Site, bucket: str) -> Claim:
     return Claim("bucket", f"{where} {bucket}")
 
 
-def _workloads(plan: DrillPlan) -> Iterator[Claim]:
-    for role in ("primary", "dr"):
+def _workloads(plan: DrillPlan, roles: tuple[str, ...] = ("primary", "dr")) -> Iterator[Claim]:
+    for role in roles:
         site: Site = getattr(plan.sites, role)
         cluster = cluster_of(plan, site)
         for w in plan.workloads:
@@ -84,10 +84,16 @@ def _workloads(plan: DrillPlan) -> Iterator[Claim]:
                     yield Claim("workload", f"{cluster} {o.namespace}/Ingress/{o.name}")
 
 
-def plan_claims(plan: DrillPlan) -> tuple[Claim, ...]:
-    """Every target the plan's takeover touches, each once, in a stable order."""
-    found: set[Claim] = set(_workloads(plan))
-    found.add(Claim("dns", f"{plan.dns.record.name} {plan.dns.record.type.value}"))
+def plan_claims(plan: DrillPlan, *, practice: bool = False) -> tuple[Claim, ...]:
+    """Every target the plan's takeover touches, each once, in a stable order. A
+    ``practice`` touches neither the primary nor the production record: it claims DR's
+    workloads, its practice name and the buckets it reads, so that practices of two
+    applications that share nothing else run side by side."""
+    if practice:
+        found: set[Claim] = set(_workloads(plan, ("dr",)))
+    else:
+        found = set(_workloads(plan))
+        found.add(Claim("dns", f"{plan.dns.record.name} {plan.dns.record.type.value}"))
     if plan.practice.record is not None:
         found.add(Claim("dns", f"{plan.practice.record} {plan.dns.record.type.value}"))
     for ds in plan.datasets:

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_validator
 
 from drills.errors import PlanError, PlanProblem
+from drills.plan.applications import Application, Applications, application_rules, lease_name
 from drills.plan.errors import CREDENTIAL_KEY_HINT, translate
 from drills.plan.gates import DeclareSelector, Gates
 from drills.plan.lint import PlanWarning, findings
@@ -73,6 +74,7 @@ from drills.text import for_terminal
 log = logging.getLogger("drills.plan")
 
 __all__ = [
+    "Application",
     "Approval",
     "AwsAccess",
     "AwsCredentials",
@@ -174,12 +176,18 @@ class DrillPlan(PlanModel):
     """The practice name `drills run --mode practice` verifies DR through."""
     gates: Gates = Gates()
     """Alerts and change freezes that refuse a drill or a practice (never an incident)."""
+    applications: Applications = ()
+    """Groups of workloads, datasets and DNS records that `drills run --only NAME` takes
+    over or practises one at a time; what no application lists belongs to every run."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
     _source_dir: Path | None = PrivateAttr(default=None)
     _source: str = PrivateAttr(default="<plan>")
     _positions: dict[Loc, Position] = PrivateAttr(default_factory=dict)
+    # Set on the view drills.plan.only makes for one application's run.
+    _application: str | None = PrivateAttr(default=None)
+    _whole: DrillPlan | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _cross_section_rules(self) -> DrillPlan:
@@ -212,6 +220,9 @@ class DrillPlan(PlanModel):
                 if secret.per_site
             ]
         rules += self._practice_rules()
+        rules += application_rules(
+            self.applications, self.workloads, self.datasets, self.dns.record.name, self.practice
+        )
         raise_rules("plan", rules)
         return self
 
@@ -242,6 +253,21 @@ class DrillPlan(PlanModel):
             )
             rules.append((("workloads", biggest, "dr_replicas"), message))
         return rules
+
+    @property
+    def application(self) -> str | None:
+        """The application this view of the plan is restricted to (None: the whole plan)."""
+        return self._application
+
+    @property
+    def whole(self) -> DrillPlan:
+        """The whole plan, of which this may be one application's view."""
+        return self._whole or self
+
+    @property
+    def lease_name(self) -> str:
+        """The name its runs lease: one run at a time per plan, or per application of it."""
+        return lease_name(self.name, self._application)
 
     @property
     def warnings(self) -> tuple[PlanWarning, ...]:
@@ -479,8 +505,12 @@ def plan_schema_text() -> str:
 
 
 def plan_digest(plan: DrillPlan) -> str:
-    """sha256 of the plan's canonical JSON: equal for equal plans, wherever the file lives."""
+    """sha256 of the plan's canonical JSON: equal for equal plans, wherever the file lives
+    (an application's view has its whole plan's digest: the file it came from)."""
     canonical = json.dumps(
-        plan.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        plan.whole.model_dump(mode="json"),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

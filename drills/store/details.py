@@ -144,6 +144,8 @@ class DetectionRecord(_Stored):
 
 class RunDetails(_Stored):
     plan_path: str | None = None  # the plan file, so `drills recover` can reload it
+    # The application the run was restricted to (`--only`); None: the whole plan.
+    application: str | None = None
     approval: Approval | None = None
     unfenced: bool = False  # an incident went on with the primary unreachable, on request
     force_unfenced: bool = False  # it was asked to (--force-unfenced): a recover holds it so too

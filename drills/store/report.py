@@ -30,6 +30,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "run": {
             "id": run.id,
             "plan": run.plan,
+            "application": details.application,
             "plan_digest": run.plan_digest,
             "mode": run.mode,
             "dry_run": run.dry_run,
@@ -115,6 +116,7 @@ def _summary(data: dict[str, Any]) -> list[str]:
         f"# Drill report {_code(run['id'])} — plan {_code(run['plan'])}",
         "",
         f"- **Mode:** {run['mode']}{' (dry run)' if run['dry_run'] else ''}",
+        *_application(run.get("application")),
         f"- **Operator:** {_text(run['operator'])} — **reason:** {_text(run['reason'] or '—')}",
         f"- **Started:** {moment(run['started_at'])} — **T0:** {moment(run['t0'])}"
         f" — **finished:** {moment(run['finished_at']) if run['finished_at'] else 'unfinished'}",
@@ -130,6 +132,14 @@ def _summary(data: dict[str, Any]) -> list[str]:
     if run["mode"] == Mode.PRACTICE:
         lines.append(PRACTICE_CADENCE_LINE)
     return lines
+
+
+def _application(name: str | None) -> list[str]:
+    """The application a run was restricted to; nothing for a run of the whole plan."""
+    if not name:
+        return []
+    return [f"- **Application:** {_code(name)} only (`--only`): its workloads, datasets and "
+            "DNS records, with those no application lists"]  # fmt: skip
 
 
 def _approval(a: dict[str, Any]) -> str:

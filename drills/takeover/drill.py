@@ -35,7 +35,7 @@ from drills.checks.runner import ReadinessReport, run_checks
 from drills.errors import DrillError, RunRefused
 from drills.notify.runs import announce_finish, announce_start
 from drills.plan import DrillPlan, plan_digest
-from drills.plan.claims import plan_claims
+from drills.plan.claims import Claim, plan_claims
 from drills.store.details import Approval, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
@@ -129,6 +129,8 @@ def approval_question(request: DrillRequest) -> tuple[str, str]:
     """What an approver is asked, and what approving does: one wording for the terminal
     prompt and the Prefect pause form, by the run's mode."""
     name = request.plan.name
+    if request.plan.application:
+        name += f" (application {request.plan.application})"
     if request.mode == Mode.FAILBACK:
         return (
             f"Approve the failback of {name}?",
@@ -205,9 +207,11 @@ class Drill:
         self.stopping: str | None = None  # why the run is undoing itself, once it is
         self._readiness_beside: threading.Thread | None = None
         self.details = RunDetails(
-            plan_path=request.plan_path, force_unfenced=request.force_unfenced,
+            plan_path=request.plan_path,
+            force_unfenced=request.force_unfenced,
+            application=self.plan.application,
             detection=detection_record(request.detected_at, request.declared_at, request.proposal),
-        )  # fmt: skip
+        )
         # While the run goes forward, a lost lease stops it; once it stops (rolls back,
         # completes forward, records), nothing may interrupt that.
         self._stoppable = False
@@ -265,15 +269,26 @@ class Drill:
         if self.request.dry_run:  # changes nothing: needs no lease, blocks nobody
             yield
             return
-        claims = plan_claims(self.plan)  # targets shared with other plans are leased too
-        held = PlanLease(self.history, self.plan.name, self.run_id, lease_s=self.request.lease_s,
-                         claims=claims, on_lost=self._lease_lost)  # fmt: skip
+        # Targets shared with other plans, or other applications of this one, are leased too.
+        held = PlanLease(self.history, self.plan.lease_name, self.run_id,
+                         lease_s=self.request.lease_s, claims=self._claims(),
+                         on_lost=self._lease_lost)  # fmt: skip
         with held:
             self._refuse_unfinished()
             yield
 
+    def _claims(self) -> tuple[Claim, ...]:
+        return plan_claims(self.plan)
+
     def _refuse_unfinished(self) -> None:
-        unfinished = [r for r in self.history.unfinished_runs(self.plan.name) if not r.dry_run]
+        # Another application's run (running, or crashed on targets it leases still) is not
+        # in this one's way; the whole plan's, or this application's, is.
+        mine = self.plan.application
+        unfinished = [
+            r for r in self.history.unfinished_runs(self.plan.name)
+            if not r.dry_run and r.id != self.run_id
+            and (mine is None or r.details.application in (None, mine))
+        ]  # fmt: skip
         if unfinished:
             raise UnfinishedRunError(self.plan.name, unfinished[0].id, unfinished[0].status)
 
@@ -706,6 +721,8 @@ class Drill:
         """A real drill, recorded, changes what its preflight found (the last successful
         drill, the forecast): those checks are asked again and the snapshot stored."""
         if self.request.mode != Mode.DRILL or self.request.dry_run or self.readiness is None:
+            return
+        if self.plan.application is not None:  # one application's checks: not the plan's
             return
         try:
             refresh_after_run(self.plan, self.history, self.readiness, registry=self.hooks.checks)

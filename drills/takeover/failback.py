@@ -24,6 +24,7 @@ from drills.checks.readiness import run_wayback
 from drills.errors import DrillError, RunRefused
 from drills.notify.runs import announce_incident_closed
 from drills.plan import DrillPlan
+from drills.plan.only import only
 from drills.store.details import FailbackRecord, IncidentLink
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
@@ -105,6 +106,24 @@ class Failback(Drill):
         self.incident: DrillRun | None = None
 
     # -- the run ---------------------------------------------------------------
+    def run(self) -> DrillResult:
+        self._follow_incident()
+        return super().run()
+
+    def preview(self) -> list[PlannedChange]:
+        self._follow_incident()
+        return super().preview()
+
+    def _follow_incident(self) -> None:
+        """A failback brings home what its incident took over: when that was one
+        application (`--only`), the failback is of the same application's view, its lease
+        and its targets, and ends in the state its incident started from."""
+        incident = open_incident(self.history, self.plan.name)
+        application = incident.details.application if incident else None
+        if application and self.plan.application != application:
+            self.plan = only(self.plan.whole, application)
+            self.details.application = application
+
     def _run(self) -> DrillResult:
         self.incident = self._open_incident()
         self.details.incident = IncidentLink(incident_run=self.incident.id)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from drills.errors import DrillError
+from drills.plan.applications import lease_name
 from drills.plan.claims import Claim
 from drills.store import leases
 from drills.store.clock import database_now
@@ -141,6 +142,11 @@ def acquire(
     existing = leases.take(store, row, now, holder_is_dead)
     if existing is not None:
         raise LeaseHeldError(plan, existing.holder, existing.run_id, existing.expires_at)
+
+
+def run_lease(run: DrillRun) -> str:
+    """The lease a run holds while it lives: its plan's, or its application's."""
+    return lease_name(run.plan, run.details.application)
 
 
 def target_key(claim: Claim) -> str:
@@ -318,4 +324,5 @@ __all__ = [
     "release",
     "release_targets",
     "renew",
+    "run_lease",
 ]

@@ -40,7 +40,7 @@ from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.leases import unfinished_runs_and_leases
 from drills.store.models import DrillRun, Lease
-from drills.takeover.lease import LEASE_S, holder_is_dead
+from drills.takeover.lease import LEASE_S, holder_is_dead, run_lease
 from drills.takeover.recover import Action, plan_of, recover
 from drills.takeover.stuck import hold_stuck, is_stuck
 
@@ -79,7 +79,8 @@ def orphans(history: HistoryStore, now: dt.datetime | None = None) -> list[Drill
     return [
         run
         for run in runs
-        if not run.details.left_for_decision and not _lease_alive(leases.get(run.plan), run, now)
+        if not run.details.left_for_decision
+        and not _lease_alive(leases.get(run_lease(run)), run, now)
     ]
 
 

@@ -21,6 +21,7 @@ from drills.checks.readiness import check_context, select_checks
 from drills.checks.runner import run_checks
 from drills.errors import RunRefused
 from drills.plan import DrillPlan, SmokeProbe
+from drills.plan.claims import Claim, plan_claims
 from drills.store.kinds import RunStatus
 from drills.takeover.drill import Drill, DrillResult
 from drills.takeover.snapshot import Snapshot
@@ -187,6 +188,9 @@ PRACTICE: tuple[TakeoverPhase, ...] = (
 class Practice(Drill):
     """`drills run --mode practice`: a drill's journal, lease, rollback and records, with
     phases that never touch the primary or the production record."""
+
+    def _claims(self) -> tuple[Claim, ...]:
+        return plan_claims(self.plan, practice=True)
 
     def _refuse_at_dr(self) -> None:
         super()._refuse_at_dr()

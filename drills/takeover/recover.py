@@ -43,6 +43,7 @@ from drills.checks.runner import ReadinessReport
 from drills.errors import DrillError, RunRefused
 from drills.plan import DrillPlan, load_plan
 from drills.plan.claims import plan_claims
+from drills.plan.only import UnknownApplicationError, only
 from drills.store.details import RecoverAttempt, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
@@ -182,7 +183,13 @@ def plan_of(run: DrillRun, path: Path | None = None) -> DrillPlan:
     plan = load_plan(source)
     if plan.name != run.plan:
         raise RecoverError(f"{source} is plan {plan.name}, but run {run.id} is of plan {run.plan}")
-    return plan
+    try:  # a run of one application is recovered as it ran: over that application's view
+        return only(plan, run.details.application)
+    except UnknownApplicationError as gone:
+        raise RecoverError(
+            f"run {run.id} ran application {run.details.application}, but "
+            f"{gone}; give the plan file it ran with (--plan-file)"
+        ) from None
 
 
 def recover(
@@ -212,10 +219,10 @@ def recover(
     # holder on this host is taken over at once, one elsewhere once its lease expires.
     # The targets the run touched are leased too: another plan's takeover stays off them
     # until this run is recovered.
-    claims = plan_claims(plan)
+    claims = plan_claims(plan, practice=run.mode == Mode.PRACTICE)
     with ExitStack() as held:
         try:
-            held.enter_context(PlanLease(history, plan.name, run.id, claims=claims,
+            held.enter_context(PlanLease(history, plan.lease_name, run.id, claims=claims,
                                          role=RECOVER_ROLE))  # fmt: skip
         except LeaseHeldError as busy:
             if busy.run_id == run.id and type(busy) is LeaseHeldError:  # held for this run

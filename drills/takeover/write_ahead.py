@@ -48,7 +48,7 @@ from drills.store.outage import (
 )
 from drills.store.url import sqlite_path
 from drills.takeover.journal import Change, Journal
-from drills.takeover.lease import current, holder_is_dead
+from drills.takeover.lease import current, holder_is_dead, run_lease
 
 log = logging.getLogger("drills.takeover.write_ahead")
 
@@ -309,7 +309,7 @@ def replay_left(store: HistoryStore, directory: Path) -> list[str]:
             if ops is None:
                 continue  # another process on this machine is writing it back
             ended = any(op["op"] == "finish" for op in ops)
-            if not ended and _still_running(store, run.plan, run_id):
+            if not ended and _still_running(store, run_lease(run), run_id):
                 continue  # its own process keeps the file, and writes it back itself
             _replay(store, run_id, ops)
             path.unlink(missing_ok=True)

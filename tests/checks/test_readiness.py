@@ -178,7 +178,7 @@ def test_a_hanging_check_ends_in_the_flow_at_its_deadline(
     assert state.is_completed(), state
     results = {r["id"]: r for r in state.result()["results"]}  # type: ignore[index]
     assert results["test.hangs"]["status"] == "error"
-    assert results["test.hangs"]["summary"] == "timed out after 1s"
+    assert results["test.hangs"]["summary"] == "timed out after 1 s"
     assert results["test.hangs"]["blocking"] is True
     assert results["test.answers"]["status"] == "pass"
     assert results["test.answers"]["summary"].startswith("plan lab at ")

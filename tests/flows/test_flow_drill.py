@@ -165,7 +165,7 @@ def test_an_approval_nobody_gives_times_out_and_changes_nothing(flow_lab: LabInf
     assert waited < 30  # the pause polls often enough not to overrun a short window
     runs = HistoryStore().list_runs(plan="lab", limit=5)
     run = next(r for r in runs if r.reason == reason)
-    assert run.status == "aborted" and "approval timed out after 2s" in (run.error or "")
+    assert run.status == "aborted" and "approval timed out after 2 s" in (run.error or "")
     assert run.timeline[-1]["name"] == "approve"
     assert snapshot(load_plan(path)) == before
     assert httpx.get(flow_lab.endpoints["primary"]).status_code == 200

@@ -170,14 +170,14 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
     assert by_name["weekly-practice"]["schedules"] == ["cron 0 4 * * 1 (UTC)"]
     assert by_name["weekly-practice"]["parameters"]["mode"] == "practice"
     assert by_name["weekly-practice"]["parameters"]["scheduled"] is True
-    assert by_name["recover-orphans"]["schedules"] == ["every 1m"]
+    assert by_name["recover-orphans"]["schedules"] == ["every 1 min"]
     # prefect.yaml carries no cron for it: serve deploys the `schedule:` of the plan it runs.
     drill_plan = Path(info.project_dir) / by_name["quarterly-drill"]["parameters"]["plan"]
     assert drill_plan.exists(), drill_plan  # the project's own plan: a schedule to compare
     planned = [describe_schedule(s) for s in deployment_schedules(load_plan(drill_plan))]
     assert planned, "the project's plan names a schedule"
     assert by_name["quarterly-drill"]["schedules"] == planned
-    assert by_name["readiness-check"]["schedules"] == ["every 15m"]
+    assert by_name["readiness-check"]["schedules"] == ["every 15 min"]
     assert by_name["declare-incident"]["schedules"] == []
     assert by_name["declare-incident"]["parameters"]["mode"] == "incident"
     assert by_name["failback"]["schedules"] == []

@@ -256,3 +256,23 @@ def test_validate_all_checks_every_plan_and_warns_about_shared_targets(
     assert with_broken.exit_code == 2 and "4 plan file(s): 1 invalid" in with_broken.output
     both = runner.invoke(app, ["plan", "validate", str(VALID), "--all"])
     assert both.exit_code == 2 and "not both" in both.output
+
+
+def test_the_cli_and_the_plans_page_describe_a_site_alike(tmp_path: Path) -> None:
+    """One description of a site for `drills plan show` and the Plans page (they had
+    drifted: one redacted URLs, one did not)."""
+    from drills.plan import load_plan
+    from drills.plan.describe import describe_site
+    from tests.support.drill import offline_lab_plan_data
+    from ui import plan_summary
+
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(json.dumps(offline_lab_plan_data()))
+    plan = load_plan(plan_file)
+    for site in ("primary", "dr"):
+        described = describe_site(getattr(plan.sites, site))
+        assert {row[""]: row[site] for row in plan_summary.sites(plan)} == described
+    shown = runner.invoke(app, ["plan", "show", str(plan_file)], env={"COLUMNS": "250"})
+    assert shown.exit_code == 0, shown.output
+    for value in describe_site(plan.sites.dr).values():
+        assert value in shown.stdout, value

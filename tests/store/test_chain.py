@@ -12,7 +12,8 @@ import pytest
 
 from drills.store import schema
 from drills.store.chain import GENESIS, canonical_json, entry_digest, record_digest
-from drills.store.chain_verify import ChainReport, run_evidence, verify_store
+from drills.store.chain_report import ChainReport, run_evidence
+from drills.store.chain_verify import verify_store
 from drills.store.history import HistoryStore, make_engine
 from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
 from drills.store.models import DrillRun

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from drills.checks.readiness import run_readiness
-from drills.store.chain_verify import run_evidence, verify_store
+from drills.store.chain_report import run_evidence
+from drills.store.chain_verify import verify_store
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest
 from drills_lab.runtime import LabInfo

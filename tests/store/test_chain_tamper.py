@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session
 
 from drills.evidence.checkpoints import read_checkpoints, write_checkpoints
 from drills.store import chain
-from drills.store.chain_verify import ChainReport, verify_store
+from drills.store.chain_report import ChainReport
+from drills.store.chain_verify import verify_store
 from drills.store.checkpoints import ChainTamperedError
 from drills.store.history import HistoryStore
 from tests.evidence.packs import drills

@@ -325,7 +325,7 @@ def test_approval_refused_or_timed_out_changes_nothing(
         if answer == "timed out":
             from drills.takeover.drill import DrillAborted
 
-            raise DrillAborted("approval timed out after 2s")
+            raise DrillAborted("approval timed out after 2 s")
         return Approval(False, "lead-sre", "not during the release freeze")
 
     result = drill(plan, history, hooks=DrillHooks(approve=approve))

@@ -26,8 +26,10 @@ def drilled(lab: LabInfo, tmp_path_factory: pytest.TempPathFactory) -> Drilled:
     request = DrillRequest(
         load_plan(plan_path), operator="alice", reason="quarterly drill", tier_deadline_s=20
     )
-    result = Drill(request, store).run()
-    assert result.status == "succeeded", result.error
+    drill = Drill(request, store)
+    result = drill.run()
+    why = [f"{r.id}: {r.summary}" for r in drill.readiness.blocking] if drill.readiness else []
+    assert result.status == "succeeded", (result.error, why)
     store.close()  # checkpoints the WAL: the file alone now holds everything
     return Drilled(db_file, plan_path, result.run_id)
 

@@ -77,7 +77,28 @@ def test_the_time_axis_is_24_hour_utc_and_one_run_gets_a_readable_span() -> None
     )
     assert x["axis"]["format"] == "%Y-%m-%d %H:%M"  # %H: 24-hour, never %I %p
     low, high = (dt.datetime.fromisoformat(v) for v in x["scale"]["domain"])
-    assert high - low >= dt.timedelta(hours=2)  # not an axis of milliseconds
+    assert high - low >= dt.timedelta(minutes=30)  # not an axis of milliseconds
+    # Two runs a minute apart keep most of the width between them: not one vertical line.
+    two = [RtoPoint("a", "lab", T0, "met", 1.5, 300.0),
+           RtoPoint("b", "lab", T0 + dt.timedelta(minutes=1), "met", 13.0, 300.0)]  # fmt: skip
+    low, high = (
+        dt.datetime.fromisoformat(v)
+        for v in charts.rto_trend(two).to_dict()["layer"][0]["encoding"]["x"]["scale"]["domain"]
+    )
+    assert high - low <= dt.timedelta(hours=1)
+
+
+def test_the_legends_list_only_what_the_chart_draws() -> None:
+    """A target written above the chart, no full-capacity line and no forecast: their
+    entries would explain nothing, and pushed the legend past the chart's edge."""
+    points = [RtoPoint("a", "lab", T0, "met", 1.5, 300.0),
+              RtoPoint("b", "lab", T0 + dt.timedelta(hours=1), "met", 6.0, 300.0)]  # fmt: skip
+    spec = charts.rto_trend(points).to_dict(validate=True)
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point", "point"]
+    dots = spec["layer"][1]["encoding"]
+    assert dots["color"]["scale"]["domain"] == ["met"]
+    assert dots["shape"]["scale"]["domain"] == ["RTO measured"]
+    assert charts.rto_trend([]).to_dict(validate=True)["layer"]  # nothing to plot: no error
 
 
 def test_gantt_is_valid_vega_lite_and_keeps_phase_order() -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+import pandas as pd  # type: ignore[import-untyped]
+
 from drills.evidence.keys import SIGNING_KEY_ENV, keygen, load_verifier
 from drills.evidence.pack import verify
 from drills.store.kinds import RunStatus
@@ -38,6 +42,13 @@ def test_the_run_detail_offers_its_evidence_pack(populated: Drilled, ui_env: UiE
     assert "NO_SUCH_SIGNING_KEY_VAR" in shown(at)
 
 
+def _markdown_table(text: str) -> pd.DataFrame:
+    """The rows of a Markdown table as the page wrote them (cells wrap, unlike a dataframe's)."""
+    head, _, *rows = [line.strip("|").split(" | ") for line in text.splitlines()]
+    cells = [[re.sub(r"\\(.)", r"\1", c.strip()) for c in r] for r in rows]  # escapes undone
+    return pd.DataFrame(cells, columns=[h.strip() for h in head])
+
+
 def test_plans_show_coverage_findings_and_the_history_verdict(
     populated: Drilled, ui_env: UiEnv
 ) -> None:
@@ -60,7 +71,7 @@ def test_plans_show_coverage_findings_and_the_history_verdict(
     # The real drill passed the smoke step: that finding is closed; so is the cadence, which
     # the succeeded drill answers by itself; dns-ttl, never checked again, is open.
     (expander,) = [x for x in at.expander if x.label.startswith("Open findings")]
-    table = at.dataframe[0].value
+    table = _markdown_table(next(m.value for m in expander.markdown if "| finding |" in m.value))
     assert "remediation" in table.columns and "old-failure" in set(table["since run"])
     assert expander.label == f"Open findings ({len(table)})"
     assert f"smoke / {step}" not in set(table["what"])

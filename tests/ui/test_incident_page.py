@@ -232,6 +232,9 @@ def test_a_wrong_confirmation_is_refused_and_a_right_one_starts_the_failback(
     at = open_page("declare")
     # Whoever may act sees the way back checked live, and the audit log says who ran it.
     assert "`data.caught_up` ran in" in shown(at) and "`fence.writers_stopped` ran in" in shown(at)
+    # Every summary names the site production is going home to.
+    [images] = [x.label for x in at.expander if "Every image in the primary registry" in x.label]
+    assert "at the primary with DR's digest" in images and "at DR" not in images, images
     with failback_env.store().session() as s:
         [checked] = [e for e in s.query(AuditEvent) if e.action == "check-way-back"]
         assert (checked.who, checked.plan, checked.accepted) == (

@@ -86,6 +86,11 @@ def test_blocking_failures_stand_out(ui_env: UiEnv, drift_lab: LabInfo) -> None:
     assert not at.exception
     blocking = [e.value for e in at.error if "Blocking failures" in e.value]
     assert blocking and "Images" in shown(at)
+    # The forecast is never the headline of a blocked plan: a line under the failures
+    # that says what it assumes.
+    assert not [m for m in at.metric if m.label == "A takeover now"]
+    forecasts = [c.value for c in at.caption if "takeover would take" in c.value]
+    assert forecasts and forecasts[0].startswith("Once the blocking checks are fixed"), forecasts
     flagged = [x.label for x in at.expander if "BLOCKING" in x.label]
     assert flagged and all(STATUS_BADGE[Status.FAIL] in m or "error" in m for m in flagged)
     # Warnings outside the critical tier are not flagged as blocking.

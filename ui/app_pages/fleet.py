@@ -12,6 +12,7 @@ import streamlit as st
 from drills.text import for_markdown
 from ui import components, data
 from ui.fleet import CALENDAR_DAYS, Blocked, FleetRow, Window, fleet_style
+from ui.fleet_apps import ApplicationRow
 from ui.settings import load_settings
 
 KEY = "fleet"
@@ -136,6 +137,25 @@ def _calendar(windows: list[Window], blocked: list[Blocked]) -> None:
     st.altair_chart(chart.properties(height=alt.Step(64)), width="stretch")
 
 
+def _applications(rows: list[ApplicationRow]) -> None:
+    """Each application's own last drill (`drills run --only`), beside its plan's."""
+    if not rows:
+        return
+    st.subheader("Applications", divider="gray")
+    st.caption("Each application's own last drill (`drills run PLAN --only APP`); the plan's "
+               "row above counts every drill of the plan.")  # fmt: skip
+    now = components.now()
+    frame = pd.DataFrame(
+        [{"plan": r.plan, "application": r.application, "workloads": r.workloads,
+          "last drill": components.ago(r.last_drill_at, now) if r.last_drill_at else "never",
+          "verdict": r.last_verdict or "—",
+          "RTO vs target": components.versus(r.last_rto, r.rto_target),
+          "run": r.run_id or "—"}
+         for r in rows]
+    )  # fmt: skip
+    st.dataframe(frame, hide_index=True, width="stretch", key=f"{KEY}.applications")
+
+
 def main() -> None:
     settings = load_settings()
     st.title("Fleet")
@@ -166,6 +186,7 @@ def main() -> None:
                        query_params={"plan": chosen}, icon=":material/fact_check:")  # fmt: skip
         right.page_link("app_pages/history.py", label=f"History of {chosen}",
                         query_params={"plan": chosen}, icon=":material/monitoring:")  # fmt: skip
+    _applications(fleet.applications)
     _calendar(fleet.windows, fleet.blocked)
 
 

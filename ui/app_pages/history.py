@@ -286,7 +286,10 @@ def main() -> None:
             else "No drill has run yet. Run one with `drills run PLAN` or the Prefect deployment."
         )
         return
-    st.dataframe(_table(rows), hide_index=True, width="stretch")
+    # The date and the run id stay in view however narrow the window: the id is what
+    # `drills report` takes, and it was the column cut off at 1280 px.
+    pinned = {c: st.column_config.TextColumn(c, pinned=True) for c in ("date", "run")}
+    st.dataframe(_table(rows), hide_index=True, width="stretch", column_config=pinned)
     _pager(page, more)
     wanted = st.query_params.get("run")
     ids = [r.id for r in rows]

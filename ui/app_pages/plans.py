@@ -73,16 +73,14 @@ def _findings(settings: UISettings, entry: PlanEntry) -> None:
     found = data.plan_open_findings(settings.db_url, entry.name)
     if not found:
         return
+    # A Markdown table, not a dataframe: a dataframe cuts the remediation, the one cell
+    # the reader needs whole, to its column's width.
     with st.expander(f"Open findings ({len(found)})", expanded=True):
-        st.dataframe(
-            [
-                {"finding": f.id, "kind": f.kind, "what": f.key, "detail": f.detail,
-                 "remediation": f.remediation, "since run": f.opened_run,
-                 "seen": f.times_seen}
-                for f in found
-            ],
-            hide_index=True, width="stretch",
-        )  # fmt: skip
+        st.markdown(components.markdown_table([
+            {"finding": f.id, "kind": f.kind, "what": f.key, "detail": f.detail,
+             "remediation": f.remediation, "since run": f.opened_run, "seen": f.times_seen}
+            for f in found
+        ]))  # fmt: skip
 
 
 def _plan(settings: UISettings, entry: PlanEntry, cover: Coverage) -> None:

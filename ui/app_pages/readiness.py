@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import streamlit as st
 
 from drills.checks.base import CheckResult
@@ -104,6 +107,9 @@ def _plan_tab(settings: UISettings, access: Access, entry: PlanEntry) -> None:
     if report is None:
         st.info("Not checked yet. **Re-run checks** runs every readiness check now.")
         return
+    if report.blocking:
+        components.readiness_checklist(report, after_blocking=_forecast_if_fixed(report))
+        return
     _forecast_line(report)
     components.readiness_checklist(report)
 
@@ -126,23 +132,38 @@ def _one_of_many(settings: UISettings, access: Access, valid: list[PlanEntry]) -
     _plan_tab(settings, access, entry)
 
 
-def _forecast_line(report: ReadinessReport) -> None:
-    """ "A takeover now: about N s (target M)", from the snapshot's forecast check."""
+def _forecast(report: ReadinessReport) -> Mapping[str, Any] | None:
+    """The evidence of the snapshot's forecast check, when it could forecast."""
     found = next((r for r in report.results if r.id == FORECAST_CHECK), None)
     if found is None or found.evidence.get("rto_seconds") is None:
+        return None
+    return found.evidence
+
+
+def _estimate(e: Mapping[str, Any]) -> str:
+    return f"about {seconds(e['rto_seconds'])} (target {seconds(e.get('rto_target_seconds'))})"
+
+
+def _forecast_line(report: ReadinessReport) -> None:
+    """ "A takeover now: about N s (target M)", the headline of a plan nothing blocks."""
+    e = _forecast(report)
+    if e is None:
         return
-    e = found.evidence
     low, high = (e.get("interval") or [None, None])[:2]
     span = f"{seconds(low)} to {seconds(high)}; " if low is not None else ""
-    st.metric(
-        "A takeover now",
-        f"about {seconds(e['rto_seconds'])}",
-        help=f"{span}{e.get('basis', '')}",
-    )
-    st.caption(
-        f"a takeover now: about {seconds(e['rto_seconds'])} "
-        f"(target {seconds(e.get('rto_target_seconds'))}) · {e.get('basis', '')}"
-    )
+    st.metric("A takeover now", f"about {seconds(e['rto_seconds'])}",
+              help=f"{span}{e.get('basis', '')}")  # fmt: skip
+    st.caption(f"a takeover now: {_estimate(e)} · {e.get('basis', '')}")
+
+
+def _forecast_if_fixed(report: ReadinessReport) -> str:
+    """On a blocked plan the forecast is a plain line under the failures, and says what it
+    assumes: as a headline it would read as a promise that a takeover now would work."""
+    e = _forecast(report)
+    if e is None:
+        return ""
+    return (f"Once the blocking checks are fixed, a takeover would take {_estimate(e)} "
+            f"· {e.get('basis', '')}")  # fmt: skip
 
 
 def main() -> None:

@@ -1,0 +1,38 @@
+"""A site in words, as `drills plan show` prints it and the Plans page shows it: one
+description, so the two never drift, with every URL redacted (a URL may carry a token)."""
+
+from __future__ import annotations
+
+from drills.plan.loader import ControllerFence, EcrRegistry, Site
+from drills.text import redact_url
+
+
+def describe_site(site: Site) -> dict[str, str]:
+    """Its Kubernetes API, registry, object storage, fence and endpoint, by row name."""
+    k8s = site.kubernetes
+    reg = site.registry
+    if isinstance(reg, EcrRegistry):
+        registry = f"ECR {reg.registry_id} ({site.registry_region})"
+    else:
+        registry = f"OCI {redact_url(reg.url)}" + (" (with auth)" if reg.auth else "")
+    fence = site.ingress
+    if isinstance(fence, ControllerFence):
+        fencing = f"scale ingress controller {fence.deployment} to 0"
+    else:
+        fencing = "close Ingress " + ", ".join(str(o) for o in fence.objects)
+    storage = redact_url(site.objects.endpoint_url) if site.objects.endpoint_url else "AWS S3"
+    kubernetes = (
+        "in-cluster"
+        if k8s.in_cluster
+        else f"context {k8s.context or '(current)'} in {k8s.kubeconfig}"
+    )
+    return {
+        "kubernetes": kubernetes,
+        "registry": registry,
+        "object storage": f"{storage} ({site.objects_region})",
+        "fence": fencing,
+        "endpoint": redact_url(site.endpoint),
+    }
+
+
+__all__ = ["describe_site"]
