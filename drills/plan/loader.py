@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_valid
 from drills.errors import PlanError, PlanProblem
 from drills.plan.errors import CREDENTIAL_KEY_HINT, translate
 from drills.plan.gates import Gates
+from drills.plan.images import ImageRemap, ImagesPolicy
 from drills.plan.lint import PlanWarning, findings
 from drills.plan.models import (
     Approval,
@@ -36,6 +37,8 @@ from drills.plan.models import (
     DnsRecord,
     EcrRegistry,
     EvidenceSettings,
+    ExternalDns,
+    ExternalRegistry,
     Fence,
     IngressFence,
     KubernetesAccess,
@@ -53,10 +56,12 @@ from drills.plan.models import (
     Route53Dns,
     Schedule,
     SecretsPolicy,
+    SecretStore,
     Sentinel,
     Site,
     Sites,
     SmokeProbe,
+    StoreSecret,
     Tier,
     TsigAlgorithm,
     TsigKey,
@@ -85,7 +90,11 @@ __all__ = [
     "DnsRecord",
     "DrillPlan",
     "EcrRegistry",
+    "ExternalDns",
+    "ExternalRegistry",
     "Fence",
+    "ImageRemap",
+    "ImagesPolicy",
     "IngressFence",
     "KubernetesAccess",
     "KubernetesSecret",
@@ -101,11 +110,13 @@ __all__ = [
     "Route53Dns",
     "Schedule",
     "SecretRef",
+    "SecretStore",
     "SecretsPolicy",
     "Sentinel",
     "Site",
     "Sites",
     "SmokeProbe",
+    "StoreSecret",
     "Tier",
     "TsigAlgorithm",
     "TsigKey",
@@ -145,6 +156,8 @@ class DrillPlan(PlanModel):
     """Bucket pairs replicated from the primary to DR, checked and measured for RPO."""
     secrets: SecretsPolicy = SecretsPolicy()
     """Secrets that must exist at DR, and how old they may be."""
+    images: ImagesPolicy = ImagesPolicy()
+    """How the primary's image names read at DR (images.remap)."""
     dns: Dns
     """The DNS record the takeover switches from the primary to DR."""
     objectives: Objectives
@@ -185,7 +198,7 @@ class DrillPlan(PlanModel):
         # On separate storage (per-site MinIO, say) equal names are fine. Endpoints are
         # compared normalised: a trailing slash, a default port, or the host written
         # another way (localhost, 127.1, 0x7f000001) is the same storage.
-        if same_storage(primary.objects.endpoint_url, dr.objects.endpoint_url):
+        if _same_object_store(primary, dr):
             rules += [
                 (
                     ("datasets", i, "dr_bucket"),
@@ -292,6 +305,15 @@ class DrillPlan(PlanModel):
 
 # One part of a field path: a key (`sites`) or an index (`[3]`).
 _FIELD_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _same_object_store(primary: Site, dr: Site) -> bool:
+    p, d = primary.objects, dr.objects
+    if p.provider != d.provider:
+        return False
+    if p.provider != "s3":
+        return p.settings == d.settings  # all that another provider is told
+    return same_storage(p.endpoint_url, d.endpoint_url)
 
 
 def _secrets_manager(site: Site) -> tuple[str, str | None] | None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import ipaddress
 import re
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag, model_validator
 
 from drills.plan.durations import Duration, PositiveDuration, format_duration
 from drills.plan.refs import SecretRef
@@ -37,6 +37,7 @@ from drills.plan.types import (
     Label,
     NameOrRef,
     ObjectPrefix,
+    ProviderName,
     ShortText,
     Text,
     TimeZone,
@@ -50,6 +51,31 @@ MIN_RTO_SECONDS = 30.0
 
 StrictInt = Annotated[int, Field(strict=True)]
 StrictBool = Annotated[bool, Field(strict=True)]
+# What a provider that is not built in gets from the plan, as written (credentials in it only
+# as references: the loader refuses a literal one anywhere in a plan).
+ProviderSettings = Annotated[dict[str, JsonValue], Field(max_length=100)]
+# The union tag pydantic adds to an error's location for a provider that is not built in
+# (``dns.external.record``); drills.plan.errors drops it as it drops ``oci`` or ``rfc2136``.
+EXTERNAL_TAG = "external"
+
+
+def provider_tag(discriminator: str, built_in: tuple[str, ...]) -> Any:
+    """The union tag of a section: its ``discriminator`` when built in, EXTERNAL_TAG for a
+    ``provider`` that is not, None (missing) when it names neither."""
+
+    def tag(data: Any) -> str | None:
+        get = data.get if isinstance(data, dict) else lambda key: getattr(data, key, None)
+        named = get(discriminator)
+        if named in built_in:
+            return str(named)
+        if discriminator != "provider" and named is not None:
+            return str(named)  # an unknown kind: refused, naming the kinds there are
+        if named is not None or get("provider") is not None:
+            return EXTERNAL_TAG
+        return None
+
+    tag.__name__ = discriminator  # pydantic's errors name the discriminator `kind()`
+    return Discriminator(tag)
 
 
 class PlanModel(BaseModel):
@@ -173,6 +199,10 @@ class OciRegistry(PlanModel):
     auth: OciAuth | None = None
     """Credentials; without them, anonymous pulls."""
 
+    @property
+    def provider_name(self) -> str:
+        return self.kind
+
 
 class EcrRegistry(PlanModel):
     kind: Literal["ecr"]
@@ -181,19 +211,81 @@ class EcrRegistry(PlanModel):
     registry_id: AwsAccountId
     """The AWS account id of the registry."""
 
+    @property
+    def provider_name(self) -> str:
+        return self.kind
 
-Registry = Annotated[OciRegistry | EcrRegistry, Field(discriminator="kind")]
+
+class ExternalRegistry(PlanModel):
+    """A registry served by an installed provider that is not built in."""
+
+    provider: ProviderName
+    """The provider's name (`drills providers list`)."""
+    settings: ProviderSettings = {}
+    """What that provider reads, as its documentation says."""
+
+    @property
+    def provider_name(self) -> str:
+        return self.provider
+
+
+Registry = Annotated[
+    Annotated[OciRegistry, Tag("oci")]
+    | Annotated[EcrRegistry, Tag("ecr")]
+    | Annotated[ExternalRegistry, Tag(EXTERNAL_TAG)],
+    provider_tag("kind", ("oci", "ecr")),
+]
+
+
+def _settings_rules(provider: str, built_in: str, settings: dict[str, Any]) -> list[Rule]:
+    if provider == built_in and settings:
+        return [(("settings",), f"the built-in {built_in} provider takes no settings")]
+    return []
 
 
 class ObjectStorage(PlanModel):
-    """S3-compatible object storage; without ``endpoint_url``, AWS S3 itself."""
+    """S3-compatible object storage; without ``endpoint_url``, AWS S3 itself. Another
+    installed provider (``provider``) reads its own ``settings`` instead."""
 
+    provider: ProviderName = "s3"
+    """The object-store provider (`drills providers list`): s3, or an installed one."""
+    settings: ProviderSettings = {}
+    """What a provider other than s3 reads, as its documentation says."""
     endpoint_url: HttpUrl | None = None
     """An S3-compatible endpoint; without it, AWS S3."""
     region: AwsRegion | None = None
     """The buckets' region; default the site's aws.region, else us-east-1."""
     credentials: AwsCredentials | None = None
     """Credential references; without them, the default AWS credential chain."""
+
+    @model_validator(mode="after")
+    def _provider_fields(self) -> ObjectStorage:
+        rules = _settings_rules(self.provider, "s3", self.settings)
+        if self.provider != "s3":
+            rules += [
+                ((name,), f"is the s3 provider's; give {self.provider}'s in settings")
+                for name in ("endpoint_url", "region", "credentials")
+                if getattr(self, name) is not None
+            ]
+        raise_rules("objects", rules)
+        return self
+
+
+class SecretStore(PlanModel):
+    """Where the plan's ``secrets.store`` entries are read at a site."""
+
+    provider: ProviderName = "aws-secrets-manager"
+    """The secret-store provider (`drills providers list`): aws-secrets-manager (through
+    the site's aws section), or an installed one."""
+    settings: ProviderSettings = {}
+    """What a provider other than aws-secrets-manager reads, as its documentation says."""
+
+    @model_validator(mode="after")
+    def _provider_fields(self) -> SecretStore:
+        raise_rules(
+            "secret_store", _settings_rules(self.provider, "aws-secrets-manager", self.settings)
+        )
+        return self
 
 
 class ObjectRef(PlanModel):
@@ -240,6 +332,8 @@ class Site(PlanModel):
     """The container registry the site pulls from."""
     objects: ObjectStorage
     """The site's object storage, holding the datasets' buckets."""
+    secret_store: SecretStore = SecretStore()
+    """The site's secret store, for `secrets.store`; default AWS Secrets Manager."""
     ingress: Fence
     """How the site is fenced: its Ingress objects closed, or its controller stopped."""
     endpoint: HttpUrl = Field(description="The site's own service endpoint, probed directly.")
@@ -436,6 +530,13 @@ class AwsSecret(PlanModel):
     """Must differ between sites."""
 
 
+class StoreSecret(PlanModel):
+    id: ShortText
+    """The secret's id in each site's secret store (sites.*.secret_store)."""
+    per_site: StrictBool = False
+    """Must differ between sites."""
+
+
 class SecretsPolicy(PlanModel):
     max_age_days: Annotated[StrictInt, Field(ge=1, le=3650)] = 90
     """The longest a secret may go without rotation or change."""
@@ -448,6 +549,10 @@ class SecretsPolicy(PlanModel):
         tuple[AwsSecret, ...], unique_by("secret", key_of("id"), "id", "secrets.aws")
     ] = ()
     """Secrets Manager secrets that must be at DR."""
+    store: Annotated[
+        tuple[StoreSecret, ...], unique_by("secret", key_of("id"), "id", "secrets.store")
+    ] = ()
+    """Secrets of each site's secret store (sites.*.secret_store) that must be at DR."""
 
 
 # --- DNS ---------------------------------------------------------------------------
@@ -553,7 +658,21 @@ class Route53Dns(DnsSwitch):
     """The AWS account of the hosted zone."""
 
 
-Dns = Annotated[Rfc2136Dns | Route53Dns, Field(discriminator="provider")]
+class ExternalDns(DnsSwitch):
+    """A DNS provider that is installed but not built in; it reads its own ``settings``."""
+
+    provider: ProviderName
+    """The provider's name (`drills providers list`)."""
+    settings: ProviderSettings = {}
+    """What that provider reads, as its documentation says."""
+
+
+Dns = Annotated[
+    Annotated[Rfc2136Dns, Tag("rfc2136")]
+    | Annotated[Route53Dns, Tag("route53")]
+    | Annotated[ExternalDns, Tag(EXTERNAL_TAG)],
+    provider_tag("provider", ("rfc2136", "route53")),
+]
 
 
 # --- judging the drill -------------------------------------------------------------

@@ -114,6 +114,18 @@ def check_image(value: str) -> str:
     return value
 
 
+_PROVIDER_NAME = re.compile(r"[a-z][a-z0-9._-]{0,62}")
+
+
+def check_provider(value: str) -> str:
+    if not _PROVIDER_NAME.fullmatch(value):
+        raise ValueError(
+            "must be a provider's name: 1–63 lowercase letters, digits, '.', '_' or '-', "
+            "starting with a letter (`drills providers list` shows those installed)"
+        )
+    return value
+
+
 def check_prefix(value: str) -> str:
     problem = _control_problem(value, "")
     if problem:
@@ -271,6 +283,7 @@ DnsName = Annotated[str, _checked(check_fqdn)]
 DnsServer = Annotated[str, _checked(check_dns_server)]
 ObjectPrefix = Annotated[str, _checked(check_prefix)]
 ImageRef = Annotated[str, _checked(check_image)]
+ProviderName = Annotated[str, _checked(check_provider)]
 TimeZone = Annotated[str, _checked(check_timezone)]
 CronExpr = Annotated[str, _checked(check_cron)]
 AwsAccountId = Annotated[str, BeforeValidator(_registry_id), _checked(check_registry_id)]
