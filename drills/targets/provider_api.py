@@ -22,8 +22,8 @@ from drills.targets.registry import Registry
 if TYPE_CHECKING:
     from drills.plan import DrillPlan, Site
     from drills.targets.dns import ChangeResult, RecordAnswer
-    from drills.targets.objects import KeyHistory, LifecycleRule, ObjectInfo
-    from drills.targets.objects_listing import Listing, VersionInfo
+    from drills.targets.objects import KeyHistory, LifecycleRule, ObjectInfo, VersionInfo
+    from drills.targets.objects_listing import Listing
     from drills.targets.retry import Waiting
 
 Kind = Literal["objects", "dns", "registry", "secrets"]
