@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from drills.plan.models import PlanModel
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
@@ -31,8 +31,11 @@ def _check_pattern(value: str) -> str:
     return value
 
 
-ImagePattern = Annotated[str, Field(json_schema_extra={"examples": ["registry.primary/team/*"]}),
-                         _check_pattern]  # fmt: skip
+ImagePattern = Annotated[
+    str,
+    Field(json_schema_extra={"examples": ["registry.primary/team/*"]}),
+    AfterValidator(_check_pattern),
+]
 
 
 class ImageRemap(PlanModel):
