@@ -34,8 +34,8 @@ def list_providers(as_json: StableJson = False) -> None:
     takeover), readiness, and which checks read through it.
 
     A provider that fails to load is listed with its error, and the command then exits 1.
-    --json prints {"providers": [{name, kind, package, version, entry_point, summary,
-    supports, checks} or {..., error}]}.
+    --json prints one object whose "providers" list gives each one's name, kind, package,
+    version, entry_point, summary, supports and checks, or its error.
     """
     from drills.targets.providers import installed
 
