@@ -499,6 +499,37 @@ def plan_schema_text() -> str:
 def plan_digest(plan: DrillPlan) -> str:
     """sha256 of the plan's canonical JSON: equal for equal plans, wherever the file lives."""
     canonical = json.dumps(
-        plan.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        _without_later_defaults(plan.model_dump(mode="json")),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+# Fields a plan gained after runs began recording digests: at their defaults they are left out,
+# so a plan file that did not change keeps the digest its earlier runs recorded.
+_LATER_DEFAULTS: tuple[tuple[tuple[str, ...], object], ...] = (
+    (("images",), {"remap": []}),
+    (("secrets", "store"), []),
+    *(
+        (("sites", role, *field), value)
+        for role in ("primary", "dr")
+        for field, value in (
+            (("secret_store",), {"provider": "aws-secrets-manager", "settings": {}}),
+            (("objects", "provider"), "s3"),
+            (("objects", "settings"), {}),
+        )
+    ),
+)
+
+
+def _without_later_defaults(dumped: dict[str, Any]) -> dict[str, Any]:
+    for path, default in _LATER_DEFAULTS:
+        *parents, key = path
+        node: Any = dumped
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(key, object()) == default:
+            del node[key]
+    return dumped

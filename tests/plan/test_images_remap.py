@@ -61,3 +61,20 @@ def test_bad_rules_are_refused_at_their_field(rules: str, message: str) -> None:
         plan_from_text(with_remap(rules), "plan.yaml")
     [problem] = raised.value.problems
     assert message in f"{problem.path}: {problem.message}"
+
+
+def test_the_digest_of_a_plan_without_the_later_fields_is_as_before() -> None:
+    """images, secrets.store, secret_store and the objects' provider came later: at their
+    defaults they stay out of the digest, so an unchanged plan file keeps its runs' digest."""
+    from drills.plan import loader
+
+    plain = plan_from_text(VALID)
+    dumped = loader._without_later_defaults(plain.model_dump(mode="json"))
+    assert "images" not in dumped and "store" not in dumped["secrets"]
+    for site in dumped["sites"].values():
+        assert "secret_store" not in site
+        assert not {"provider", "settings"} & site["objects"].keys()
+    remapped = plan_from_text(with_remap('    - {primary: "r.p/a/*", dr: "r.d/a/*"}\n'))
+    assert loader.plan_digest(remapped) != loader.plan_digest(plain)
+    again = plan_from_text(with_remap('    - {primary: "r.p/a/*", dr: "r.d/b/*"}\n'))
+    assert loader.plan_digest(again) != loader.plan_digest(remapped)
