@@ -15,7 +15,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, model_validator
 
-from drills.plan.models import PlanModel
+from drills.plan.model_base import PlanModel
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
 from drills.plan.types import invalid
 

@@ -11,13 +11,23 @@ from __future__ import annotations
 import ipaddress
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag, model_validator
+from pydantic import Field, Tag, model_validator
 
 from drills.plan.durations import Duration, PositiveDuration, format_duration
+from drills.plan.model_base import PlanModel, StrictBool, StrictInt
 from drills.plan.refs import SecretRef
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
+from drills.plan.stores import (
+    EXTERNAL_TAG,
+    ExternalRegistry,
+    ProviderSettings,
+    SecretStore,
+    StoreSecret,
+    provider_tag,
+    settings_rules,
+)
 from drills.plan.types import (
     AwsAccountId,
     AwsRegion,
@@ -48,44 +58,6 @@ from drills.plan.urls import service_key
 # Fencing, bringing DR up, switching DNS and one smoke probe take longer than this
 # even on a warm DR pool; an RTO below it is a typo (1ms, 10s for 10m) that fails every drill.
 MIN_RTO_SECONDS = 30.0
-
-StrictInt = Annotated[int, Field(strict=True)]
-StrictBool = Annotated[bool, Field(strict=True)]
-# What a provider that is not built in gets from the plan, as written (credentials in it only
-# as references: the loader refuses a literal one anywhere in a plan).
-ProviderSettings = Annotated[dict[str, JsonValue], Field(max_length=100)]
-# The union tag pydantic adds to an error's location for a provider that is not built in
-# (``dns.external.record``); drills.plan.errors drops it as it drops ``oci`` or ``rfc2136``.
-EXTERNAL_TAG = "external"
-
-
-def provider_tag(discriminator: str, built_in: tuple[str, ...]) -> Any:
-    """The union tag of a section: its ``discriminator`` when built in, EXTERNAL_TAG for a
-    ``provider`` that is not, None (missing) when it names neither."""
-
-    def tag(data: Any) -> str | None:
-        get = data.get if isinstance(data, dict) else lambda key: getattr(data, key, None)
-        named = get(discriminator)
-        if named in built_in:
-            return str(named)
-        if discriminator != "provider" and named is not None:
-            return str(named)  # an unknown kind: refused, naming the kinds there are
-        if named is not None or get("provider") is not None:
-            return EXTERNAL_TAG
-        return None
-
-    tag.__name__ = discriminator  # pydantic's errors name the discriminator `kind()`
-    return Discriminator(tag)
-
-
-class PlanModel(BaseModel):
-    # hide_input_in_errors: a ValidationError printed by anyone must not show a
-    # credential that was (wrongly) written inline.
-    # use_attribute_docstrings: a field's docstring is its description in the JSON Schema,
-    # the reference and an editor's hover (the docstring is the one source of that text).
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", hide_input_in_errors=True, use_attribute_docstrings=True
-    )
 
 
 class Tier(StrEnum):
@@ -216,19 +188,6 @@ class EcrRegistry(PlanModel):
         return self.kind
 
 
-class ExternalRegistry(PlanModel):
-    """A registry served by an installed provider that is not built in."""
-
-    provider: ProviderName
-    """The provider's name (`drills providers list`)."""
-    settings: ProviderSettings = {}
-    """What that provider reads, as its documentation says."""
-
-    @property
-    def provider_name(self) -> str:
-        return self.provider
-
-
 Registry = Annotated[
     Annotated[OciRegistry, Tag("oci")]
     | Annotated[EcrRegistry, Tag("ecr")]
@@ -237,19 +196,13 @@ Registry = Annotated[
 ]
 
 
-def _settings_rules(provider: str, built_in: str, settings: dict[str, Any]) -> list[Rule]:
-    if provider == built_in and settings:
-        return [(("settings",), f"the built-in {built_in} provider takes no settings")]
-    return []
-
-
 class ObjectStorage(PlanModel):
     """S3-compatible object storage; without ``endpoint_url``, AWS S3 itself. Another
     installed provider (``provider``) reads its own ``settings`` instead."""
 
     provider: ProviderName = "s3"
     """The object-store provider (`drills providers list`): s3, or an installed one."""
-    settings: ProviderSettings = {}
+    settings: ProviderSettings = {}  # noqa: RUF012 - pydantic copies a default per model
     """What a provider other than s3 reads, as its documentation says."""
     endpoint_url: HttpUrl | None = None
     """An S3-compatible endpoint; without it, AWS S3."""
@@ -260,7 +213,7 @@ class ObjectStorage(PlanModel):
 
     @model_validator(mode="after")
     def _provider_fields(self) -> ObjectStorage:
-        rules = _settings_rules(self.provider, "s3", self.settings)
+        rules = settings_rules(self.provider, "s3", self.settings)
         if self.provider != "s3":
             rules += [
                 ((name,), f"is the s3 provider's; give {self.provider}'s in settings")
@@ -268,23 +221,6 @@ class ObjectStorage(PlanModel):
                 if getattr(self, name) is not None
             ]
         raise_rules("objects", rules)
-        return self
-
-
-class SecretStore(PlanModel):
-    """Where the plan's ``secrets.store`` entries are read at a site."""
-
-    provider: ProviderName = "aws-secrets-manager"
-    """The secret-store provider (`drills providers list`): aws-secrets-manager (through
-    the site's aws section), or an installed one."""
-    settings: ProviderSettings = {}
-    """What a provider other than aws-secrets-manager reads, as its documentation says."""
-
-    @model_validator(mode="after")
-    def _provider_fields(self) -> SecretStore:
-        raise_rules(
-            "secret_store", _settings_rules(self.provider, "aws-secrets-manager", self.settings)
-        )
         return self
 
 
@@ -530,13 +466,6 @@ class AwsSecret(PlanModel):
     """Must differ between sites."""
 
 
-class StoreSecret(PlanModel):
-    id: ShortText
-    """The secret's id in each site's secret store (sites.*.secret_store)."""
-    per_site: StrictBool = False
-    """Must differ between sites."""
-
-
 class SecretsPolicy(PlanModel):
     max_age_days: Annotated[StrictInt, Field(ge=1, le=3650)] = 90
     """The longest a secret may go without rotation or change."""
@@ -663,7 +592,7 @@ class ExternalDns(DnsSwitch):
 
     provider: ProviderName
     """The provider's name (`drills providers list`)."""
-    settings: ProviderSettings = {}
+    settings: ProviderSettings = {}  # noqa: RUF012 - pydantic copies a default per model
     """What that provider reads, as its documentation says."""
 
 
