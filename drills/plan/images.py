@@ -10,32 +10,13 @@ registry host aside, as before.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from drills.plan.model_base import PlanModel
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
-from drills.plan.types import invalid
-
-_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*(/[A-Za-z0-9._-]+)*(/\*)?")
-
-
-def _check_pattern(value: str) -> str:
-    if len(value) > 256 or not _PATTERN.fullmatch(value):
-        raise invalid(
-            "must be an image name without tag, HOST/PATH, or a subtree HOST/PATH/* "
-            "(one '*', at the end)"
-        )
-    return value
-
-
-ImagePattern = Annotated[
-    str,
-    Field(json_schema_extra={"examples": ["registry.primary/team/*"]}),
-    AfterValidator(_check_pattern),
-]
+from drills.plan.types import ImagePattern
 
 
 class ImageRemap(PlanModel):

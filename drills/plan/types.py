@@ -126,6 +126,18 @@ def check_provider(value: str) -> str:
     return value
 
 
+_IMAGE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*(/[A-Za-z0-9._-]+)*(/\*)?")
+
+
+def check_image_pattern(value: str) -> str:
+    if len(value) > 256 or not _IMAGE_PATTERN.fullmatch(value):
+        raise ValueError(
+            "must be an image name without tag, HOST/PATH, or a subtree HOST/PATH/* "
+            "(one '*', at the end)"
+        )
+    return value
+
+
 def check_prefix(value: str) -> str:
     problem = _control_problem(value, "")
     if problem:
@@ -284,6 +296,12 @@ DnsServer = Annotated[str, _checked(check_dns_server)]
 ObjectPrefix = Annotated[str, _checked(check_prefix)]
 ImageRef = Annotated[str, _checked(check_image)]
 ProviderName = Annotated[str, _checked(check_provider)]
+# images.remap: a name without tag (HOST/PATH), or a subtree (HOST/PATH/*).
+ImagePattern = Annotated[
+    str,
+    Field(json_schema_extra={"examples": ["registry.primary/team/*"]}),
+    _checked(check_image_pattern),
+]
 TimeZone = Annotated[str, _checked(check_timezone)]
 CronExpr = Annotated[str, _checked(check_cron)]
 AwsAccountId = Annotated[str, BeforeValidator(_registry_id), _checked(check_registry_id)]
