@@ -68,11 +68,25 @@ class ProviderUnusableError(PermanentError):
 _lock = threading.Lock()
 _cache: list[Installed] | None = None
 
+# drills's own entry points, as pyproject.toml declares them (a test keeps the two equal).
+# Read from there; this table stands in only for a copy of drills whose metadata lacks them:
+# run from a source tree, or installed before it had providers and not reinstalled since.
+BUILT_IN = {
+    "s3": "drills.targets.builtin_providers:S3",
+    "oci": "drills.targets.builtin_providers:OCI",
+    "ecr": "drills.targets.builtin_providers:ECR",
+    "aws-secrets-manager": "drills.targets.builtin_providers:AWS_SECRETS_MANAGER",
+    "rfc2136": "drills.targets.builtin_providers:RFC2136",
+    "route53": "drills.targets.builtin_providers:ROUTE53",
+}
+
 
 def _load(point: EntryPoint) -> Installed:
+    from drills import __version__
+
     dist = point.dist
-    package = dist.metadata["Name"] if dist is not None else "?"
-    version = dist.version if dist is not None else "?"
+    package = dist.metadata["Name"] if dist is not None else "drills"  # BUILT_IN's
+    version = dist.version if dist is not None else __version__
     base = Installed(point.name, package, version, point.value)
     try:
         loaded = point.load()
@@ -102,6 +116,11 @@ def _entry_points() -> list[EntryPoint]:
             if key not in seen:
                 seen.add(key)
                 points.append(point)
+    points += [
+        EntryPoint(name, value, GROUP)
+        for name, value in BUILT_IN.items()
+        if ("drills", name) not in seen
+    ]
     return points
 
 
@@ -131,7 +150,7 @@ def find(kind: Kind, name: str) -> Provider:
     if broken:
         why = f"failed to load ({broken[0].error})"
     elif matches:
-        why = f"is a {matches[0].kind} provider, not a {kind} one"
+        why = f"is a provider of {matches[0].kind}, not of {kind}"
     else:
         why = "is not installed"
     raise ProviderUnusableError(
