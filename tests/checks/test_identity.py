@@ -442,3 +442,23 @@ def test_buckets_of_one_name_on_another_providers_stores_are_told_by_settings() 
     assert plan.datasets and all(d.dr_bucket == d.primary_bucket for d in plan.datasets)
     with Targets(plan) as targets:
         assert one_bucket(check_context(plan, targets, None)) is None
+
+
+def test_two_plans_claim_one_bucket_name_on_two_stores_of_another_provider_apart() -> None:
+    """What `plan validate --all` and the run lease compare: another provider's store is named
+    by its settings, so one bucket name on two of its stores is two claims."""
+    from drills.plan.claims import plan_claims
+
+    doc = yaml.safe_load((Path(__file__).parents[1] / "plan" / "plans" / "valid.yaml").read_text())
+
+    def buckets(account: str) -> set[str]:
+        for site in doc["sites"].values():
+            site["objects"] = {"provider": "blobs", "settings": {"account": account}}
+        doc["sites"]["dr"]["objects"]["settings"]["account"] += "-dr"
+        plan = plan_from_text(yaml.safe_dump(doc))
+        return {c.key for c in plan_claims(plan) if c.kind == "bucket"}
+
+    one, other = buckets("use1"), buckets("euw1")
+    assert one and one.isdisjoint(other)
+    assert any(target.startswith('blobs:{"account":"use1"} ') for target in one)
+    assert buckets("use1") == one
