@@ -43,3 +43,22 @@ def test_a_copy_of_drills_without_its_metadata_still_has_its_own_providers(
     finally:
         monkeypatch.undo()
         installed(refresh=True)
+
+
+def test_a_site_served_by_other_providers_is_described_by_their_names() -> None:
+    """`drills plan show` and the Plans page name the provider, never its settings."""
+    import yaml
+
+    from drills.plan import plan_from_text
+    from drills.plan.describe import describe_site
+
+    doc = yaml.safe_load((Path(__file__).parents[1] / "plan" / "plans" / "valid.yaml").read_text())
+    doc["sites"]["dr"]["objects"] = {"provider": "blobs", "settings": {"account": "usw2"}}
+    doc["sites"]["dr"]["registry"] = {"provider": "harbor-robot", "settings": {"project": "p"}}
+    site = plan_from_text(yaml.safe_dump(doc)).sites.dr
+    described = describe_site(site)
+    assert (described["registry"], described["object storage"]) == (
+        "provider harbor-robot",
+        "provider blobs",
+    )
+    assert "usw2" not in str(described) and "project" not in str(described)
