@@ -74,6 +74,10 @@ COMMANDS: dict[str, Entry] = {
     ),
     "plan": Entry("drills.cli.plan_cmd", "Validate, inspect and describe drill plans."),
     "lab": Entry("drills.cli.lab_cmd", "The local lab: two stand-in sites on loopback."),
+    "providers": Entry(
+        "drills.cli.providers_cmd",
+        "The providers installed here: object stores, registries, secret stores, DNS.",
+    ),
     "serve": Entry(
         "drills.cli.serve_cmd",
         "A local Prefect server, work pool, worker, the warm runner of declared incidents and "
