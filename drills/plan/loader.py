@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_validator
 
 from drills.errors import PlanError, PlanProblem
+from drills.plan.cost import CostSettings
 from drills.plan.errors import CREDENTIAL_KEY_HINT, translate
 from drills.plan.gates import Gates
 from drills.plan.lint import PlanWarning, findings
@@ -78,6 +79,7 @@ __all__ = [
     "AwsCredentials",
     "AwsSecret",
     "ControllerFence",
+    "CostSettings",
     "Dataset",
     "DatasetInventory",
     "DatasetKind",
@@ -170,6 +172,8 @@ class DrillPlan(PlanModel):
     """The practice name `drills run --mode practice` verifies DR through."""
     gates: Gates = Gates()
     """Alerts and change freezes that refuse a drill or a practice (never an incident)."""
+    cost: CostSettings | None = None
+    """Prices, GPU metrics and demand, for `drills capacity` (what the DR pool costs)."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
