@@ -39,8 +39,8 @@ def plan_needs(plan: DrillPlan, templates: Templates) -> Needs:
                      "the plan states no demand (cost.demand), so there is no target")  # fmt: skip
     all_demand = gpus_for_demand(
         demand_model.requests_per_day,
-        demand_model.tokens_per_request,
-        demand_model.tokens_per_second_per_gpu,
+        demand_model.output_per_request,
+        demand_model.gpu_throughput,
         reserve=demand_model.reserve,
         availability=demand_model.availability,
     )
@@ -48,8 +48,8 @@ def plan_needs(plan: DrillPlan, templates: Templates) -> Needs:
     note = (
         f"{demand_model.target_percent:g} % of {all_demand:.1f} GPUs: "
         f"{demand_model.requests_per_day:,.0f} requests a day × "
-        f"{demand_model.tokens_per_request:g} tokens at "
-        f"{demand_model.tokens_per_second_per_gpu:g} tokens/s a GPU, "
+        f"{demand_model.output_per_request:g} tokens at "
+        f"{demand_model.gpu_throughput:g} tokens/s a GPU, "
         f"{demand_model.reserve:.0%} reserve, {demand_model.availability:.0%} available"
     )
     return Needs(sum(by_tier.values()), by_tier, target, demand_model.target_percent, note)

@@ -16,16 +16,18 @@ Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 class Demand(PlanModel):
     """The daily inference demand DR must serve, and how much of it a takeover must carry.
 
-    GPUs for all of it = requests_per_day × tokens_per_request ÷ (86,400 × availability)
-    ÷ tokens_per_second_per_gpu ÷ (1 − reserve).
+    GPUs for all of it = requests_per_day × output_per_request ÷ (86,400 × availability)
+    ÷ gpu_throughput ÷ (1 − reserve).
     """
+
+    # No key says "token": a plan key named like a credential must hold a reference.
 
     requests_per_day: Positive
     """Requests a day at the primary."""
-    tokens_per_request: Positive
-    """Mean tokens generated a request."""
-    tokens_per_second_per_gpu: Positive
-    """Tokens a second one GPU serves, from a load test of the model on DR's GPUs."""
+    output_per_request: Positive
+    """Mean tokens generated per request."""
+    gpu_throughput: Positive
+    """Tokens per second one GPU serves, from a load test of the model on DR's GPUs."""
     reserve: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.3
     """The part of each GPU's throughput kept free for bursts (0.3 = 30 %)."""
     availability: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.95
