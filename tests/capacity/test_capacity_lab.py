@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
@@ -22,18 +21,10 @@ from drills.plan import load_plan
 from drills.targets.sites import Targets
 from drills_lab import topology
 from drills_lab.runtime import LabInfo
-from tests.support.services import own_lab, require_system_binary
 
 PRICE = Decimal("3.1417")  # a GPU-hour of the lab's GPU model
 NODE_PRICE = Decimal("25.13")  # a node-hour of the lab's GPU instance type
 BUSY = ("batch", "eval-runner")  # a batch workload with one GPU, on the batch PriorityClass
-
-
-@pytest.fixture(scope="module")
-def capacity_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
-    require_system_binary("prometheus", "prometheus")
-    with own_lab(tmp_path_factory, "capacity-lab", ready_delay=0.2) as info:
-        yield info
 
 
 def _plan(info: LabInfo) -> Path:
