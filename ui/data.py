@@ -17,6 +17,7 @@ from typing import Any
 
 import streamlit as st
 
+from drills.capacity.figures import FiguresCache
 from drills.checks.base import CheckResult
 from drills.checks.readiness import run_readiness, run_wayback, select_checks
 from drills.checks.runner import ReadinessReport
@@ -212,6 +213,13 @@ def _open_counts(
     return open_counts(_store(db_url), plans)
 
 
+@st.cache_resource(show_spinner=False)
+def _dr_figures() -> FiguresCache:
+    # One for the server: each plan's DR pool is read in the background every few minutes,
+    # never while a page waits.
+    return FiguresCache()
+
+
 @st.cache_data(ttl=SHORT, show_spinner=False)
 def _fleet(db_url: str, paths_and_mtimes: tuple[tuple[str, int], ...], minute: int) -> Fleet:
     now = dt.datetime.fromtimestamp(minute * 60, dt.UTC)
@@ -223,9 +231,11 @@ def _fleet(db_url: str, paths_and_mtimes: tuple[tuple[str, int], ...], minute: i
         facts[name].open_findings = count
     rows = [invalid_row(e.name, len(e.problems)) for e in entries if e.plan is None]
     lengths, planned = {}, {}
+    dr = _dr_figures().get(valid)
     for plan in valid:
         planned[plan.name] = times = planned_drills(plan, now)
-        rows.append(fleet_row(plan, facts[plan.name], times[0] if times else None, now))
+        first = times[0] if times else None
+        rows.append(fleet_row(plan, facts[plan.name], first, now, dr.get(plan.name)))
         drill = facts[plan.name].last_drill
         if drill and drill.finished_at:
             lengths[plan.name] = drill.finished_at - drill.started_at
