@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
@@ -219,7 +218,3 @@ def build_report(inputs: Inputs) -> CapacityReport:
         surplus_gpus=surplus,
         saving_per_month=saving,
     )
-
-
-def finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None

@@ -31,17 +31,18 @@ def _plan(info: LabInfo) -> Path:
     return Path(info.state_dir) / "plan.yaml"
 
 
-def _capacity(*args: str) -> subprocess.CompletedProcess[str]:
+def _capacity(*args: str, **env_vars: str) -> subprocess.CompletedProcess[str]:
     env = {
         k: v for k, v in os.environ.items() if k not in ("DRILLS_PRICING", "DRILLS_PROMETHEUS_URL")
     }
     env["COLUMNS"] = "200"
+    env.update(env_vars)
     return subprocess.run([sys.executable, "-m", "drills", "capacity", *args],
                           capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
 
 
-def _report(*args: str, code: int = 0) -> dict[str, Any]:
-    result = _capacity(*args, "--json")
+def _report(*args: str, code: int = 0, **env_vars: str) -> dict[str, Any]:
+    result = _capacity(*args, "--json", **env_vars)
     assert result.returncode == code, result.stdout[-2000:] + result.stderr[-2000:]
     return dict(json.loads(result.stdout))
 
@@ -117,7 +118,7 @@ def test_a_node_price_by_instance_type_is_shared_by_its_gpus(
     capacity_lab: LabInfo, tmp_path: Path
 ) -> None:
     pricing = _pricing(tmp_path, {"instanceTypes": {"gpu": str(NODE_PRICE)}, "GPU": "1000"})
-    report = _report(str(_plan(capacity_lab)), "--pricing", pricing)
+    report = _report(str(_plan(capacity_lab)), DRILLS_PRICING=pricing)  # over the plan's file
     per_gpu = NODE_PRICE / 8  # the lab's GPU nodes have 8 GPUs each
     assert Decimal(str(report["standby_cost_per_month"])) == _cents(per_gpu * DR_GPUS * 730)
     assert report["currency"] == "USD"
@@ -175,7 +176,7 @@ def test_a_bad_pricing_file_is_one_line_and_exit_2(
 def test_prometheus_that_does_not_answer_is_a_stated_fallback(
     capacity_lab: LabInfo, tmp_path: Path, closed_port: str
 ) -> None:
-    report = _report(str(_plan(capacity_lab)), "--prometheus", f"http://{closed_port}")
+    report = _report(str(_plan(capacity_lab)), DRILLS_PROMETHEUS_URL=f"http://{closed_port}")
     assert report["idle_source"] == "allocation"
     assert closed_port in report["idle_note"] and "from allocation" in report["idle_note"]
     assert report["idle_ratio"] == 1.0  # nothing holds a GPU: allocation says all idle
