@@ -18,10 +18,11 @@ from typing import Any
 import streamlit as st
 
 from drills.capacity.figures import FiguresCache
+from drills.capacity.figures import compute as compute_capacity
 from drills.checks.base import CheckResult
 from drills.checks.readiness import run_readiness, run_wayback, select_checks
 from drills.checks.runner import ReadinessReport
-from drills.errors import PlanError, TargetError
+from drills.errors import DrillError, PlanError, TargetError
 from drills.evidence.checkpoints import configured_sign
 from drills.evidence.coverage import Coverage, Period, chain_not_checked, coverage
 from drills.evidence.findings import Finding, history_version, open_counts, open_findings
@@ -218,6 +219,20 @@ def _dr_figures() -> FiguresCache:
     # One for the server: each plan's DR pool is read in the background every few minutes,
     # never while a page waits.
     return FiguresCache()
+
+
+def capacity_report(path: str) -> dict[str, Any]:
+    """`drills capacity PATH --json`'s report, or {"error": why} when it cannot be made; kept
+    5 minutes, as the DR figures are (reading a DR pool and Prometheus takes seconds)."""
+    return _capacity_report(path, _mtime(path))
+
+
+@st.cache_data(ttl=dt.timedelta(minutes=5), show_spinner=False)
+def _capacity_report(path: str, _mtime_ns: int) -> dict[str, Any]:
+    try:
+        return compute_capacity(load_plan(path)).to_json()
+    except DrillError as exc:
+        return {"error": str(exc).splitlines()[0]}
 
 
 @st.cache_data(ttl=SHORT, show_spinner=False)
