@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import threading
 import uuid
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 
-from drills_lab.httpserve import FastHTTPServer, serve_in_thread
+from drills_lab.httpserve import FastHTTPServer, get_handler, serve_in_thread
 from drills_lab.kubeapi import pods as podlib
 from drills_lab.procs import free_port
 
@@ -70,29 +69,15 @@ class DcgmExporter:
     def target(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def respond(self, path: str) -> tuple[int, bytes, str]:
+        if path.split("?")[0] != "/metrics":
+            return 404, b"not found\n", "text/plain"
+        return 200, exposition(self.site, self.store).encode(), CONTENT_TYPE
+
     def start(self) -> None:
-        exporter = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                if self.path.split("?")[0] != "/metrics":
-                    body, status, kind = b"not found\n", 404, "text/plain"
-                else:
-                    body = exposition(exporter.site, exporter.store).encode()
-                    status, kind = 200, CONTENT_TYPE
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *_: object) -> None:
-                pass  # a scrape a second would drown the lab's log
-
+        handler = get_handler(self.respond)
         self._server, self._thread = serve_in_thread(
-            self.host, self.port, Handler, f"lab-dcgm-{self.site}"
+            self.host, self.port, handler, f"lab-dcgm-{self.site}"
         )
 
     def stop(self) -> None:
