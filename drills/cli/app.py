@@ -48,8 +48,9 @@ COMMANDS: dict[str, Entry] = {
         "the standbys, used by the sentinel and by low-priority work, idle), the GPUs a takeover "
         "needs, the standby's cost a month (730 h), the idle ratio over --window (DCGM in "
         "Prometheus, else allocation, and it says which), effective compute and a recommendation."
-        " Exit 1 when a GPU node is unpriced, when DR cannot give a takeover what it needs, or "
-        "when DR cannot be read; 2 for a bad plan, pricing file or option.",
+        " Exit 1 when the cost is unknown (a GPU node unpriced, no pricing file), when DR "
+        "cannot give a takeover what it needs, or when DR cannot be read; 2 for a bad plan, "
+        "pricing file or option.",
     ),
     "run": Entry(
         "drills.cli.run_cmd",

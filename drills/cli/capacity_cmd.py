@@ -23,8 +23,9 @@ HELP = (
     "the standbys, used by the sentinel and by low-priority work, idle), the GPUs a takeover "
     "needs, the standby's cost a month (730 h), the idle ratio over --window (DCGM in "
     "Prometheus, else allocation, and it says which), effective compute and a recommendation."
-    " Exit 1 when a GPU node is unpriced, when DR cannot give a takeover what it needs, or "
-    "when DR cannot be read; 2 for a bad plan, pricing file or option."
+    " Exit 1 when the cost is unknown (a GPU node unpriced, no pricing file), when DR "
+    "cannot give a takeover what it needs, or when DR cannot be read; 2 for a bad plan, "
+    "pricing file or option."
 )
 
 
@@ -40,6 +41,7 @@ def capacity(
         str,
         typer.Option(
             "--window",
+            metavar="DURATION",
             help="How far back the idle ratio looks, such as 7d, 24h or 30m (Prometheus only).",
         ),
     ] = "7d",
