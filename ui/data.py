@@ -19,6 +19,8 @@ import streamlit as st
 
 from drills.capacity.figures import FiguresCache
 from drills.capacity.figures import compute as compute_capacity
+from drills.capacity.gather import prometheus_for
+from drills.capacity.idle import busy_over_time
 from drills.checks.base import CheckResult
 from drills.checks.readiness import run_readiness, run_wayback, select_checks
 from drills.checks.runner import ReadinessReport
@@ -222,17 +224,31 @@ def _dr_figures() -> FiguresCache:
 
 
 def capacity_report(path: str) -> dict[str, Any]:
-    """`drills capacity PATH --json`'s report, or {"error": why} when it cannot be made; kept
-    5 minutes, as the DR figures are (reading a DR pool and Prometheus takes seconds)."""
+    """`drills capacity PATH --json`'s report, or {"error": why} when it cannot be made, with
+    ``_gpu_nodes`` and ``_prometheus`` for the chart; kept 5 minutes, as the DR figures are
+    (reading a DR pool and Prometheus takes seconds)."""
     return _capacity_report(path, _mtime(path))
 
 
 @st.cache_data(ttl=dt.timedelta(minutes=5), show_spinner=False)
 def _capacity_report(path: str, _mtime_ns: int) -> dict[str, Any]:
     try:
-        return compute_capacity(load_plan(path)).to_json()
+        plan = load_plan(path)
+        report = compute_capacity(plan)
     except DrillError as exc:
         return {"error": str(exc).splitlines()[0]}
+    nodes = [n.name for n in report.inputs.nodes]
+    url = prometheus_for(plan, os.environ.get("DRILLS_PROMETHEUS_URL"))
+    return {**report.to_json(), "_gpu_nodes": nodes, "_prometheus": url}
+
+
+@st.cache_data(ttl=dt.timedelta(minutes=1), show_spinner=False)
+def gpus_busy(url: str, nodes: tuple[str, ...], window_s: float) -> list[tuple[float, float]] | str:
+    """GPUs busy at DR over the window (DCGM in Prometheus), or why they could not be read."""
+    try:
+        return busy_over_time(url, nodes, window_s)
+    except TargetError as exc:
+        return str(exc)
 
 
 @st.cache_data(ttl=SHORT, show_spinner=False)

@@ -105,3 +105,32 @@ def idle_ratio_of(samples: Iterable[GpuUtilisation]) -> tuple[float, int]:
     if not values:
         return math.nan, 0
     return 1.0 - sum(values) / len(values) / 100.0, len(values)
+
+
+def busy_over_time(
+    url: str, hostnames: Iterable[str], window_s: float, points: int = 200
+) -> list[tuple[float, float]]:
+    """(time, GPUs busy) over the window: the sum of DCGM_FI_DEV_GPU_UTIL ÷ 100 across the
+    DR GPU nodes, as one bounded range query of at most ``points`` steps."""
+    source = f"prometheus ({url})"
+    now = time.time()
+    step = max(1, math.ceil(window_s / points))
+    form = {
+        "query": f'sum({METRIC}{{Hostname=~"{_regex_of(hostnames)}"}}) / 100',
+        "start": f"{now - window_s:.3f}",
+        "end": f"{now:.3f}",
+        "step": f"{step}s",
+    }
+    try:
+        with new_client(read_timeout=QUERY_TIMEOUT_S) as client:
+            response = client.post(url.rstrip("/") + "/api/v1/query_range", data=form)
+        payload = response.json()
+    except httpx.HTTPError as exc:
+        raise translate(source, exc) from None
+    except ValueError:
+        raise TargetError(source, f"HTTP {response.status_code}: not a Prometheus answer") from None
+    if not isinstance(payload, Mapping) or payload.get("status") != "success":
+        raise TargetError(source, "range query failed")
+    result = (payload.get("data") or {}).get("result") or []
+    values = result[0].get("values") or [] if result else []
+    return [(float(t), float(v)) for t, v in values]

@@ -4,6 +4,7 @@ Prometheus scraping its DCGM exporters."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -219,3 +220,14 @@ def test_the_lab_exports_dcgm_metrics_for_each_gpu(capacity_lab: LabInfo) -> Non
     assert len({s["UUID"] for s in series}) == DR_GPUS
     assert {s["modelName"] for s in series} == {"NVIDIA H100 80GB HBM3"}
     assert sorted({s["gpu"] for s in series}, key=int) == [str(i) for i in range(8)]
+
+
+def test_gpus_busy_over_time_is_one_bounded_range_query(capacity_lab: LabInfo) -> None:
+    from drills.capacity.idle import busy_over_time
+
+    _wait_for_samples(capacity_lab, len(DR_GPU_NODES))
+    points = busy_over_time(capacity_lab.prometheus, DR_GPU_NODES, 60.0, points=20)
+    assert 1 <= len(points) <= 21  # a step of 3 s over the minute: never the raw samples
+    steps = {round(b[0] - a[0], 3) for a, b in itertools.pairwise(points)}
+    assert steps <= {3.0}
+    assert all(0 <= busy <= DR_GPUS for _, busy in points)

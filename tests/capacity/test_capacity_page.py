@@ -22,6 +22,9 @@ def test_the_capacity_page_shows_the_lab_report(ui_env: UiEnv, capacity_lab: Lab
     table = at.dataframe[0].value
     assert list(table["model"]) == ["NVIDIA-H100-80GB-HBM3"]
     assert int(table["allocatable"][0]) == dr_gpus
+    # Used over time, from the lab's Prometheus: a chart of GPUs busy against reserved/needed.
+    assert at.get("vega_lite_chart"), shown(at)
+    assert "Used: the GPUs busy at DR (DCGM)" in shown(at)
 
 
 def test_without_a_cost_section_the_page_says_how_to_get_one(ui_env: UiEnv) -> None:

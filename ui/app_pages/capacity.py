@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import altair as alt
 import pandas as pd  # type: ignore[import-untyped]
 import streamlit as st
 
@@ -12,6 +13,7 @@ from ui import data
 from ui.settings import load_settings
 
 KEY = "capacity"
+WINDOWS = {"1 hour": 3600.0, "24 hours": 86400.0, "7 days": 7 * 86400.0}
 
 
 def _money(report: dict[str, Any], value: float | None) -> str:
@@ -50,6 +52,41 @@ def _report(report: dict[str, Any]) -> None:
     )
 
 
+def _over_time(report: dict[str, Any]) -> None:
+    st.subheader("Used at DR over time", divider="gray")
+    url, nodes = report.get("_prometheus"), report.get("_gpu_nodes") or []
+    if not url or not nodes:
+        st.caption("No Prometheus with DR's GPU metrics (`cost.prometheus`): no history to draw.")
+        return
+    window = st.segmented_control("Window", list(WINDOWS), default="24 hours", key=f"{KEY}.window")
+    busy = data.gpus_busy(url, tuple(nodes), WINDOWS[window or "24 hours"])
+    if isinstance(busy, str):
+        st.warning(f"GPU metrics could not be read: {busy}")
+        return
+    if not busy:
+        st.caption("Prometheus has no DCGM_FI_DEV_GPU_UTIL for DR's GPU nodes in that window.")
+        return
+    used = pd.DataFrame(busy, columns=["time", "GPUs"])
+    used["time"] = pd.to_datetime(used["time"], unit="s", utc=True)
+    used["series"] = "used (DCGM)"
+    levels = pd.DataFrame(
+        [{"series": "reserved", "GPUs": report["dr_gpus"]["reserved"]},
+         {"series": "needed", "GPUs": report["recommendation"]["reserve_gpus"]}]
+    )  # fmt: skip
+    scale = alt.Scale(
+        domain=["used (DCGM)", "reserved", "needed"], range=["#4c78a8", "#f58518", "#e45756"]
+    )
+    colour = alt.Color("series:N", scale=scale)
+    line = (
+        alt.Chart(used)
+        .mark_line()
+        .encode(x=alt.X("time:T", title="UTC"), y=alt.Y("GPUs:Q"), color=colour)
+    )
+    rules = alt.Chart(levels).mark_rule(strokeDash=[6, 4]).encode(y="GPUs:Q", color=colour)
+    st.altair_chart(line + rules, width="stretch")
+    st.caption("Used: the GPUs busy at DR (DCGM). Reserved and needed are as of now.")
+
+
 def main() -> None:
     settings = load_settings()
     st.title("Capacity")
@@ -66,6 +103,7 @@ def main() -> None:
         st.error(f"The report could not be made: {report['error']}")
         return
     _report(report)
+    _over_time(report)
 
 
 main()
