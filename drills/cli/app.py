@@ -42,6 +42,16 @@ COMMANDS: dict[str, Entry] = {
         "when it would not complete, when the whole interval is above the RTO target, or when "
         "the sites could not be read (the forecast is then unverified).",
     ),
+    "capacity": Entry(
+        "drills.cli.capacity_cmd",
+        "Right-size the plan's DR pool, as of now: its GPUs by model (allocatable, reserved for "
+        "the standbys, used by the sentinel and by low-priority work, idle), the GPUs a takeover "
+        "needs, the standby's cost a month (730 h), the idle ratio over --window (DCGM in "
+        "Prometheus, else allocation, and it says which), effective compute and a recommendation."
+        " Exit 1 when the cost is unknown (a GPU node unpriced, no pricing file), when DR "
+        "cannot give a takeover what it needs, or when DR cannot be read; 2 for a bad plan, "
+        "pricing file or option.",
+    ),
     "run": Entry(
         "drills.cli.run_cmd",
         "Run a minimum-takeover drill (or a practice that leaves production untouched, a real "

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_valid
 
 from drills.errors import PlanError, PlanProblem
 from drills.plan.applications import Application, Applications, application_rules, lease_name
+from drills.plan.cost import CostSettings
 from drills.plan.errors import CREDENTIAL_KEY_HINT, translate
 from drills.plan.gates import Gates
 from drills.plan.images import ImageRemap, ImagesPolicy
@@ -85,6 +86,7 @@ __all__ = [
     "AwsCredentials",
     "AwsSecret",
     "ControllerFence",
+    "CostSettings",
     "Dataset",
     "DatasetInventory",
     "DatasetKind",
@@ -188,6 +190,8 @@ class DrillPlan(PlanModel):
     applications: Applications = ()
     """Groups of workloads, datasets and DNS records that `drills run --only NAME` takes
     over or practises one at a time; what no application lists belongs to every run."""
+    cost: CostSettings | None = None
+    """Prices, GPU metrics and demand, for `drills capacity` (what the DR pool costs)."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
@@ -538,6 +542,7 @@ def plan_digest(plan: DrillPlan) -> str:
 # so a plan file that did not change keeps the digest its earlier runs recorded.
 _LATER_DEFAULTS: tuple[tuple[tuple[str, ...], object], ...] = (
     (("applications",), []),
+    (("cost",), None),
     (("images",), {"remap": []}),
     (("secrets", "store"), []),
     *(
