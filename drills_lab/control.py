@@ -142,6 +142,7 @@ def probe(info: LabInfo) -> list[Probe]:
     checks = [(f"endpoint {s}", u) for s, u in info.endpoints.items()]
     checks += [(f"registry {s}", f"{u}/v2/") for s, u in info.registries.items()]
     checks += [("moto", f"{info.moto}/moto-api/")]
+    checks += [("prometheus", f"{info.prometheus}/-/ready")] if info.prometheus else []
     with httpx.Client(timeout=2.0) as client:
         for name, url in checks:
             results.append(_answer(name, url, client.get, up_on_5xx="endpoint" in name))

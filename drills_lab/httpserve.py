@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# path → (status, body, content type)
+Respond = Callable[[str], tuple[int, bytes, str]]
 
 
 class FastHTTPServer(ThreadingHTTPServer):
@@ -25,3 +29,24 @@ def serve_in_thread(
     thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
     thread.start()
     return server, thread
+
+
+def get_handler(respond: Respond) -> type[BaseHTTPRequestHandler]:
+    """A keep-alive handler of GET that answers what ``respond`` gives, and logs nothing
+    (a scrape or a probe a second would drown the lab's log)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            status, body, kind = respond(self.path)
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    return Handler

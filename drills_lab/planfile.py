@@ -28,6 +28,8 @@ class LabEndpoints:
     tsig_name: str | None
     route53_zone_id: str | None
     account: str
+    prometheus: str | None = None  # scraping each site's DCGM exporter
+    pricing: str | None = None  # a pricing file beside the plan
 
 
 def _aws(region: str, moto: str) -> dict[str, Any]:
@@ -81,8 +83,18 @@ def _dns(lab: LabEndpoints) -> dict[str, Any]:
     }
 
 
+def _cost(lab: LabEndpoints) -> dict[str, Any]:
+    cost: dict[str, Any] = {}
+    if lab.pricing:
+        cost["pricing"] = lab.pricing
+    if lab.prometheus:
+        cost["prometheus"] = lab.prometheus
+    return cost
+
+
 def lab_plan(lab: LabEndpoints, *, drift: bool) -> dict[str, Any]:
     host = topology.RECORD.rstrip(".")
+    cost = _cost(lab)
     return {
         "name": "lab",
         "description": "The local lab's stand-in GPU platform"
@@ -138,6 +150,7 @@ def lab_plan(lab: LabEndpoints, *, drift: bool) -> dict[str, Any]:
             "name": topology.SENTINEL_NAME,
             "max_age": "10m",
         },
+        **({"cost": cost} if cost else {}),
     }
 
 

@@ -28,6 +28,7 @@ import httpx
 from drills.errors import LabError
 from drills.ports import candidate_port
 from drills_lab import topology
+from drills_lab.dcgm import DcgmExporter
 from drills_lab.endpoint import SiteEndpoint
 from drills_lab.images import build_image, push_ecr, push_oci
 from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
@@ -36,6 +37,7 @@ from drills_lab.moto_server import MotoServer
 from drills_lab.named import LabDnsRecord, NamedServer
 from drills_lab.planfile import LabEndpoints, write_plan
 from drills_lab.procs import find_binary
+from drills_lab.prometheus import PrometheusServer, ScrapeJob
 from drills_lab.registry import RegistryServer
 from drills_lab.replicator import ReverseReplicator
 from drills_lab.seed_aws import (
@@ -62,6 +64,11 @@ AWS_KEY_ID = "AKLABDRILLSLOCAL0000"
 # otherwise still be at DR from an earlier clean lab).
 REGISTRY_DIRS = {site: f"registry-{site}" for site in SITE_ADDR}
 NAMED_DIR = "named"
+PROMETHEUS_DIR = "prometheus"
+PRICING_FILE = "pricing.json"
+# An example price sheet for the lab's plan (OpenCost's custom-pricing shape).
+LAB_PRICING = {"provider": "custom", "description": "drills lab: an example GPU-hour price",
+               "currencyCode": "USD", "gpuProducts": {"NVIDIA-H100-80GB-HBM3": "2.49"}}  # fmt: skip
 TSIG_FILE = "tsig.secret"  # written only when named runs: a stale one would outlive it
 
 
@@ -77,7 +84,7 @@ def clear_service_storage(state_dir: Path) -> list[Path]:
     removed as a link, never followed, so nothing outside the state directory is touched.
     """
     removed = []
-    for name in (*REGISTRY_DIRS.values(), NAMED_DIR, TSIG_FILE):
+    for name in (*REGISTRY_DIRS.values(), NAMED_DIR, TSIG_FILE, PROMETHEUS_DIR):
         path = state_dir / name
         if path.is_symlink() or path.is_file():
             path.unlink()
@@ -138,6 +145,8 @@ class Lab:
         self.registries: dict[str, RegistryServer] = {}
         self.moto: MotoServer | None = None
         self.named: NamedServer | None = None
+        self.dcgm: dict[str, DcgmExporter] = {}
+        self.prometheus: PrometheusServer | None = None
         self.info: LabInfo | None = None
         self.route53_zone_id: str | None = None
 
@@ -227,6 +236,7 @@ class Lab:
                 )
                 self.registries[site] = self._own(registry)
                 registry.start()
+        self._start_metrics()
         if have_named:
             ttl = topology.DRIFT_TTL if self.drift else topology.GOOD_TTL
             record = LabDnsRecord(topology.RECORD, "A", ttl, topology.PRIMARY_ADDR)
@@ -235,6 +245,20 @@ class Lab:
             )
             self.named.start()
             self.named.write_tsig_secret(self.state_dir / "tsig.secret")
+
+    def _start_metrics(self) -> None:
+        """Each site's DCGM exporter, and a real Prometheus scraping them when installed
+        (without it, `drills capacity` says so and measures idleness by allocation)."""
+        for site, addr in SITE_ADDR.items():
+            exporter = self._own(DcgmExporter(site, self.kube[site].store, addr))
+            exporter.start()
+            self.dcgm[site] = exporter
+        if not (self.use_system_services and find_binary("prometheus")):
+            log.info("prometheus not installed: no GPU metrics history in this lab")
+            return
+        dcgm = ScrapeJob("dcgm", {e.target: {"site": s} for s, e in self.dcgm.items()})
+        self.prometheus = self._own(PrometheusServer(self.state_dir / PROMETHEUS_DIR, [dcgm]))
+        self.prometheus.start()
 
     def _aws(self, service: str, site: str) -> Any:
         assert self.moto is not None
@@ -330,7 +354,10 @@ class Lab:
             tsig_name=self.named.tsig_name if self.named else None,
             route53_zone_id=self.route53_zone_id,
             account=ACCOUNT,
+            prometheus=self.prometheus.url if self.prometheus else None,
+            pricing=PRICING_FILE,
         )
+        (self.state_dir / PRICING_FILE).write_text(json.dumps(LAB_PRICING, indent=2) + "\n")
         write_plan(self.state_dir / "plan.yaml", endpoints, drift=self.drift)
         info = LabInfo(
             state_dir=str(self.state_dir),
@@ -346,6 +373,7 @@ class Lab:
             registries=endpoints.registries,
             moto=self.moto.url,
             dns_server=endpoints.named or "route53 (moto)",
+            prometheus=endpoints.prometheus or "",
             startup_seconds=round(startup, 3),
         )
         (self.state_dir / STATE_FILE).write_text(json.dumps(asdict(info), indent=2) + "\n")

@@ -35,6 +35,7 @@ class LabInfo:
     startup_seconds: float = 0.0
     drift_scheduling: bool = False
     reverse_replication: bool = True  # DR's writes copied back to the primary while DR serves
+    prometheus: str = ""  # its URL; "" when Prometheus is not installed
 
 
 def read_info(state_dir: Path) -> LabInfo | None:

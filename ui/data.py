@@ -17,10 +17,14 @@ from typing import Any
 
 import streamlit as st
 
+from drills.capacity.figures import FiguresCache
+from drills.capacity.figures import compute as compute_capacity
+from drills.capacity.gather import prometheus_for
+from drills.capacity.idle import busy_over_time
 from drills.checks.base import CheckResult
 from drills.checks.readiness import run_readiness, run_wayback, select_checks
 from drills.checks.runner import ReadinessReport
-from drills.errors import PlanError, TargetError
+from drills.errors import DrillError, PlanError, TargetError
 from drills.evidence.checkpoints import configured_sign
 from drills.evidence.coverage import Coverage, Period, chain_not_checked, coverage
 from drills.evidence.findings import Finding, history_version, open_counts, open_findings
@@ -217,6 +221,41 @@ def _open_counts(
     return open_counts(_store(db_url), plans)
 
 
+@st.cache_resource(show_spinner=False)
+def _dr_figures() -> FiguresCache:
+    # One for the server: each plan's DR pool is read in the background every few minutes,
+    # never while a page waits.
+    return FiguresCache()
+
+
+def capacity_report(path: str) -> dict[str, Any]:
+    """`drills capacity PATH --json`'s report, or {"error": why} when it cannot be made, with
+    ``_gpu_nodes`` and ``_prometheus`` for the chart; kept 5 minutes, as the DR figures are
+    (reading a DR pool and Prometheus takes seconds)."""
+    return _capacity_report(path, _mtime(path))
+
+
+@st.cache_data(ttl=dt.timedelta(minutes=5), show_spinner=False)
+def _capacity_report(path: str, _mtime_ns: int) -> dict[str, Any]:
+    try:
+        plan = load_plan(path)
+        report = compute_capacity(plan)
+    except DrillError as exc:
+        return {"error": str(exc).splitlines()[0]}
+    nodes = [n.name for n in report.inputs.nodes]
+    url = prometheus_for(plan, os.environ.get("DRILLS_PROMETHEUS_URL"))
+    return {**report.to_json(), "_gpu_nodes": nodes, "_prometheus": url}
+
+
+@st.cache_data(ttl=dt.timedelta(minutes=1), show_spinner=False)
+def gpus_busy(url: str, nodes: tuple[str, ...], window_s: float) -> list[tuple[float, float]] | str:
+    """GPUs busy at DR over the window (DCGM in Prometheus), or why they could not be read."""
+    try:
+        return busy_over_time(url, nodes, window_s)
+    except TargetError as exc:
+        return str(exc)
+
+
 @st.cache_data(ttl=SHORT, show_spinner=False)
 def _fleet(db_url: str, paths_and_mtimes: tuple[tuple[str, int], ...], minute: int) -> Fleet:
     now = dt.datetime.fromtimestamp(minute * 60, dt.UTC)
@@ -228,9 +267,11 @@ def _fleet(db_url: str, paths_and_mtimes: tuple[tuple[str, int], ...], minute: i
         facts[name].open_findings = count
     rows = [invalid_row(e.name, len(e.problems)) for e in entries if e.plan is None]
     lengths, planned = {}, {}
+    dr = _dr_figures().get(valid)
     for plan in valid:
         planned[plan.name] = times = planned_drills(plan, now)
-        rows.append(fleet_row(plan, facts[plan.name], times[0] if times else None, now))
+        first = times[0] if times else None
+        rows.append(fleet_row(plan, facts[plan.name], first, now, dr.get(plan.name)))
         drill = facts[plan.name].last_drill
         if drill and drill.finished_at:
             lengths[plan.name] = drill.finished_at - drill.started_at

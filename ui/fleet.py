@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from drills.capacity.figures import DrFigures
 from drills.checks.cadence import MAX_DRILL_AGE_DAYS
 from drills.plan import DrillPlan
 from drills.plan.claims import cluster_of
@@ -41,6 +42,7 @@ class FleetRow:
     cadence_days_left: float | None
     open_findings: int
     forecast_rto: float | None
+    dr_cost: str = "—"  # the standby's cost a month (dr_cost_text)
 
     @property
     def severity(self) -> int:
@@ -138,8 +140,24 @@ def fleet_style(frame: Any) -> Any:
     )
 
 
+def dr_cost_text(plan: DrillPlan, figures: DrFigures | None) -> str:
+    """The DR standby's cost a month for the Fleet table: '—' for a plan without a cost
+    section, and never a blank that could read as free."""
+    if plan.cost is None:
+        return "—"
+    if figures is None:
+        return "not measured yet"
+    if figures.cost_per_month is None or not figures.currency:
+        return "unpriced GPU nodes"
+    return f"{figures.currency} {figures.cost_per_month:,.0f}"
+
+
 def fleet_row(
-    plan: DrillPlan, facts: PlanFacts, next_drill: dt.datetime | None, now: dt.datetime
+    plan: DrillPlan,
+    facts: PlanFacts,
+    next_drill: dt.datetime | None,
+    now: dt.datetime,
+    dr: DrFigures | None = None,
 ) -> FleetRow:
     drill, success = facts.last_drill, facts.last_success
     proved = (success.finished_at or success.started_at) if success else None
@@ -161,7 +179,7 @@ def fleet_row(
         "open_findings": facts.open_findings,
         "forecast_rto": _forecast(report),
     }
-    return FleetRow(problems=_problems(row, now), **row)
+    return FleetRow(problems=_problems(row, now), dr_cost=dr_cost_text(plan, dr), **row)
 
 
 def invalid_row(name: str, problems: int) -> FleetRow:

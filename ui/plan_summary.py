@@ -11,6 +11,7 @@ from drills import timefmt
 from drills.plan import (
     DrillPlan,
     Rfc2136Dns,
+    Route53Dns,
     Tier,
 )
 from drills.plan.describe import describe_site
@@ -68,8 +69,10 @@ def dns(plan: DrillPlan) -> list[dict[str, Any]]:
     d = plan.dns
     if isinstance(d, Rfc2136Dns):
         provider = f"RFC 2136, zone {d.zone} on {', '.join(d.servers)}"
-    else:
+    elif isinstance(d, Route53Dns):
         provider = f"Route 53 hosted zone {d.hosted_zone_id}"
+    else:
+        provider = f"provider {d.provider}"
     return [
         {"": "provider", "value": provider},
         {"": "record", "value": f"{d.record.name} {d.record.type.value}"},

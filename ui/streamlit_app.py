@@ -25,6 +25,7 @@ PAGES = [
     st.Page("app_pages/history.py", title="Drill history", icon=":material/monitoring:"),
     st.Page("app_pages/declare.py", title="Incident", icon=":material/emergency_home:"),
     st.Page("app_pages/plans.py", title="Plans", icon=":material/description:"),
+    st.Page("app_pages/capacity.py", title="Capacity", icon=":material/savings:"),
 ]
 
 

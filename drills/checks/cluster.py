@@ -414,7 +414,8 @@ def cluster_gpu_driver_parity(ctx: CheckContext) -> Outcome:
 def cluster_standby_parity(ctx: CheckContext) -> Outcome:
     """Every plan workload exists at DR (a standby, at 0 replicas or more) with the primary's
     pod template: container names, images (registry host stripped, since each site pulls
-    from its own registry), resources, env names, ports, command and args.
+    from its own registry; the primary's read as the plan's images.remap names them at
+    DR), resources, env names, ports, command and args.
 
     Drift means the standby would start something other than what runs today.
     A missing or drifted critical workload fails and blocks; normal or batch warns.
@@ -431,7 +432,7 @@ def cluster_standby_parity(ctx: CheckContext) -> Outcome:
         elif p is None:
             not_at_primary.append({"workload": w.key, "tier": w.tier.value})
         else:
-            drifts = template_drift(p, d)
+            drifts = template_drift(p, d, plan.images.mapped)
             if not drifts:
                 continue
             drifted.append(

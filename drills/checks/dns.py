@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from drills.checks.base import CheckContext, Outcome, Status, check, worst
 from drills.errors import PermanentError, unreadable
-from drills.plan import Rfc2136Dns
+from drills.plan import Rfc2136Dns, Route53Dns
 from drills.targets.dns import RecordAnswer, normalize_value
 from drills.timefmt import duration
 
@@ -196,7 +196,7 @@ def dns_control(ctx: CheckContext) -> Outcome:
             f"{config.tsig.secret} match the server's key of that name, and let the zone "
             f"{config.zone} accept updates signed with it (allow-update / update-policy)."
         )
-    else:
+    elif isinstance(config, Route53Dns):
         method = (
             "get_hosted_zone, list_resource_record_sets, and a change probe that Route 53 "
             "rejects atomically (DELETE of a random, non-existent name)"
@@ -206,6 +206,9 @@ def dns_control(ctx: CheckContext) -> Outcome:
             "route53:ListResourceRecordSets, route53:ChangeResourceRecordSets and "
             f"route53:GetChange on hostedzone/{config.hosted_zone_id}."
         )
+    else:
+        method = f"the {config.provider} provider's own probe, which changes nothing"
+        remediation = f"Let the {config.provider} provider's credentials change {name} {rtype}."
     evidence = {
         "provider": config.provider,
         "target": adapter.target,

@@ -94,6 +94,13 @@ def sites_distinct(ctx: CheckContext) -> Outcome:
 
 
 def _storage(ctx: CheckContext) -> Verdict:
+    p, d = ctx.plan.sites.primary.objects, ctx.plan.sites.dr.objects
+    if (p.provider, d.provider) != ("s3", "s3"):
+        # Another provider's store is all in its settings: the same provider and settings
+        # reach one store; anything else, two (a provider's settings are not URLs to resolve).
+        same = p.provider == d.provider and p.settings == d.settings
+        words = f"{p.provider} at the primary, {d.provider} at DR" + (", same settings" * same)
+        return Verdict(same, "object storage provider", words)
     urls = tuple(
         str(site.objects.endpoint_url) if site.objects.endpoint_url else None
         for _, site in ctx.plan.sites.items()

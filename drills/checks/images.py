@@ -25,20 +25,31 @@ _TIER_ORDER: dict[str, int] = {"critical": 0, "normal": 1, "batch": 2}
 
 @dataclass
 class _Image:
-    """One unique image (without its registry host), and every workload that runs it."""
+    """One unique image (without its registry host), and every workload that runs it.
+
+    ``dr_name`` is its name at DR: the same, or what the plan's images.remap maps it to
+    (``remapped`` then holds both references as written, for the operator)."""
 
     name: ImageName
+    dr_name: ImageName
+    remapped: tuple[str, str] | None = None
     workloads: set[str] = field(default_factory=set)
     tiers: set[Tier] = field(default_factory=set)
 
     def example(self, primary: str | None, dr: str | None) -> dict[str, Any]:
-        return {
-            "image": str(self.name),
+        shown: dict[str, Any] = {"image": str(self.name)}
+        if self.remapped:
+            shown |= {"primary_image": self.remapped[0], "dr_image": self.remapped[1]}
+        return shown | {
             "workloads": sorted(self.workloads),
             "tiers": sorted(self.tiers, key=_TIER_ORDER.__getitem__),
             "primary_digest": primary,
             "dr_digest": dr,
         }
+
+    @property
+    def key(self) -> tuple[Ref, Ref]:
+        return (self.name.key, self.dr_name.key)
 
 
 @dataclass(frozen=True)
@@ -74,17 +85,22 @@ def images_synced(ctx: CheckContext) -> Outcome:
     template (containers and init containers) on the primary cluster. The registry
     host is dropped from each reference, since each site pulls from its own
     registry, and `repository:tag` (or `@digest`) is resolved at both sites: a
-    multi-arch image compares by its index digest. An image missing at DR means the
+    multi-arch image compares by its index digest. An image that the plan's
+    `images.remap` covers is looked up at DR under its mapped name instead
+    (`registry.primary/team/app:1` as `mirror/team/app:1` for a rule
+    `registry.primary/team/*` → `registry.dr/mirror/team/*`), and a problem with it
+    names both. An image missing at DR means the
     takeover's pods sit in ImagePullBackOff; a different digest means DR would run
     other code than the primary. A problem with an image of a critical workload
     fails and blocks the drill; one of normal or batch workloads only warns.
     """
     plan, targets = ctx.plan, ctx.targets
     images, unresolved = _images_in_use(plan, targets)
-    refs = [image.name.key for image in images.values()]
+    p_refs = list(dict.fromkeys(image.name.key for image in images.values()))
+    d_refs = list(dict.fromkeys(image.dr_name.key for image in images.values()))
     with ThreadPoolExecutor(2, thread_name_prefix="images") as pool:
-        at_primary = pool.submit(targets.primary.registry.digests, refs, concurrency=_PER_SITE)
-        at_dr = pool.submit(targets.dr.registry.digests, refs, concurrency=_PER_SITE)
+        at_primary = pool.submit(targets.primary.registry.digests, p_refs, concurrency=_PER_SITE)
+        at_dr = pool.submit(targets.dr.registry.digests, d_refs, concurrency=_PER_SITE)
         primary, dr = at_primary.result(), at_dr.result()
 
     problems: dict[str, list[_Image]] = {
@@ -93,7 +109,7 @@ def images_synced(ctx: CheckContext) -> Outcome:
         "missing_at_primary": [],
     }
     for image in images.values():
-        p, d = primary.get(image.name.key), dr.get(image.name.key)
+        p, d = primary.get(image.name.key), dr.get(image.dr_name.key)
         if d is None:
             problems["missing_at_dr"].append(image)
         elif p is None:
@@ -106,7 +122,7 @@ def images_synced(ctx: CheckContext) -> Outcome:
     status, blocking = tier_status(failing)
     examples: dict[str, list[dict[str, Any]]] = {
         kind: [
-            i.example(primary.get(i.name.key), dr.get(i.name.key))
+            i.example(primary.get(i.name.key), dr.get(i.dr_name.key))
             for i in _ordered(found)[:EXAMPLES]
         ]
         for kind, found in problems.items()
@@ -117,6 +133,7 @@ def images_synced(ctx: CheckContext) -> Outcome:
         "dr_registry": targets.dr.registry.target,
         "workloads": len(plan.workloads),
         "images_compared": len(images),
+        "remapped": sum(1 for image in images.values() if image.remapped),
         **{kind: len(found) for kind, found in problems.items()},
         "workloads_unresolved": len(unresolved),
         "examples": examples,
@@ -135,7 +152,7 @@ def images_synced(ctx: CheckContext) -> Outcome:
 
 def _images_in_use(
     plan: DrillPlan, targets: Targets
-) -> tuple[dict[Ref, _Image], list[_Unresolved]]:
+) -> tuple[dict[tuple[Ref, Ref], _Image], list[_Unresolved]]:
     from_plan = {w.key: list(w.images) for w in plan.workloads if w.images}
     to_read = [w for w in plan.workloads if not w.images]
     from_cluster: dict[str, list[str] | None] = {}
@@ -143,11 +160,9 @@ def _images_in_use(
         kube = targets.primary.kube
         with ThreadPoolExecutor(min(_KUBE_READERS, len(to_read))) as pool:
             objects = pool.map(lambda w: kube.workload(w.namespace, w.kind.value, w.name), to_read)
-            from_cluster = {
-                w.key: _pod_images(obj) for w, obj in zip(to_read, objects, strict=True)
-            }
+            from_cluster = {w.key: pod_images(obj) for w, obj in zip(to_read, objects, strict=True)}
 
-    images: dict[Ref, _Image] = {}
+    images: dict[tuple[Ref, Ref], _Image] = {}
     unresolved: list[_Unresolved] = []
     for workload in plan.workloads:
         texts = from_plan.get(workload.key) or from_cluster.get(workload.key)
@@ -159,21 +174,30 @@ def _images_in_use(
             continue
         for text in texts:
             try:
-                name = parse_image(text)
+                found = _image(plan, text)
             except ValueError:
                 unresolved.append(_Unresolved(workload, f"unreadable image reference {text!r}"))
                 continue
-            image = images.setdefault(name.key, _Image(name))
+            image = images.setdefault(found.key, found)
             image.workloads.add(workload.key)
             image.tiers.add(_tier(workload))
     return images, unresolved
+
+
+def _image(plan: DrillPlan, text: str) -> _Image:
+    """The image ``text`` names, and its name at DR (images.remap). ValueError if unreadable."""
+    name = parse_image(text)
+    mapped = plan.images.mapped(text)
+    if mapped is None:
+        return _Image(name, name)
+    return _Image(name, parse_image(mapped), (text, mapped))
 
 
 def _tier(workload: Workload) -> Tier:
     return workload.tier.value
 
 
-def _pod_images(obj: Mapping[str, Any] | None) -> list[str] | None:
+def pod_images(obj: Mapping[str, Any] | None) -> list[str] | None:
     """The images of a Deployment's or StatefulSet's pod template; None for no object."""
     if obj is None:
         return None
@@ -205,6 +229,10 @@ def _summary(
         "missing_at_primary": "missing at the primary",
     }
     parts = [f"{len(found)} {words[kind]}" for kind, found in problems.items() if found]
+    remapped = [i for i in _ordered(problems["missing_at_dr"]) if i.remapped]
+    if remapped:
+        at_primary, at_dr = remapped[0].remapped or ("", "")
+        parts[0] += f" ({at_primary} as {at_dr}, by images.remap)"
     if unresolved:
         parts.append(f"{len(unresolved)} workloads whose images are unknown")
     blocked = sorted(
@@ -230,7 +258,7 @@ def _remediation(
     hints: list[str] = []
     to_copy = _ordered(problems["missing_at_dr"] + problems["digest_mismatch"])
     if to_copy:
-        ref = str(to_copy[0].name)
+        ref, dr_ref = str(to_copy[0].name), str(to_copy[0].dr_name)
         flags = "".join(
             f" --{side}-tls-verify=false"
             for side, registry in (("src", primary), ("dest", dr))
@@ -238,7 +266,8 @@ def _remediation(
         )
         hints.append(
             "Copy each image from the primary registry to DR, index and all, e.g. "
-            f"`skopeo copy --all{flags} docker://{primary.host}/{ref} docker://{dr.host}/{ref}`, "
+            f"`skopeo copy --all{flags} docker://{primary.host}/{ref} "
+            f"docker://{dr.host}/{dr_ref}`, "
             "and make the registry replication cover its repository."
         )
     if problems["missing_at_primary"]:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from drills.plan import DrillPlan
 from drills.targets.fingerprint import fingerprints, same, short
+from drills.targets.provider_api import SecretStoreAdapter
 from drills.targets.secrets import aws_secret_fields, kube_secret_fields
 from drills.targets.sites import Targets
 
@@ -22,8 +23,8 @@ Role = Literal["primary", "dr"]
 
 @dataclass(frozen=True)
 class PlanSecret:
-    kind: Literal["kubernetes", "aws"]
-    name: str  # "namespace/name" for Kubernetes, the secret id for AWS
+    kind: Literal["kubernetes", "aws", "store"]
+    name: str  # "namespace/name" for Kubernetes, the secret id for AWS or the site's store
     per_site: bool
 
     @property
@@ -37,7 +38,14 @@ def plan_secrets(plan: DrillPlan) -> list[PlanSecret]:
         for s in plan.secrets.kubernetes
     ]
     aws = [PlanSecret("aws", s.id, s.per_site) for s in plan.secrets.aws]
-    return kube + aws
+    store = [PlanSecret("store", s.id, s.per_site) for s in plan.secrets.store]
+    return kube + aws + store
+
+
+def _store(targets: Targets, role: Role, secret: PlanSecret) -> SecretStoreAdapter:
+    """AWS Secrets Manager for ``secrets.aws``; the site's secret store for ``secrets.store``."""
+    site = targets.site(role)
+    return site.aws_secrets if secret.kind == "aws" else site.secret_store
 
 
 def read_fields(targets: Targets, role: Role, secret: PlanSecret) -> dict[str, bytes] | None:
@@ -47,7 +55,7 @@ def read_fields(targets: Targets, role: Role, secret: PlanSecret) -> dict[str, b
         namespace, name = secret.name.split("/", 1)
         obj = site.kube.secret(namespace, name)
         return None if obj is None else kube_secret_fields(obj)
-    raw = site.aws_secrets.value(secret.name)
+    raw = _store(targets, role, secret).value(secret.name)
     return None if raw is None else aws_secret_fields(raw)
 
 
@@ -173,7 +181,7 @@ def read_rotation(targets: Targets, site: Role, secret: PlanSecret) -> Rotation:
         if obj is None:
             return Rotation(secret, site, None, "none", "not found")
         return _kube_rotation(secret, site, obj)
-    described = adapters.aws_secrets.describe(secret.name)
+    described = _store(targets, site, secret).describe(secret.name)
     if described is None:
         return Rotation(secret, site, None, "none", "not found")
     dates = [

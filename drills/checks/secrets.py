@@ -33,9 +33,9 @@ def _names(items: list[Comparison]) -> str:
     category="Secrets",
     timeout_s=20,
     reads=(
-        "Each shared secret of the plan at both sites (Kubernetes Secrets, or AWS Secrets "
-        "Manager and its DR-region replica), compared by keyed fingerprint; values never "
-        "leave the process."
+        "Each shared secret of the plan at both sites (Kubernetes Secrets, AWS Secrets "
+        "Manager and its DR-region replica, or each site's secret store for secrets.store), "
+        "compared by keyed fingerprint; values never leave the process."
     ),
     blocks="A secret is missing at DR, or a key's name or value differs.",
     warns="Never.",

@@ -8,7 +8,7 @@ site), ports, command and args. Differences come back as field paths.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +57,16 @@ def _quantities(values: Mapping[str, Any] | None) -> dict[str, str]:
     return out
 
 
-def _container(c: Mapping[str, Any]) -> dict[str, Any]:
+# The name an image of the primary has at DR (the plan's images.remap), None when unmapped.
+Remap = Callable[[str], str | None]
+
+
+def _same_name(image: str) -> str | None:
+    return None
+
+
+def _container(c: Mapping[str, Any], remap: Remap = _same_name) -> dict[str, Any]:
+    image = str(c.get("image") or "")
     resources = c.get("resources") or {}
     env_from = [
         ("configMap", (e.get("configMapRef") or {}).get("name"))
@@ -66,7 +75,7 @@ def _container(c: Mapping[str, Any]) -> dict[str, Any]:
         for e in c.get("envFrom") or []
     ]
     return {
-        "image": strip_registry(str(c.get("image") or "")),
+        "image": strip_registry(remap(image) or image),
         "resources.requests": _quantities(resources.get("requests")),
         "resources.limits": _quantities(resources.get("limits")),
         "env": sorted(str(e.get("name")) for e in c.get("env") or []),
@@ -84,12 +93,14 @@ def _container(c: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _containers(template: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _containers(
+    template: Mapping[str, Any], remap: Remap = _same_name
+) -> dict[str, dict[str, Any]]:
     spec = template.get("spec") or {}
     out: dict[str, dict[str, Any]] = {}
     for group in ("initContainers", "containers"):
         for c in spec.get(group) or []:
-            out[f"{group}[{c.get('name')}]"] = _container(c)
+            out[f"{group}[{c.get('name')}]"] = _container(c, remap)
     return out
 
 
@@ -99,10 +110,13 @@ def _shown(field: str, value: Any) -> Any:
     return value
 
 
-def template_drift(primary: Mapping[str, Any], dr: Mapping[str, Any]) -> list[Drift]:
-    """Differences between two workloads' pod templates, as paths under ``spec.template.spec``."""
+def template_drift(
+    primary: Mapping[str, Any], dr: Mapping[str, Any], remap: Remap = _same_name
+) -> list[Drift]:
+    """Differences between two workloads' pod templates, as paths under ``spec.template.spec``;
+    the primary's images read as ``remap`` names them at DR."""
     base = "spec.template.spec."
-    left = _containers((primary.get("spec") or {}).get("template") or {})
+    left = _containers((primary.get("spec") or {}).get("template") or {}, remap)
     right = _containers((dr.get("spec") or {}).get("template") or {})
     drifts: list[Drift] = []
     for key in sorted(left.keys() | right.keys()):

@@ -42,6 +42,16 @@ COMMANDS: dict[str, Entry] = {
         "when it would not complete, when the whole interval is above the RTO target, or when "
         "the sites could not be read (the forecast is then unverified).",
     ),
+    "capacity": Entry(
+        "drills.cli.capacity_cmd",
+        "Right-size the plan's DR pool, as of now: its GPUs by model (allocatable, reserved for "
+        "the standbys, used by the sentinel and by low-priority work, idle), the GPUs a takeover "
+        "needs, the standby's cost a month (730 h), the idle ratio over --window (DCGM in "
+        "Prometheus, else allocation, and it says which), effective compute and a recommendation."
+        " Exit 1 when the cost is unknown (a GPU node unpriced, no pricing file), when DR "
+        "cannot give a takeover what it needs, or when DR cannot be read; 2 for a bad plan, "
+        "pricing file or option.",
+    ),
     "run": Entry(
         "drills.cli.run_cmd",
         "Run a minimum-takeover drill (or a practice that leaves production untouched, a real "
@@ -74,6 +84,10 @@ COMMANDS: dict[str, Entry] = {
     ),
     "plan": Entry("drills.cli.plan_cmd", "Validate, inspect and describe drill plans."),
     "lab": Entry("drills.cli.lab_cmd", "The local lab: two stand-in sites on loopback."),
+    "providers": Entry(
+        "drills.cli.providers_cmd",
+        "The providers installed here: object stores, registries, secret stores, DNS.",
+    ),
     "serve": Entry(
         "drills.cli.serve_cmd",
         "A local Prefect server, work pool, worker, the warm runner of declared incidents and "

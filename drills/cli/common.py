@@ -92,7 +92,7 @@ def load_plan_or_exit(path: Path) -> DrillPlan:
     from drills.plan import load_plan
 
     try:
-        return load_plan(path)
+        return with_usable_providers(load_plan(path))
     except PlanError as exc:
         print_plan_problems(path, exc)
         raise typer.Exit(EXIT_INVALID) from None
@@ -109,6 +109,17 @@ def load_plan_view_or_exit(path: Path, application: str | None) -> DrillPlan:
     except UnknownApplicationError as unknown:
         err_console().print(Text(str(unknown), style="red"), soft_wrap=True)
         raise typer.Exit(EXIT_INVALID) from None
+
+
+def with_usable_providers(plan: DrillPlan) -> DrillPlan:
+    """``plan``, or a PlanError naming each provider it selects that is not installed here
+    or failed to load, with those that are (one line each, at the field that names it)."""
+    from drills.targets.providers import unusable
+
+    problems = [plan.problem_at(field, line) for field, line in unusable(plan)]
+    if problems:
+        raise PlanError(problems)
+    return plan
 
 
 def open_history(url: str | None, *, read_only: bool = False) -> HistoryStore:

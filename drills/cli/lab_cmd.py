@@ -231,6 +231,9 @@ def _print_info(info: LabInfo) -> None:
         table.add_row("registries", "ECR on moto")
     table.add_row("moto (S3, Secrets Manager, Route 53, ECR)", info.moto)
     table.add_row(f"DNS ({info.dns_provider})", info.dns_server)
+    table.add_row(
+        "Prometheus (GPU metrics)", info.prometheus or "not installed: idle by allocation"
+    )
     state = Path(info.state_dir)
     table.add_row("plan", str(state / "plan.yaml"))
     table.add_row("kubeconfigs", f"{state / 'primary.kubeconfig'}, {state / 'dr.kubeconfig'}")

@@ -56,6 +56,7 @@ def serve(
     """Serve /metrics until interrupted; each scrape reads the store and the plans anew, on a
     thread of its own (a listen backlog of 1024: a burst of scrapes waits, none is dropped).
     ?name[]=METRIC returns only those metrics; a name[] naming no metric of drills is a 400."""
+    from drills.capacity.figures import FiguresCache
     from drills.metrics.exporter import DrillsCollector, start
     from drills.metrics.plans import PlanCache
     from drills.metrics.snapshot import Snapshotter
@@ -67,7 +68,9 @@ def serve(
 
     err = err_console(highlight=False)
     store = open_history(db)
-    collector = DrillsCollector(Snapshotter(store, readiness_interval), PlanCache(paths))
+    collector = DrillsCollector(
+        Snapshotter(store, readiness_interval), PlanCache(paths), FiguresCache()
+    )
     try:
         server, _thread = start(collector, host, port)
     except OSError as exc:

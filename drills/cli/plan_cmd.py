@@ -18,6 +18,7 @@ from drills.cli.common import (
     fleet_paths,
     load_plan_or_exit,
     print_plan_problems,
+    with_usable_providers,
 )
 from drills.cli.console import err_console, out_console
 from drills.errors import PlanError, PlanProblem, TargetError
@@ -25,6 +26,7 @@ from drills.plan import (
     DrillPlan,
     PlanWarning,
     Rfc2136Dns,
+    Route53Dns,
     Site,
     Tier,
     plan_schema_text,
@@ -161,7 +163,7 @@ def _validate_all(paths: tuple[str, ...], *, resolve: bool, strict: bool) -> Non
     valid, failed = [], 0
     for path in paths:
         try:
-            plan = load_plan(path)
+            plan = with_usable_providers(load_plan(path))
         except PlanError as exc:
             print_plan_problems(path, exc)
             failed += 1
@@ -326,8 +328,10 @@ def _dns_table(plan: DrillPlan) -> Table:
     table = _table("DNS", "setting", "value")
     if isinstance(dns, Rfc2136Dns):
         where = f"RFC 2136 zone {dns.zone} on {', '.join(dns.servers)} (TSIG {dns.tsig.name})"
-    else:
+    elif isinstance(dns, Route53Dns):
         where = f"Route 53 hosted zone {dns.hosted_zone_id} ({dns.aws.region})"
+    else:
+        where = f"provider {dns.provider}"
     rows = [
         ("provider", where),
         ("record", f"{dns.record.name} {dns.record.type.value}"),

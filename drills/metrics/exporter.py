@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from threading import Thread
 from typing import Any
@@ -21,6 +21,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
+from drills.capacity.figures import DrFigures, FiguresCache
 from drills.metrics.plans import PlanCache
 from drills.metrics.snapshot import SITES, MetricsSnapshot, PlanMetrics, Snapshotter
 
@@ -127,6 +128,22 @@ SPECS = (
         "Incidents proposed by alerts (declare_on) that wait for an operator's approval.",
         P,
     ),
+    _spec(
+        "drills_dr_standby_cost_per_hour",
+        "What the GPUs reserved at DR for the plan's standbys cost an hour (drills capacity).",
+        P, "currency",
+    ),
+    _spec(
+        "drills_dr_gpu_idle_ratio",
+        "The part of DR's GPUs idle: over 7 days from DCGM, else now from allocation.",
+        P, "source",
+    ),
+    _spec(
+        "drills_dr_gpus_needed",
+        "GPUs a takeover needs at DR: at minimum, and for the plan's target part of demand.",
+        P, "need",
+    ),
+    _spec("drills_dr_gpus_reserved", "GPUs at DR held for the plan's standbys.", P),
     _spec("drills_plan_files_invalid", "Plan files configured that do not load."),
     _spec("drills_metrics_scrape_duration_seconds", "Time this scrape took to compute."),
 )  # fmt: skip
@@ -200,10 +217,24 @@ def _run_families(out: Families, p: PlanMetrics, now: float) -> None:
         out.add(oldest, p.oldest_unfinished_start, plan)
 
 
-def families(snapshot: MetricsSnapshot, took_s: float = 0.0) -> Families:
+def _dr_families(out: Families, f: DrFigures) -> None:
+    if f.cost_per_hour is not None and f.currency:
+        out.add("drills_dr_standby_cost_per_hour", f.cost_per_hour, f.plan, f.currency)
+    out.add("drills_dr_gpu_idle_ratio", f.idle_ratio, f.plan, f.idle_source)
+    out.add("drills_dr_gpus_needed", f.needed_minimum_gpus, f.plan, "minimum")
+    if f.needed_target_gpus is not None:
+        out.add("drills_dr_gpus_needed", f.needed_target_gpus, f.plan, "target")
+    out.add("drills_dr_gpus_reserved", f.reserved_gpus, f.plan)
+
+
+def families(
+    snapshot: MetricsSnapshot, took_s: float = 0.0, dr: Mapping[str, DrFigures] | None = None
+) -> Families:
     out = Families()
     for plan in snapshot.plans:
         _plan_families(out, plan, snapshot.taken_at)
+        if dr and plan.plan in dr:
+            _dr_families(out, dr[plan.plan])
     out.add("drills_plan_files_invalid", len(snapshot.invalid_files))
     out.add("drills_metrics_scrape_duration_seconds", took_s)
     return out
@@ -212,9 +243,12 @@ def families(snapshot: MetricsSnapshot, took_s: float = 0.0) -> Families:
 class DrillsCollector(Collector):
     """Computes the metrics on each scrape, from the store and the plans as they are then."""
 
-    def __init__(self, snapshotter: Snapshotter, plans: PlanCache) -> None:
+    def __init__(
+        self, snapshotter: Snapshotter, plans: PlanCache, dr: FiguresCache | None = None
+    ) -> None:
         self.snapshotter = snapshotter
         self.plans = plans
+        self.dr = dr  # the DR figures of plans with a cost section, refreshed in the background
 
     def describe(self) -> Iterator[Metric]:
         # The names, without a scrape: what a `?name[]=` filter is checked against.
@@ -224,7 +258,8 @@ class DrillsCollector(Collector):
         began = time.perf_counter()
         loaded = self.plans.load()
         snapshot = self.snapshotter.take(loaded.plans, loaded.invalid)
-        return iter(families(snapshot, time.perf_counter() - began))
+        dr = self.dr.get(loaded.plans) if self.dr is not None else None
+        return iter(families(snapshot, time.perf_counter() - began, dr))
 
 
 class _Server(ThreadingWSGIServer):

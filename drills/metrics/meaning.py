@@ -74,6 +74,27 @@ MEANING: dict[str, str] = {
         "dismissed, nor seen withdrawn (its alerts resolved): each waits on the Incident page. "
         "`drills_incident_proposals_pending > 0` for long means nobody is looking"
     ),
+    "drills_dr_standby_cost_per_hour": (
+        "what the GPUs reserved at DR for the plan's standbys cost an hour, at the prices of "
+        "its pricing file (`cost.pricing` or `DRILLS_PRICING`), in `currency`; × 730 for a "
+        "month. Absent when a reserved GPU is on a node the file does not price. Only for "
+        "plans with a `cost` section, refreshed every 5 minutes in the background"
+    ),
+    "drills_dr_gpu_idle_ratio": (
+        "the part of DR's GPUs idle: 1 − mean `DCGM_FI_DEV_GPU_UTIL` over 7 days "
+        '(`source="prometheus"`), or the GPUs no pod holds now (`source="allocation"`) when '
+        "Prometheus is not given or does not answer"
+    ),
+    "drills_dr_gpus_needed": (
+        'GPUs a takeover needs at DR: `need="minimum"` is gpu × dr_replicas over the critical '
+        'and normal tiers; `need="target"` the plan\'s `cost.demand` at its `target_percent` '
+        "(absent without a demand)"
+    ),
+    "drills_dr_gpus_reserved": (
+        "GPUs at DR that neither the sentinel, nor low-priority work, nor other work holds: "
+        "what is kept for the plan's takeover. Compare with `drills_dr_gpus_needed` to see "
+        "what preemptible work could use"
+    ),
     "drills_plan_files_invalid": (
         "plan files configured that do not load (`drills plan validate` says why)"
     ),

@@ -11,6 +11,7 @@ DNS record by its name and type (DNS names are global), a bucket by its endpoint
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -65,6 +66,9 @@ def _server(config: dict[str, Any], context: str | None) -> str | None:
 
 def _bucket(site: Site, bucket: str) -> Claim:
     where = str(site.objects.endpoint_url or f"s3.{site.objects_region}").rstrip("/")
+    if site.objects.provider != "s3":  # another provider's store is what its settings say
+        settings = json.dumps(site.objects.settings, sort_keys=True, separators=(",", ":"))
+        where = f"{site.objects.provider}:{settings}"
     return Claim("bucket", f"{where} {bucket}")
 
 

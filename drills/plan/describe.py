@@ -3,7 +3,7 @@ description, so the two never drift, with every URL redacted (a URL may carry a 
 
 from __future__ import annotations
 
-from drills.plan.loader import ControllerFence, EcrRegistry, Site
+from drills.plan.loader import ControllerFence, EcrRegistry, OciRegistry, Site
 from drills.text import redact_url
 
 
@@ -13,14 +13,19 @@ def describe_site(site: Site) -> dict[str, str]:
     reg = site.registry
     if isinstance(reg, EcrRegistry):
         registry = f"ECR {reg.registry_id} ({site.registry_region})"
-    else:
+    elif isinstance(reg, OciRegistry):
         registry = f"OCI {redact_url(reg.url)}" + (" (with auth)" if reg.auth else "")
+    else:
+        registry = f"provider {reg.provider}"
     fence = site.ingress
     if isinstance(fence, ControllerFence):
         fencing = f"scale ingress controller {fence.deployment} to 0"
     else:
         fencing = "close Ingress " + ", ".join(str(o) for o in fence.objects)
     storage = redact_url(site.objects.endpoint_url) if site.objects.endpoint_url else "AWS S3"
+    storage = f"{storage} ({site.objects_region})"
+    if site.objects.provider != "s3":  # its settings are its own, never shown here
+        storage = f"provider {site.objects.provider}"
     kubernetes = (
         "in-cluster"
         if k8s.in_cluster
@@ -29,7 +34,7 @@ def describe_site(site: Site) -> dict[str, str]:
     return {
         "kubernetes": kubernetes,
         "registry": registry,
-        "object storage": f"{storage} ({site.objects_region})",
+        "object storage": storage,
         "fence": fencing,
         "endpoint": redact_url(site.endpoint),
     }

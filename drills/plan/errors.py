@@ -21,6 +21,7 @@ from pydantic_core import ErrorDetails
 
 from drills.errors import PlanProblem
 from drills.plan.refs import describe, is_credential_key, safe_repr
+from drills.plan.stores import EXTERNAL_TAG
 from drills.plan.yamlfile import Loc, Position, YamlDocument
 from drills.text import for_terminal
 
@@ -44,7 +45,7 @@ def locate(data: Any, loc: Loc, missing: bool) -> tuple[Loc, Loc]:
             break
         if _has(current, part):
             current = current[part]
-        elif isinstance(current, dict) and any(current.get(d) == part for d in _DISCRIMINATORS):
+        elif _is_tag(current, part):
             continue
         else:
             printed.extend(p for p in parts[i:] if not _is_tag(current, p))
@@ -61,7 +62,11 @@ def _has(node: Any, part: str | int) -> bool:
 
 
 def _is_tag(node: Any, part: str | int) -> bool:
-    return isinstance(node, dict) and any(node.get(d) == part for d in _DISCRIMINATORS)
+    if not isinstance(node, dict):
+        return False
+    if part == EXTERNAL_TAG and "provider" in node:
+        return True  # a provider that is not built in: the union's tag, not a key
+    return any(node.get(d) == part for d in _DISCRIMINATORS)
 
 
 def position(doc: YamlDocument, present: Loc, at_key: bool) -> Position | None:
@@ -236,6 +241,10 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 def _tag_of(model: type[BaseModel]) -> str | None:
     """The discriminator value of a union member (``kind: oci`` -> ``"oci"``), if any."""
+    if "settings" in model.model_fields and "provider" in model.model_fields:
+        provider = model.model_fields["provider"]
+        if typing.get_origin(provider.annotation) is not Literal:
+            return EXTERNAL_TAG  # the member for a provider that is not built in
     for name in _DISCRIMINATORS:
         field = model.model_fields.get(name)
         if field is not None and typing.get_origin(field.annotation) is Literal:
@@ -245,11 +254,11 @@ def _tag_of(model: type[BaseModel]) -> str | None:
 
 
 def _unquote(text: object) -> str:
-    return str(text or "").strip("'\"")
+    return str(text or "").strip("'\"").removesuffix("()")  # `kind()`: a callable's
 
 
 def _or_list(text: object) -> str:
-    names = re.findall(r"'([^']*)'", str(text or ""))
+    names = [n for n in re.findall(r"'([^']*)'", str(text or "")) if n != EXTERNAL_TAG]
     if len(names) <= 1:
         return "".join(names)
     return ", ".join(names[:-1]) + " or " + names[-1]

@@ -21,8 +21,10 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_valid
 
 from drills.errors import PlanError, PlanProblem
 from drills.plan.applications import Application, Applications, application_rules, lease_name
+from drills.plan.cost import CostSettings
 from drills.plan.errors import CREDENTIAL_KEY_HINT, translate
 from drills.plan.gates import DeclareSelector, Gates
+from drills.plan.images import ImageRemap, ImagesPolicy
 from drills.plan.lint import PlanWarning, findings
 from drills.plan.models import (
     Approval,
@@ -37,6 +39,8 @@ from drills.plan.models import (
     DnsRecord,
     EcrRegistry,
     EvidenceSettings,
+    ExternalDns,
+    ExternalRegistry,
     Fence,
     IngressFence,
     KubernetesAccess,
@@ -54,10 +58,12 @@ from drills.plan.models import (
     Route53Dns,
     Schedule,
     SecretsPolicy,
+    SecretStore,
     Sentinel,
     Site,
     Sites,
     SmokeProbe,
+    StoreSecret,
     Tier,
     TsigAlgorithm,
     TsigKey,
@@ -80,6 +86,7 @@ __all__ = [
     "AwsCredentials",
     "AwsSecret",
     "ControllerFence",
+    "CostSettings",
     "Dataset",
     "DatasetInventory",
     "DatasetKind",
@@ -87,7 +94,11 @@ __all__ = [
     "DnsRecord",
     "DrillPlan",
     "EcrRegistry",
+    "ExternalDns",
+    "ExternalRegistry",
     "Fence",
+    "ImageRemap",
+    "ImagesPolicy",
     "IngressFence",
     "KubernetesAccess",
     "KubernetesSecret",
@@ -103,11 +114,13 @@ __all__ = [
     "Route53Dns",
     "Schedule",
     "SecretRef",
+    "SecretStore",
     "SecretsPolicy",
     "Sentinel",
     "Site",
     "Sites",
     "SmokeProbe",
+    "StoreSecret",
     "Tier",
     "TsigAlgorithm",
     "TsigKey",
@@ -147,6 +160,8 @@ class DrillPlan(PlanModel):
     """Bucket pairs replicated from the primary to DR, checked and measured for RPO."""
     secrets: SecretsPolicy = SecretsPolicy()
     """Secrets that must exist at DR, and how old they may be."""
+    images: ImagesPolicy = ImagesPolicy()
+    """How the primary's image names read at DR (images.remap)."""
     dns: Dns
     """The DNS record the takeover switches from the primary to DR."""
     objectives: Objectives
@@ -179,6 +194,8 @@ class DrillPlan(PlanModel):
     applications: Applications = ()
     """Groups of workloads, datasets and DNS records that `drills run --only NAME` takes
     over or practises one at a time; what no application lists belongs to every run."""
+    cost: CostSettings | None = None
+    """Prices, GPU metrics and demand, for `drills capacity` (what the DR pool costs)."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
@@ -197,7 +214,7 @@ class DrillPlan(PlanModel):
         # On separate storage (per-site MinIO, say) equal names are fine. Endpoints are
         # compared normalised: a trailing slash, a default port, or the host written
         # another way (localhost, 127.1, 0x7f000001) is the same storage.
-        if same_storage(primary.objects.endpoint_url, dr.objects.endpoint_url):
+        if _same_object_store(primary, dr):
             rules += [
                 (
                     ("datasets", i, "dr_bucket"),
@@ -322,6 +339,15 @@ class DrillPlan(PlanModel):
 
 # One part of a field path: a key (`sites`) or an index (`[3]`).
 _FIELD_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _same_object_store(primary: Site, dr: Site) -> bool:
+    p, d = primary.objects, dr.objects
+    if p.provider != d.provider:
+        return False
+    if p.provider != "s3":
+        return p.settings == d.settings  # all that another provider is told
+    return same_storage(p.endpoint_url, d.endpoint_url)
 
 
 def _secrets_manager(site: Site) -> tuple[str, str | None] | None:
@@ -508,9 +534,39 @@ def plan_digest(plan: DrillPlan) -> str:
     """sha256 of the plan's canonical JSON: equal for equal plans, wherever the file lives
     (an application's view has its whole plan's digest: the file it came from)."""
     canonical = json.dumps(
-        plan.whole.model_dump(mode="json"),
+        _without_later_defaults(plan.whole.model_dump(mode="json")),
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+# Fields a plan gained after runs began recording digests: at their defaults they are left out,
+# so a plan file that did not change keeps the digest its earlier runs recorded.
+_LATER_DEFAULTS: tuple[tuple[tuple[str, ...], object], ...] = (
+    (("applications",), []),
+    (("cost",), None),
+    (("images",), {"remap": []}),
+    (("secrets", "store"), []),
+    *(
+        (("sites", role, *field), value)
+        for role in ("primary", "dr")
+        for field, value in (
+            (("secret_store",), {"provider": "aws-secrets-manager", "settings": {}}),
+            (("objects", "provider"), "s3"),
+            (("objects", "settings"), {}),
+        )
+    ),
+)
+
+
+def _without_later_defaults(dumped: dict[str, Any]) -> dict[str, Any]:
+    for path, default in _LATER_DEFAULTS:
+        *parents, key = path
+        node: Any = dumped
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(key, object()) == default:
+            del node[key]
+    return dumped

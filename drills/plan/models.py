@@ -13,11 +13,21 @@ import re
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, Tag, model_validator
 
 from drills.plan.durations import Duration, PositiveDuration, format_duration
+from drills.plan.model_base import PlanModel, StrictBool, StrictInt
 from drills.plan.refs import SecretRef
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
+from drills.plan.stores import (
+    EXTERNAL_TAG,
+    ExternalRegistry,
+    ProviderSettings,
+    SecretStore,
+    StoreSecret,
+    provider_tag,
+    settings_rules,
+)
 from drills.plan.types import (
     AwsAccountId,
     AwsRegion,
@@ -37,6 +47,7 @@ from drills.plan.types import (
     Label,
     NameOrRef,
     ObjectPrefix,
+    ProviderName,
     ShortText,
     Text,
     TimeZone,
@@ -47,19 +58,6 @@ from drills.plan.urls import service_key
 # Fencing, bringing DR up, switching DNS and one smoke probe take longer than this
 # even on a warm DR pool; an RTO below it is a typo (1ms, 10s for 10m) that fails every drill.
 MIN_RTO_SECONDS = 30.0
-
-StrictInt = Annotated[int, Field(strict=True)]
-StrictBool = Annotated[bool, Field(strict=True)]
-
-
-class PlanModel(BaseModel):
-    # hide_input_in_errors: a ValidationError printed by anyone must not show a
-    # credential that was (wrongly) written inline.
-    # use_attribute_docstrings: a field's docstring is its description in the JSON Schema,
-    # the reference and an editor's hover (the docstring is the one source of that text).
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", hide_input_in_errors=True, use_attribute_docstrings=True
-    )
 
 
 class Tier(StrEnum):
@@ -173,6 +171,10 @@ class OciRegistry(PlanModel):
     auth: OciAuth | None = None
     """Credentials; without them, anonymous pulls."""
 
+    @property
+    def provider_name(self) -> str:
+        return self.kind
+
 
 class EcrRegistry(PlanModel):
     kind: Literal["ecr"]
@@ -181,19 +183,45 @@ class EcrRegistry(PlanModel):
     registry_id: AwsAccountId
     """The AWS account id of the registry."""
 
+    @property
+    def provider_name(self) -> str:
+        return self.kind
 
-Registry = Annotated[OciRegistry | EcrRegistry, Field(discriminator="kind")]
+
+Registry = Annotated[
+    Annotated[OciRegistry, Tag("oci")]
+    | Annotated[EcrRegistry, Tag("ecr")]
+    | Annotated[ExternalRegistry, Tag(EXTERNAL_TAG)],
+    provider_tag("kind", ("oci", "ecr")),
+]
 
 
 class ObjectStorage(PlanModel):
-    """S3-compatible object storage; without ``endpoint_url``, AWS S3 itself."""
+    """S3-compatible object storage; without ``endpoint_url``, AWS S3 itself. Another
+    installed provider (``provider``) reads its own ``settings`` instead."""
 
+    provider: ProviderName = "s3"
+    """The object-store provider (`drills providers list`): s3, or an installed one."""
+    settings: ProviderSettings = {}  # noqa: RUF012 - pydantic copies a default per model
+    """What a provider other than s3 reads, as its documentation says."""
     endpoint_url: HttpUrl | None = None
     """An S3-compatible endpoint; without it, AWS S3."""
     region: AwsRegion | None = None
     """The buckets' region; default the site's aws.region, else us-east-1."""
     credentials: AwsCredentials | None = None
     """Credential references; without them, the default AWS credential chain."""
+
+    @model_validator(mode="after")
+    def _provider_fields(self) -> ObjectStorage:
+        rules = settings_rules(self.provider, "s3", self.settings)
+        if self.provider != "s3":
+            rules += [
+                ((name,), f"is the s3 provider's; give {self.provider}'s in settings")
+                for name in ("endpoint_url", "region", "credentials")
+                if getattr(self, name) is not None
+            ]
+        raise_rules("objects", rules)
+        return self
 
 
 class ObjectRef(PlanModel):
@@ -240,6 +268,8 @@ class Site(PlanModel):
     """The container registry the site pulls from."""
     objects: ObjectStorage
     """The site's object storage, holding the datasets' buckets."""
+    secret_store: SecretStore = SecretStore()
+    """The site's secret store, for `secrets.store`; default AWS Secrets Manager."""
     ingress: Fence
     """How the site is fenced: its Ingress objects closed, or its controller stopped."""
     endpoint: HttpUrl = Field(description="The site's own service endpoint, probed directly.")
@@ -448,6 +478,10 @@ class SecretsPolicy(PlanModel):
         tuple[AwsSecret, ...], unique_by("secret", key_of("id"), "id", "secrets.aws")
     ] = ()
     """Secrets Manager secrets that must be at DR."""
+    store: Annotated[
+        tuple[StoreSecret, ...], unique_by("secret", key_of("id"), "id", "secrets.store")
+    ] = ()
+    """Secrets of each site's secret store (sites.*.secret_store) that must be at DR."""
 
 
 # --- DNS ---------------------------------------------------------------------------
@@ -553,7 +587,21 @@ class Route53Dns(DnsSwitch):
     """The AWS account of the hosted zone."""
 
 
-Dns = Annotated[Rfc2136Dns | Route53Dns, Field(discriminator="provider")]
+class ExternalDns(DnsSwitch):
+    """A DNS provider that is installed but not built in; it reads its own ``settings``."""
+
+    provider: ProviderName
+    """The provider's name (`drills providers list`)."""
+    settings: ProviderSettings = {}  # noqa: RUF012 - pydantic copies a default per model
+    """What that provider reads, as its documentation says."""
+
+
+Dns = Annotated[
+    Annotated[Rfc2136Dns, Tag("rfc2136")]
+    | Annotated[Route53Dns, Tag("route53")]
+    | Annotated[ExternalDns, Tag(EXTERNAL_TAG)],
+    provider_tag("provider", ("rfc2136", "route53")),
+]
 
 
 # --- judging the drill -------------------------------------------------------------

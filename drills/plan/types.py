@@ -114,6 +114,30 @@ def check_image(value: str) -> str:
     return value
 
 
+_PROVIDER_NAME = re.compile(r"[a-z][a-z0-9._-]{0,62}")
+
+
+def check_provider(value: str) -> str:
+    if not _PROVIDER_NAME.fullmatch(value):
+        raise ValueError(
+            "must be a provider's name: 1–63 lowercase letters, digits, '.', '_' or '-', "
+            "starting with a letter (`drills providers list` shows those installed)"
+        )
+    return value
+
+
+_IMAGE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*(/[A-Za-z0-9._-]+)*(/\*)?")
+
+
+def check_image_pattern(value: str) -> str:
+    if len(value) > 256 or not _IMAGE_PATTERN.fullmatch(value):
+        raise ValueError(
+            "must be an image name without tag, HOST/PATH, or a subtree HOST/PATH/* "
+            "(one '*', at the end)"
+        )
+    return value
+
+
 def check_prefix(value: str) -> str:
     problem = _control_problem(value, "")
     if problem:
@@ -271,6 +295,13 @@ DnsName = Annotated[str, _checked(check_fqdn)]
 DnsServer = Annotated[str, _checked(check_dns_server)]
 ObjectPrefix = Annotated[str, _checked(check_prefix)]
 ImageRef = Annotated[str, _checked(check_image)]
+ProviderName = Annotated[str, _checked(check_provider)]
+# images.remap: a name without tag (HOST/PATH), or a subtree (HOST/PATH/*).
+ImagePattern = Annotated[
+    str,
+    Field(json_schema_extra={"examples": ["registry.primary/team/*"]}),
+    _checked(check_image_pattern),
+]
 TimeZone = Annotated[str, _checked(check_timezone)]
 CronExpr = Annotated[str, _checked(check_cron)]
 AwsAccountId = Annotated[str, BeforeValidator(_registry_id), _checked(check_registry_id)]

@@ -22,9 +22,10 @@ from drills.errors import DrillError
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.serving import RecordedServing, Site, recorded_serving
-from drills.targets.dns import dns_for, normalize_value
+from drills.targets.dns import normalize_value
 from drills.targets.http import new_client
 from drills.targets.probe import serving
+from drills.targets.providers import dns_adapter
 
 PROBE_READ_S = 2.0
 
@@ -135,7 +136,7 @@ def look_live(plan: DrillPlan) -> LiveView:
         for role, site in plan.sites.items():
             endpoints[role] = serving(client, str(site.endpoint)).ok
     try:
-        target = dns_for(plan)
+        target = dns_adapter(plan)
         try:
             answers = target.read(plan.dns.record.name, str(plan.dns.record.type))
         finally:

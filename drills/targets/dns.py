@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from drills.errors import PermanentError, TemporaryError
-from drills.plan import DrillPlan, Rfc2136Dns, SecretRef
+from drills.plan import DrillPlan, Rfc2136Dns, Route53Dns, SecretRef
 from drills.plan.types import check_fqdn
 from drills.targets.retry import Waiting
 
@@ -193,7 +193,9 @@ def stale_reason(answer: RecordAnswer, want: str) -> str | None:
 
 
 def dns_for(plan: DrillPlan, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> DnsTarget:
-    """The adapter for ``plan.dns``; resolves its credentials now (errors name the ref only).
+    """The built-in adapter for ``plan.dns`` (the ``rfc2136`` and ``route53`` providers; any
+    provider: drills.targets.providers.dns_adapter); resolves its credentials now (errors
+    name the ref only).
 
     ``timeout_s`` bounds each DNS query of RFC 2136; Route 53 calls carry the AWS
     client's own connect and read timeouts (``drills.targets.aws``).
@@ -208,6 +210,8 @@ def dns_for(plan: DrillPlan, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> DnsTarg
             timeout_s=timeout_s,
             tsig_name=_tsig_name(plan, config),
         )
+    if not isinstance(config, Route53Dns):
+        raise PermanentError("dns", f"provider {config.provider!r} is not built in")
     from drills.targets.dns_route53 import Route53Target, route53_endpoint
 
     return Route53Target(config, route53_endpoint(config, plan))

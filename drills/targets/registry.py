@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from drills.plan import DrillPlan, EcrRegistry, Site
+from drills.errors import PermanentError
+from drills.plan import DrillPlan, EcrRegistry, OciRegistry, Site
 
 # A digest reference (``sha256:<hex>``) as opposed to a tag.
 _DIGEST = re.compile(r"[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-fA-F0-9]{32,}")
@@ -96,12 +97,15 @@ def parse_image(text: str) -> ImageName:
 
 
 def registry_for(role: str, site: Site, plan: DrillPlan) -> Registry:
-    """The registry adapter of one site, credentials resolved from the plan's references."""
+    """The built-in registry adapter of one site (the ``oci`` and ``ecr`` providers),
+    credentials resolved from the plan's references."""
     name = f"registry {role}"
     if isinstance(site.registry, EcrRegistry):
         from drills.targets.registry_ecr import EcrImages
 
         return EcrImages.for_site(name, site, plan)
+    if not isinstance(site.registry, OciRegistry):
+        raise PermanentError(name, f"provider {site.registry.provider_name!r} is not built in")
     from drills.targets.registry_oci import OciDistribution
 
     auth = site.registry.auth

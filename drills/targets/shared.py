@@ -206,4 +206,6 @@ def site_sections(site: Site, kind: str) -> tuple[Any, ...]:
         return (site.registry, site.aws)
     if kind == "objects":
         return (site.objects, site.aws)
+    if kind == "secrets":
+        return (site.secret_store, site.aws)
     return (site.aws,)

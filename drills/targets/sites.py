@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from drills.targets.dns import DnsTarget
     from drills.targets.kube import KubeTarget
     from drills.targets.objects import ObjectStore
+    from drills.targets.provider_api import Kind, SecretStoreAdapter
     from drills.targets.registry import Registry
     from drills.targets.secrets import AwsSecrets
 
@@ -107,39 +108,40 @@ class SiteTargets:
             ),
         )
 
+    def _provided(self, kind: Kind, reads: frozenset[str]) -> Any:
+        """The adapter the provider of this site's ``kind`` section builds."""
+        from drills.targets.providers import site_adapter
+
+        return self._adapter(
+            kind, lambda: site_adapter(kind, self.label, self.site, self.plan), reads
+        )
+
     @property
     def registry(self) -> Registry:
-        from drills.targets.registry import registry_for
-
-        return cast(
-            "Registry",
-            self._adapter(
-                "registry", lambda: registry_for(self.label, self.site, self.plan), REGISTRY_READS
-            ),
-        )
+        return cast("Registry", self._provided("registry", REGISTRY_READS))
 
     @property
     def objects(self) -> ObjectStore:
-        from drills.targets.objects import ObjectStore
+        # Typed as the S3 store, whose methods ObjectStoreAdapter names: what the checks call.
+        return cast("ObjectStore", self._provided("objects", OBJECTS_READS))
 
-        return cast(
-            "ObjectStore",
-            self._adapter(
-                "objects",
-                lambda: ObjectStore.for_site(self.label, self.site, self.plan),
-                OBJECTS_READS,
-            ),
-        )
+    @property
+    def secret_store(self) -> SecretStoreAdapter:
+        """The site's secret store (sites.*.secret_store), for the plan's secrets.store."""
+        return cast("SecretStoreAdapter", self._provided("secrets", SECRETS_READS))
 
     @property
     def aws_secrets(self) -> AwsSecrets:
-        from drills.targets.secrets import AwsSecrets
+        """AWS Secrets Manager, for the plan's secrets.aws, whatever the secret store is."""
+        from drills.targets.provider_api import ProviderContext
+        from drills.targets.providers import build
 
+        where = ProviderContext(self.label, self.plan, self.site)
         return cast(
             "AwsSecrets",
             self._adapter(
                 "aws_secrets",
-                lambda: AwsSecrets.for_site(self.label, self.site, self.plan),
+                lambda: build("secrets", "aws-secrets-manager", where),
                 SECRETS_READS,
             ),
         )
@@ -184,16 +186,16 @@ class Targets:
 
     @property
     def dns(self) -> DnsTarget:
-        from drills.targets.dns import dns_for
+        from drills.targets.providers import dns_adapter
 
         shared = self._shared
         if shared is None:
-            return self._cache.get("dns", lambda: dns_for(self.plan))
+            return cast("DnsTarget", self._cache.get("dns", lambda: dns_adapter(self.plan)))
 
         def build() -> DnsTarget:
             identity = shared.identity(self.plan, "-", "dns", self.plan.dns)
             return cast(
-                "DnsTarget", shared.adapter(identity, lambda: dns_for(self.plan), DNS_READS)
+                "DnsTarget", shared.adapter(identity, lambda: dns_adapter(self.plan), DNS_READS)
             )
 
         return self._cache.get("dns", build)

@@ -148,8 +148,8 @@ class RolloutController:
     def _create(
         self, w: dict[str, Any], name: str, labels: dict[str, str], now: float
     ) -> dict[str, Any]:
-        node = None
-        if self._nodes:
+        node = self._gpu_node(w)
+        if node is None and self._nodes:
             node = self._nodes[self._placed % len(self._nodes)]
             self._placed += 1
         body = podlib.new_pod(w, name, labels, node)
@@ -160,6 +160,20 @@ class RolloutController:
         pod = self._store.create("pods", body)
         self._ready_at[pod["metadata"]["uid"]] = now + self._workload_delay(w)
         return self._set_pod_status(pod, ready=False)
+
+    def _gpu_node(self, w: dict[str, Any]) -> str | None:
+        """The first schedulable node with room for the pod's GPUs, as the scheduler would
+        place it (the GPU metrics follow the pods); None for a pod without GPUs, or when no
+        node has room (it is then placed like any other, never left Pending)."""
+        wanted = podlib.gpus_of(dig(w, "spec", "template", "spec") or {})
+        if wanted <= 0:
+            return None
+        taken = podlib.gpus_by_node(self._store.list("pods"))
+        for node in self._all_nodes:
+            name = node["metadata"]["name"]
+            if name in self._nodes and podlib.node_gpus(node) - taken.get(name, 0) >= wanted:
+                return str(name)
+        return None
 
     def _set_pod_status(self, pod: dict[str, Any], *, ready: bool) -> dict[str, Any]:
         m = pod["metadata"]

@@ -134,3 +134,38 @@ def pod_status(pod: dict[str, Any], ready: bool) -> dict[str, Any]:
         ip = old.get("podIP") or f"10.244.{n // 250 % 250}.{n % 250 + 1}"
         status |= {"podIP": ip, "podIPs": [{"ip": ip}]}
     return status
+
+
+GPU = "nvidia.com/gpu"
+_DONE = frozenset({"Succeeded", "Failed"})
+
+
+def _whole(value: Any) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+def gpus_of(spec: dict[str, Any]) -> int:
+    """The GPUs a pod spec asks for (a request, else a limit; GPUs are whole)."""
+    total = 0
+    for container in spec.get("containers") or []:
+        resources = container.get("resources") or {}
+        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        total += _whole(merged.get(GPU, 0))
+    return total
+
+
+def node_gpus(node: dict[str, Any]) -> int:
+    return _whole(dig(node, "status", "allocatable", GPU) or 0)
+
+
+def gpus_by_node(pods: list[dict[str, Any]]) -> dict[str, int]:
+    """GPUs the pods not finished hold, by the node they are bound to."""
+    out: dict[str, int] = {}
+    for pod in pods:
+        node = dig(pod, "spec", "nodeName")
+        if node and dig(pod, "status", "phase") not in _DONE:
+            out[node] = out.get(node, 0) + gpus_of(pod.get("spec") or {})
+    return out

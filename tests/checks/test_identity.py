@@ -26,7 +26,8 @@ import yaml
 
 from drills.checks.base import Status
 from drills.checks.canary import CANARY_PREFIX
-from drills.plan import DrillPlan, load_plan
+from drills.errors import PlanError
+from drills.plan import DrillPlan, load_plan, plan_from_text
 from drills.store.history import HistoryStore
 from drills.takeover.drill import Drill, DrillRequest
 from drills.targets import site_identity
@@ -37,6 +38,7 @@ from drills.targets.site_identity import (
     Verdict,
     compare_endpoints,
 )
+from drills.targets.sites import Targets
 from drills_lab.kubeapi import write_kubeconfig
 from drills_lab.runtime import LabInfo
 from tests.support.checks import run_check
@@ -419,3 +421,44 @@ def test_two_buckets_of_one_name_on_two_storages_are_two(id_lab: LabInfo) -> Non
     assert verdict.same is False, verdict
     port = urlsplit(id_lab.moto).port
     assert site_identity.compare_storage(id_lab.moto, f"http://localhost.:{port}").same
+
+
+def test_buckets_of_one_name_on_another_providers_stores_are_told_by_settings() -> None:
+    """Another provider's store is what its settings say: with the same settings a bucket
+    name at both sites is one bucket, and the plan is refused; with others, two."""
+    from drills.checks.identity import one_bucket
+    from drills.checks.readiness import check_context
+
+    doc = yaml.safe_load((Path(__file__).parents[1] / "plan" / "plans" / "valid.yaml").read_text())
+    doc["sites"]["primary"]["objects"] = {"provider": "blobs", "settings": {"account": "use1"}}
+    doc["sites"]["dr"]["objects"] = {"provider": "blobs", "settings": {"account": "use1"}}
+    for dataset in doc["datasets"]:
+        dataset["dr_bucket"] = dataset["primary_bucket"]
+    with pytest.raises(PlanError, match="must differ from primary_bucket"):
+        plan_from_text(yaml.safe_dump(doc))
+
+    doc["sites"]["dr"]["objects"]["settings"] = {"account": "usw2"}
+    plan = plan_from_text(yaml.safe_dump(doc))
+    assert plan.datasets and all(d.dr_bucket == d.primary_bucket for d in plan.datasets)
+    with Targets(plan) as targets:
+        assert one_bucket(check_context(plan, targets, None)) is None
+
+
+def test_two_plans_claim_one_bucket_name_on_two_stores_of_another_provider_apart() -> None:
+    """What `plan validate --all` and the run lease compare: another provider's store is named
+    by its settings, so one bucket name on two of its stores is two claims."""
+    from drills.plan.claims import plan_claims
+
+    doc = yaml.safe_load((Path(__file__).parents[1] / "plan" / "plans" / "valid.yaml").read_text())
+
+    def buckets(account: str) -> set[str]:
+        for site in doc["sites"].values():
+            site["objects"] = {"provider": "blobs", "settings": {"account": account}}
+        doc["sites"]["dr"]["objects"]["settings"]["account"] += "-dr"
+        plan = plan_from_text(yaml.safe_dump(doc))
+        return {c.key for c in plan_claims(plan) if c.kind == "bucket"}
+
+    one, other = buckets("use1"), buckets("euw1")
+    assert one and one.isdisjoint(other)
+    assert any(target.startswith('blobs:{"account":"use1"} ') for target in one)
+    assert buckets("use1") == one

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ def plan_over(
     dr: dict[str, Any],
     workloads: list[dict[str, Any]],
     extra: dict[str, dict[str, Any]] | None = None,
+    remap: list[dict[str, str]] | None = None,
 ) -> DrillPlan:
     """A small plan whose workloads name their images, so no cluster is read."""
 
@@ -69,6 +71,8 @@ def plan_over(
         "dns": UNUSED_DNS,
         "objectives": {"rto": "15m", "rpo": "5m"},
     }
+    if remap:
+        doc["images"] = {"remap": remap}
     return plan_from_text(yaml.safe_dump(doc))
 
 
@@ -192,6 +196,53 @@ def test_problem_in_normal_tier_only_warns(
         f"{prefix}/sidecar@{digest}",
     }
     assert "no critical workload affected" in result.summary
+
+
+def test_remapped_images_compare_across_the_mapping(
+    registries: RegistryPair, oci: tuple[dict[str, str], dict[str, str], str]
+) -> None:
+    """With images.remap, DR is asked for the mapped name: a copy there passes, and an image
+    missing under its mapped name fails, naming both names, even when DR holds it under the
+    primary's own name."""
+    primary, dr, prefix = oci
+    p_host, d_host = registries.primary.url[7:], registries.dr.url[7:]
+    copied, forgotten = f"{prefix}/team/api:1.0", f"{prefix}/team/trainer:2.0"
+    for reference in (copied, forgotten):
+        image = build_image(reference)
+        with httpx.Client(timeout=10) as http:
+            push_oci(http, registries.primary.url, image)
+            # DR holds both under the primary's name; only `api` also under the mirror's.
+            push_oci(http, registries.dr.url, image)
+            if reference == copied:
+                push_oci(
+                    http, registries.dr.url, replace(image, repository=f"mirror/{prefix}/team/api")
+                )
+    remap = [{"primary": f"{p_host}/{prefix}/team/*", "dr": f"{d_host}/mirror/{prefix}/team/*"}]
+
+    passing = plan_over(
+        primary, dr, [workload("api", "critical", f"{p_host}/{copied}")], remap=remap
+    )
+    result = run_check(passing, "images.synced")
+    assert result.status is Status.PASS, result.summary
+    assert result.evidence["remapped"] == 1
+
+    workloads = [
+        workload("api", "critical", f"{p_host}/{copied}"),
+        workload("trainer", "critical", f"{p_host}/{forgotten}"),
+    ]
+    result = run_check(plan_over(primary, dr, workloads, remap=remap), "images.synced")
+    assert (result.status, result.blocking) == (Status.FAIL, True)
+    assert counts(result) == {**dict.fromkeys(PROBLEMS, 0), "missing_at_dr": 1}
+    mapped = f"{d_host}/mirror/{prefix}/team/trainer:2.0"
+    assert f"{p_host}/{forgotten} as {mapped}" in result.summary
+    [missing] = result.evidence["examples"]["missing_at_dr"]
+    assert (missing["primary_image"], missing["dr_image"]) == (f"{p_host}/{forgotten}", mapped)
+    assert missing["primary_digest"].startswith("sha256:") and missing["dr_digest"] is None
+    assert f"docker://{d_host}/mirror/{prefix}/team/trainer:2.0" in result.remediation
+
+    # Without the remap, the same registries pass: DR has every image under the primary's name.
+    unmapped = run_check(plan_over(primary, dr, workloads), "images.synced")
+    assert unmapped.status is Status.PASS, unmapped.summary
 
 
 def test_unreachable_dr_registry_is_an_error(

@@ -51,6 +51,7 @@ def own_lab(
         # Under CI the lab must run on the real BIND and registries, never on the fallbacks.
         require_system_binary("named", "bind9")
         require_system_binary("docker-registry", "docker-registry")
+        require_system_binary("prometheus", "prometheus")
     state_dir = tmp_path_factory.mktemp(name)
     info, _ = control.up(state_dir, **options)
     try:

@@ -60,6 +60,7 @@ def test_fleet_rows_problems_first_filter_and_links(ui_env: UiEnv) -> None:
     assert int(table["cadence limit in"][2].split(" d")[0]) > 80
     assert table["cadence limit in"][1] == "no success yet"
     assert table["readiness link"][0] == "/readiness?plan=blocked"
+    assert set(table["DR cost / month"]) == {"—"}  # these plans have no cost section
     assert "3 plan(s), 2 with problems" in shown(at)
 
     at.text_input(key="fleet.name").input("heal").run()

@@ -16,7 +16,8 @@ from drills.plan import DrillPlan
 from drills.plan.files import call_within
 from drills.takeover.steps.changes import KINDS, record_address
 from drills.takeover.timeline import Timeline
-from drills.targets.dns import DnsTarget, RecordAnswer, dns_for, normalize_value
+from drills.targets.dns import DnsTarget, RecordAnswer, normalize_value
+from drills.targets.providers import dns_adapter
 
 # How long an incident's preflight looks at the record before it goes on without it.
 INCIDENT_LOOK_S = 3.0
@@ -77,7 +78,7 @@ def record_where_planned(plan: DrillPlan, timeline: Timeline, *, incident: bool)
     address = record_address(record.name, str(record.type))
     sites = ("primary", "dr") if incident else ("primary",)
     with timeline.step("DNS record at a planned value") as step:
-        target = dns_for(plan)  # its own: the run's is made (credentials read) at the switch
+        target = dns_adapter(plan)  # its own: the run's is made (credentials read) at the switch
         try:
             answers = _read(target, record.name, str(record.type), incident=incident)
         except (DrillError, TimeoutError) as exc:

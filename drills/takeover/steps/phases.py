@@ -31,6 +31,7 @@ from drills.takeover.steps.changes import (
 )
 from drills.takeover.steps.dns_values import check_switch, record_where_planned
 from drills.takeover.steps.executor import ChangeExecutor
+from drills.takeover.steps.images import check_remapped_images
 from drills.takeover.timeline import StepRecord, Timeline, every, utc_now
 from drills.targets.http import new_client
 from drills.targets.probe import ProbeResult, serving, smoke_until
@@ -198,6 +199,8 @@ def preflight_guard(ctx: PhaseContext, readiness: ReadinessReport | None) -> Non
     serving), and a DNS record that could not be switched back; in an
     incident, a primary that does not answer at all, unless --force-unfenced. In both, a
     DNS record at an address the plan does not name (drills/takeover/steps/dns_values.py).
+    In a drill, DR workloads that do not run the names images.remap gives the primary's
+    images (drills/takeover/steps/images.py).
     """
     with ctx.timeline.step("primary and DR are distinct") as step:
         checked = distinct_result(readiness)
@@ -217,6 +220,7 @@ def preflight_guard(ctx: PhaseContext, readiness: ReadinessReport | None) -> Non
             raise RunRefused("preflight: " + " ".join(problems))
         step.result = _sighting_summary(ctx, seen["primary"][1])
     record_where_planned(ctx.plan, ctx.timeline, incident=ctx.incident)
+    check_remapped_images(ctx.plan, ctx.targets, ctx.timeline, incident=ctx.incident)
 
 
 def _look_at_sites(ctx: PhaseContext) -> dict[str, tuple[str, ProbeResult]]:
