@@ -49,7 +49,11 @@ def main() -> None:
         auth.sign_in(settings, access, "app.sign_in")
         st.stop()
     page = st.navigation(PAGES)
-    components.serving_banner(settings)  # once, above whichever page runs
+    # Once, above whichever page runs, in a slot that is there even when empty: the page
+    # below keeps its place when the banner comes or goes (a failback's end), or the live
+    # view that watched it is drawn anew beside its stale copy.
+    with st.container():
+        components.serving_banner(settings)
     page.run()
 
 

@@ -433,6 +433,10 @@ def main() -> None:
         "Nothing fails back on its own: while a plan serves from DR, this page checks the way "
         "back and offers **Fail back**."
     )
+    # The live view's place comes before anything that changes with where a plan serves
+    # (the way back goes when a failback ends): at a moving place, the render at the run's
+    # end drew the outcome and its links a second time beside the fragment's stale copy.
+    watch_slot = st.container()
     at_dr_names = {plan for plan, _ in data.serving_from_dr(settings.db_url)}
     at_dr = [e for e in data.plans(settings) if e.valid and e.name in at_dr_names]
     for entry in at_dr:
@@ -442,7 +446,8 @@ def main() -> None:
         st.error(problem, icon=":material/power_off:")
         _audit_log(settings)
         return
-    _watch_section(settings, access)
+    with watch_slot:
+        _watch_section(settings, access)
     busy = _busy(settings) if access.can_declare else None
     valid = [e for e in data.plans(settings) if e.valid]
     proposals.section(settings, access, valid, busy, _follow_incident)
