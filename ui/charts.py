@@ -85,19 +85,19 @@ def rto_frame(points: list[RtoPoint]) -> pd.DataFrame:
 
 
 def _time_axis(frame: pd.DataFrame) -> alt.X:
-    """24-hour UTC ticks, on a span never narrower than half an hour: one run alone would
-    otherwise get an axis of milliseconds (".757"), and runs minutes apart a single
-    vertical line on an axis of hours."""
+    """24-hour UTC ticks, on a span never narrower than four minutes: one run alone would
+    otherwise get an axis of milliseconds (".757"), and runs seconds apart a single
+    vertical line on an axis of an hour."""
     if frame.empty:
         return alt.X("started:T", title="run started (UTC)")
     low, high = frame["started"].min(), frame["started"].max()
-    pad = max((high - low) * 0.05, pd.Timedelta(minutes=15))
+    pad = max((high - low) * 0.1, pd.Timedelta(minutes=2))
     domain = [(low - pad).isoformat(), (high + pad).isoformat()]
     return alt.X(
         "started:T",
         title="run started (UTC)",
         scale=alt.Scale(domain=domain),
-        axis=alt.Axis(format="%Y-%m-%d %H:%M", labelAngle=-30, labelOverlap="greedy"),
+        axis=alt.Axis(format="%Y-%m-%d %H:%M", labelAngle=0, labelOverlap="greedy"),
     )
 
 
@@ -200,7 +200,8 @@ def rto_trend(points: list[RtoPoint]) -> CheckedLayerChart:
         layers.append(_line(base, "full_s", FULL, "#607d8b", dashes))
     layers += [dots, _forecast_marks(base, shapes)]
     # Legends below the plot: beside it, the last entries fell off the chart's height.
-    chart = CheckedLayerChart(data=frame, layer=layers).properties(height=300)
+    # Tall enough that the plot keeps most of it once the axis and the legends are drawn.
+    chart = CheckedLayerChart(data=frame, layer=layers).properties(height=400)
     return chart.configure_legend(orient="bottom", direction="vertical")
 
 
