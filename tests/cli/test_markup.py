@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import types
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from drills.cli import lab_cmd, readiness_cmd, serve_cmd, serve_group
 from drills.cli.console import SafeConsole
 from drills.errors import LabError
 from drills.orchestrator.rest import Deployment, WorkerStatus
+from drills.orchestrator.serve import ServeInfo
 from drills_lab import control as lab_control
 
 MARKUP = "closes [/] and [red]PASS[/red] and [bold]"
@@ -84,7 +84,11 @@ def test_serve_status_shows_paused_and_names_as_written(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     out = capture(monkeypatch, serve_cmd, "console")
-    info = types.SimpleNamespace(ui_url="http://ui [/]", api_url="x", server_pid=1, warm_pid=2)
+    # A real record, so that a field added to it later is there with its default.
+    info = ServeInfo(
+        state_dir=str(tmp_path), project_dir=str(tmp_path), api_url="x", ui_url="http://ui [/]",
+        db_url="sqlite://", server_pid=1, worker_pid=None, started_at="now", warm_pid=2,
+    )  # fmt: skip
 
     class Api:
         def __enter__(self) -> Api:
