@@ -171,7 +171,7 @@ def retry_until(
             attempt += 1
             wait = policy.backoff(min(attempt - 1, 16), min(exc.delay, policy.max_delay_s), draw)
             wait = max(wait, policy.base_delay_s / 2)  # never a busy loop on a refusal
-            if now + wait >= deadline or (stop is not None and stop.is_set()):
+            if now >= deadline or (stop is not None and stop.is_set()):
                 if attempt == 1 and now >= deadline:
                     raise
                 spent = now - first_failure
@@ -179,6 +179,10 @@ def retry_until(
                 final = _same_kind(exc, cause)
                 setattr(final, _EXHAUSTED, True)
                 raise final from exc
+            # A backoff that would pass the deadline is cut to it, and one last attempt made
+            # there: giving up as soon as the next wait would not fit ended a phase up to a
+            # whole backoff before its deadline.
+            wait = min(wait, deadline - now)
             until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=deadline - now)
             waiting = Waiting(exc.target, exc.cause, now - first_failure, until, wait, attempt)
             if on_wait is not None:

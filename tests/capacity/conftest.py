@@ -2,16 +2,43 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
+from drills_lab import topology
 from drills_lab.runtime import LabInfo
 from tests.support.services import own_lab, require_system_binary
+
+# What the lab's inventory says, recomputed from its description.
+DR_GPU_NODES = sorted(
+    f"{pool.prefix}-{i}"
+    for pool in topology.SITES["dr"].pools
+    if pool.gpus
+    for i in range(pool.count)
+)
+
+
+def wait_for_samples(info: LabInfo, hosts: int) -> None:
+    """Until Prometheus has scraped every DR GPU node at least once."""
+    query = 'count(count by (Hostname) (DCGM_FI_DEV_GPU_UTIL{site="dr"}))'
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        answer = httpx.get(f"{info.prometheus}/api/v1/query", params={"query": query}).json()
+        result = answer["data"]["result"]
+        if result and int(result[0]["value"][1]) == hosts:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"Prometheus never scraped the {hosts} DR GPU nodes")
 
 
 @pytest.fixture(scope="session")
 def capacity_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+    """The lab, once its Prometheus holds a sample of every DR GPU: a page or report read
+    before the first scrape finds no DCGM series and falls back to allocation."""
     require_system_binary("prometheus", "prometheus")
     with own_lab(tmp_path_factory, "capacity-lab", ready_delay=0.2) as info:
+        wait_for_samples(info, len(DR_GPU_NODES))
         yield info

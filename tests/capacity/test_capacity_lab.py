@@ -22,6 +22,7 @@ from drills.plan import load_plan
 from drills.targets.sites import Targets
 from drills_lab import topology
 from drills_lab.runtime import LabInfo
+from tests.capacity.conftest import DR_GPU_NODES, wait_for_samples
 
 PRICE = Decimal("3.1417")  # a GPU-hour of the lab's GPU model
 NODE_PRICE = Decimal("25.13")  # a node-hour of the lab's GPU instance type
@@ -58,34 +59,14 @@ def _cents(value: Decimal) -> Decimal:
     return value.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
 
 
-# What the lab's inventory says, recomputed from its description.
-DR_GPU_NODES = sorted(
-    f"{pool.prefix}-{i}"
-    for pool in topology.SITES["dr"].pools
-    if pool.gpus
-    for i in range(pool.count)
-)
 DR_GPUS = sum(pool.count * pool.gpus for pool in topology.SITES["dr"].pools)
 TAKEOVER_GPUS = sum(w.gpu * w.dr_replicas for w in topology.WORKLOADS if w.tier != "batch")
-
-
-def _wait_for_samples(info: LabInfo, hosts: int) -> None:
-    """Until Prometheus has scraped every DR GPU node at least once."""
-    query = 'count(count by (Hostname) (DCGM_FI_DEV_GPU_UTIL{site="dr"}))'
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        answer = httpx.get(f"{info.prometheus}/api/v1/query", params={"query": query}).json()
-        result = answer["data"]["result"]
-        if result and int(result[0]["value"][1]) == hosts:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"Prometheus never scraped the {hosts} DR GPU nodes")
 
 
 def test_clean_lab_figures_recomputed_from_the_inventory(
     capacity_lab: LabInfo, tmp_path: Path
 ) -> None:
-    _wait_for_samples(capacity_lab, len(DR_GPU_NODES))
+    wait_for_samples(capacity_lab, len(DR_GPU_NODES))
     pricing = _pricing(
         tmp_path,
         {
@@ -211,7 +192,7 @@ def test_a_demand_above_what_dr_holds_says_how_many_gpus_are_missing(capacity_la
 
 
 def test_the_lab_exports_dcgm_metrics_for_each_gpu(capacity_lab: LabInfo) -> None:
-    _wait_for_samples(capacity_lab, len(DR_GPU_NODES))
+    wait_for_samples(capacity_lab, len(DR_GPU_NODES))
     answer = httpx.get(f"{capacity_lab.prometheus}/api/v1/query",
                        params={"query": 'DCGM_FI_DEV_GPU_UTIL{site="dr"}'}).json()  # fmt: skip
     series = [item["metric"] for item in answer["data"]["result"]]
@@ -225,7 +206,7 @@ def test_the_lab_exports_dcgm_metrics_for_each_gpu(capacity_lab: LabInfo) -> Non
 def test_gpus_busy_over_time_is_one_bounded_range_query(capacity_lab: LabInfo) -> None:
     from drills.capacity.idle import busy_over_time
 
-    _wait_for_samples(capacity_lab, len(DR_GPU_NODES))
+    wait_for_samples(capacity_lab, len(DR_GPU_NODES))
     points = busy_over_time(capacity_lab.prometheus, DR_GPU_NODES, 60.0, points=20)
     assert 1 <= len(points) <= 21  # a step of 3 s over the minute: never the raw samples
     steps = {round(b[0] - a[0], 3) for a, b in itertools.pairwise(points)}
