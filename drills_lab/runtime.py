@@ -376,7 +376,10 @@ class Lab:
             prometheus=endpoints.prometheus or "",
             startup_seconds=round(startup, 3),
         )
-        (self.state_dir / STATE_FILE).write_text(json.dumps(asdict(info), indent=2) + "\n")
+        # Written aside and renamed, as a waiting `lab up` or test reads it the moment it exists.
+        staged = self.state_dir / f".{STATE_FILE}.partial"
+        staged.write_text(json.dumps(asdict(info), indent=2) + "\n")
+        staged.replace(self.state_dir / STATE_FILE)
         return info
 
 

@@ -18,7 +18,9 @@ from tests.support.ui import Drilled, UiEnv, add_run, open_page, shown
 # A decimal number standing alone: not part of an address (127.0.0.2), a version or an id.
 FLOAT = re.compile(r"(?<![\w.:])(\d+\.\d+)(?![\w.]|\.\d)")
 # A number glued to a unit, as a plan writes it (5m, 1h30m, 12.3s): not how a view writes one.
-COMPACT = re.compile(r"(?<![\w.])\d+(\.\d+)?(ms|s|m|h|d)(?![\w])")
+# Not a group of a UUID or a shortened digest either ("…-445d-…", "445d…"): CI once drew a
+# flow run's id with such a group.
+COMPACT = re.compile(r"(?<![\w.-])\d+(\.\d+)?(ms|s|m|h|d)(?![\w…-])")
 ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
 TWELVE_HOUR = re.compile(r"\d{1,2}:\d\d(:\d\d)?\s?[AP]M\b")
 
