@@ -27,7 +27,7 @@ import httpx
 
 from drills.errors import LabError
 from drills.ports import candidate_port
-from drills_lab import topology
+from drills_lab import externaldns, topology
 from drills_lab.dcgm import DcgmExporter
 from drills_lab.endpoint import SiteEndpoint
 from drills_lab.images import build_image, push_ecr, push_oci
@@ -129,8 +129,13 @@ class Lab:
         checkpoint_every_s: float = 60.0,
         reverse_replication: bool = True,
         audit: bool = False,
+        dns: str = "auto",
+        dns_sync_interval: float = externaldns.DEFAULT_INTERVAL_S,
     ) -> None:
         self.state_dir = state_dir.resolve()
+        self.dns = dns  # "auto": BIND when installed, else Route 53; or "external-dns"
+        self.dns_sync_interval = dns_sync_interval
+        self.external_dns: externaldns.LabExternalDns | None = None
         self.audit = audit
         self.drift = drift
         self.drift_scheduling = drift_scheduling
@@ -237,14 +242,31 @@ class Lab:
                 self.registries[site] = self._own(registry)
                 registry.start()
         self._start_metrics()
+        if self.dns == "external-dns" and not have_named:
+            raise LabError("--dns external-dns needs BIND named (apt-get install bind9)")
         if have_named:
             ttl = topology.DRIFT_TTL if self.drift else topology.GOOD_TTL
-            record = LabDnsRecord(topology.RECORD, "A", ttl, topology.PRIMARY_ADDR)
+            records = [LabDnsRecord(topology.RECORD, "A", ttl, topology.PRIMARY_ADDR)]
+            if self.dns == "external-dns":
+                records += externaldns.lab_records(topology.RECORD, ttl)
             self.named = self._own(
-                NamedServer(self.state_dir / NAMED_DIR, zone=topology.ZONE, records=[record])
+                NamedServer(self.state_dir / NAMED_DIR, zone=topology.ZONE, records=records)
             )
             self.named.start()
             self.named.write_tsig_secret(self.state_dir / "tsig.secret")
+            if self.dns == "external-dns":
+                self._start_external_dns(ttl)
+
+    def _start_external_dns(self, ttl: int) -> None:
+        assert self.named is not None
+        self.external_dns = self._own(
+            externaldns.start_lab_controller(
+                self.kube[externaldns.SITE].store, record=topology.RECORD,
+                target=topology.PRIMARY_ADDR, ttl=ttl, server=(self.named.host, self.named.port),
+                zone=topology.ZONE, tsig=(self.named.tsig_name, self.named.tsig_secret),
+                interval_s=self.dns_sync_interval,
+            )
+        )  # fmt: skip
 
     def _start_metrics(self) -> None:
         """Each site's DCGM exporter, and a real Prometheus scraping them when installed
@@ -356,6 +378,9 @@ class Lab:
             account=ACCOUNT,
             prometheus=self.prometheus.url if self.prometheus else None,
             pricing=PRICING_FILE,
+            external_dns=(
+                externaldns.plan_section(self.dns_sync_interval) if self.external_dns else None
+            ),
         )
         (self.state_dir / PRICING_FILE).write_text(json.dumps(LAB_PRICING, indent=2) + "\n")
         write_plan(self.state_dir / "plan.yaml", endpoints, drift=self.drift)
@@ -366,7 +391,9 @@ class Lab:
             drift_scheduling=self.drift_scheduling,
             reverse_replication=self.reverse_replication,
             started_at=time.time(),
-            dns_provider="rfc2136" if self.named else "route53",
+            dns_provider=(
+                "external-dns" if self.external_dns else "rfc2136" if self.named else "route53"
+            ),
             registry_kind="oci" if self.registries else "ecr",
             kube=endpoints.kube,
             endpoints=endpoints.site_endpoints,

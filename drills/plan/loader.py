@@ -40,6 +40,8 @@ from drills.plan.models import (
     EcrRegistry,
     EvidenceSettings,
     ExternalDns,
+    ExternalDnsController,
+    ExternalDnsResource,
     ExternalRegistry,
     Fence,
     IngressFence,
@@ -95,6 +97,8 @@ __all__ = [
     "DrillPlan",
     "EcrRegistry",
     "ExternalDns",
+    "ExternalDnsController",
+    "ExternalDnsResource",
     "ExternalRegistry",
     "Fence",
     "ImageRemap",
@@ -245,7 +249,7 @@ class DrillPlan(PlanModel):
 
     def _practice_rules(self) -> list[Rule]:
         name = self.practice.record
-        if name is None or not isinstance(self.dns, Rfc2136Dns):
+        if name is None or not isinstance(self.dns, Rfc2136Dns | ExternalDnsController):
             return []
         zone = self.dns.zone
         if name == zone or name.endswith("." + zone):
