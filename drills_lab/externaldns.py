@@ -13,9 +13,11 @@ delay is what a drill's RTO must include.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dns.exception
@@ -89,7 +91,9 @@ class LabExternalDns:
         owner_id: str,
         interval_s: float,
         default_ttl: int = 300,
+        journal: Path | None = None,
     ) -> None:
+        """``journal``, when given, gets one JSON line per change made to the zone."""
         self.store = store
         self.server = server
         self.zone = dns.name.from_text(zone)
@@ -98,6 +102,7 @@ class LabExternalDns:
         self.default_ttl = default_ttl
         self._key = dns.tsig.Key(tsig_name, tsig_secret, dns.tsig.HMAC_SHA256)
         self.applied: list[Applied] = []
+        self.journal = journal
         self._managed: set[tuple[str, str]] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lab-external-dns", daemon=True)
@@ -199,7 +204,7 @@ class LabExternalDns:
         for txt in registry_names(name, rtype):
             update.replace(txt, want.ttl, "TXT", value)
         self._send(update)
-        self.applied.append(Applied(dt.datetime.now(dt.UTC), name, rtype, want.targets))
+        self._record(Applied(dt.datetime.now(dt.UTC), name, rtype, want.targets))
         log.info("external-dns: %s %s set to %s", name, rtype, ", ".join(want.targets) or "none")
 
     def _delete(self, name: str, rtype: str) -> None:
@@ -208,8 +213,16 @@ class LabExternalDns:
         for txt in registry_names(name, rtype):
             update.delete(txt, "TXT")
         self._send(update)
-        self.applied.append(Applied(dt.datetime.now(dt.UTC), name, rtype, ()))
+        self._record(Applied(dt.datetime.now(dt.UTC), name, rtype, ()))
         log.info("external-dns: %s %s removed", name, rtype)
+
+    def _record(self, change: Applied) -> None:
+        self.applied.append(change)
+        if self.journal is not None:
+            line = {"at": change.at.isoformat(), "name": change.name, "type": change.rtype,
+                    "targets": list(change.targets)}  # fmt: skip
+            with self.journal.open("a") as out:
+                out.write(json.dumps(line) + "\n")
 
     def _send(self, update: dns.update.UpdateMessage) -> None:
         reply = dns.query.tcp(update, self.server[0], port=self.server[1], timeout=5.0)
@@ -240,6 +253,7 @@ ENDPOINT_NAME = "api"
 OWNER_ID = "drills-lab-dr"  # it runs at DR, which must switch the name when the primary is lost
 SITE = "dr"
 DEFAULT_INTERVAL_S = 3.0
+JOURNAL_FILE = "external-dns.jsonl"  # in the state directory: each change it made, when
 
 
 def lab_records(record: str, ttl: int) -> list[LabDnsRecord]:
@@ -258,6 +272,7 @@ def start_lab_controller(
     zone: str,
     tsig: tuple[str, str],
     interval_s: float,
+    journal: Path | None = None,
 ) -> LabExternalDns:
     """Seed the DNSEndpoint the lab's record comes from, and start syncing it."""
     if store.get("namespaces", None, NAMESPACE) is None:
@@ -265,7 +280,7 @@ def start_lab_controller(
     store.create("dnsendpoints", dns_endpoint(NAMESPACE, ENDPOINT_NAME, record, "A", target, ttl))
     controller = LabExternalDns(
         store, server=server, zone=zone, tsig_name=tsig[0], tsig_secret=tsig[1],
-        owner_id=OWNER_ID, interval_s=interval_s,
+        owner_id=OWNER_ID, interval_s=interval_s, journal=journal,
     )  # fmt: skip
     controller.start()
     return controller

@@ -84,7 +84,8 @@ def clear_service_storage(state_dir: Path) -> list[Path]:
     removed as a link, never followed, so nothing outside the state directory is touched.
     """
     removed = []
-    for name in (*REGISTRY_DIRS.values(), NAMED_DIR, TSIG_FILE, PROMETHEUS_DIR):
+    for name in (*REGISTRY_DIRS.values(), NAMED_DIR, TSIG_FILE, PROMETHEUS_DIR,
+                 externaldns.JOURNAL_FILE):  # fmt: skip
         path = state_dir / name
         if path.is_symlink() or path.is_file():
             path.unlink()
@@ -265,6 +266,7 @@ class Lab:
                 target=topology.PRIMARY_ADDR, ttl=ttl, server=(self.named.host, self.named.port),
                 zone=topology.ZONE, tsig=(self.named.tsig_name, self.named.tsig_secret),
                 interval_s=self.dns_sync_interval,
+                journal=self.state_dir / externaldns.JOURNAL_FILE,
             )
         )  # fmt: skip
 
