@@ -134,6 +134,9 @@ def lab_plan(lab: LabEndpoints, *, drift: bool) -> dict[str, Any]:
                 for s in topology.K8S_SECRETS
             ],
             "aws": [{"id": name, "per_site": False} for name in topology.AWS_SECRETS],
+            "external_secrets": [
+                {"namespace": s.namespace, "name": s.name} for s in topology.EXTERNAL_SECRETS
+            ],
         },
         "dns": _dns(lab),
         "objectives": {"rto": "5m", "rpo": "15m"},

@@ -27,7 +27,7 @@ import httpx
 
 from drills.errors import LabError
 from drills.ports import candidate_port
-from drills_lab import externaldns, topology
+from drills_lab import externaldns, externalsecrets, topology
 from drills_lab.dcgm import DcgmExporter
 from drills_lab.endpoint import SiteEndpoint
 from drills_lab.images import build_image, push_ecr, push_oci
@@ -322,6 +322,19 @@ class Lab:
         )
         if self.named is None:
             self._seed_route53()
+        self._start_external_secrets()
+
+    def _start_external_secrets(self) -> None:
+        """Each site's External Secrets stand-in, syncing from its region's Secrets Manager."""
+        for site in SITE_ADDR:
+            sm = self._aws("secretsmanager", site)
+            store = self.kube[site].store
+            externalsecrets.seed_site(
+                store, sm, site, SITE_REGION[site],
+                lambda key, prop: self.secret_value("primary", f"eso/{key}", prop),
+                drift=self.drift,
+            )  # fmt: skip
+            self._own(externalsecrets.LabExternalSecrets(store, sm, name=site)).start()
 
     def _seed_images(self) -> None:
         refs = [w.image for w in topology.WORKLOADS] + [topology.CONTROLLER_IMAGE]

@@ -13,8 +13,10 @@ from typing import Any
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.checks.secret_reads import (
     Comparison,
+    PlanSecret,
     Rotation,
     compare_at_sites,
+    external_sync,
     plan_secrets,
     read_rotation,
 )
@@ -59,24 +61,45 @@ def secrets_synced(ctx: CheckContext) -> Outcome:
     skipped = [s.label for s in plan_secrets(plan) if s.per_site]
     results = [compare_at_sites(targets, fingerprint_key, s) for s in wanted]
     bad = [c for c in results if c.status != "match"]
+    syncs = external_syncs(targets, [s for s in wanted if s.kind == "external"], ctx.now)
+    failing = [row for row in syncs if row["problem"]]
     evidence: dict[str, Any] = {
         "compared": len(results),
         "matching": len(results) - len(bad),
         "skipped_per_site": skipped,
         "secrets": [c.to_json() for c in results],
-    }
+    } | ({"external_secrets": syncs} if syncs else {})
     if not wanted:
         return Outcome(Status.PASS, "no shared secrets in the plan", evidence)
-    if bad:
+    if bad or failing:
+        parts = [f"{len(bad)} of {len(results)} secrets not identical at DR: {_names(bad)}"]
+        parts = parts if bad else []
+        parts += [f"ExternalSecret {row['secret']} at DR {row['problem']}" for row in failing]
         return Outcome(
             Status.FAIL,
-            f"{len(bad)} of {len(results)} secrets not identical at DR: {_names(bad)}",
+            "; ".join(parts),
             evidence,
             remediation="Re-sync the secret to DR from the primary (External Secrets / sealed "
-            "secrets / Secrets Manager replication) and check why the sync stopped.",
+            "secrets / Secrets Manager replication) and check why the sync stopped: for an "
+            "ExternalSecret, the store it names and the error its Ready condition records.",
             blocking=True,
         )
     return Outcome(Status.PASS, f"all {len(results)} secrets identical at DR", evidence)
+
+
+def external_syncs(
+    targets: Targets, externals: list[PlanSecret], now: dt.datetime
+) -> list[dict[str, Any]]:
+    """Each ExternalSecret's sync at DR as its operator recorded it, and why it cannot be
+    trusted (missing, not Ready, stale), if so."""
+    rows: list[dict[str, Any]] = []
+    for secret in externals:
+        state = external_sync(targets, "dr", secret)
+        if state is None:
+            rows.append({"secret": secret.name, "problem": "does not exist"})
+            continue
+        rows.append({"secret": secret.name, **state.to_json(), "problem": state.problem(now)})
+    return rows
 
 
 def _age_days(now: dt.datetime, when: dt.datetime) -> float:
@@ -87,6 +110,8 @@ def _rotations(plan: DrillPlan, targets: Targets) -> list[Rotation]:
     """Shared secrets at the primary (DR holds copies); per-site secrets at both sites."""
     out = []
     for s in plan_secrets(plan):
+        if s.kind == "external":
+            continue  # its Secret is rewritten at each refresh: rotation is its store's
         out.append(read_rotation(targets, "primary", s))
         if s.per_site:
             out.append(read_rotation(targets, "dr", s))

@@ -43,6 +43,7 @@ from drills.plan.models import (
     ExternalDnsController,
     ExternalDnsResource,
     ExternalRegistry,
+    ExternalSecretRef,
     Fence,
     IngressFence,
     KubernetesAccess,
@@ -100,6 +101,7 @@ __all__ = [
     "ExternalDnsController",
     "ExternalDnsResource",
     "ExternalRegistry",
+    "ExternalSecretRef",
     "Fence",
     "ImageRemap",
     "ImagesPolicy",
@@ -553,6 +555,7 @@ _LATER_DEFAULTS: tuple[tuple[tuple[str, ...], object], ...] = (
     (("cost",), None),
     (("images",), {"remap": []}),
     (("secrets", "store"), []),
+    (("secrets", "external_secrets"), []),
     *(
         (("sites", role, *field), value)
         for role in ("primary", "dr")

@@ -466,6 +466,15 @@ class AwsSecret(PlanModel):
     """Must differ between sites."""
 
 
+class ExternalSecretRef(PlanModel):
+    """An ExternalSecret (external-secrets.io) at each site, by namespace and name."""
+
+    namespace: K8sNamespace
+    """The ExternalSecret's namespace (the same at both sites)."""
+    name: K8sName
+    """The ExternalSecret's name (the same at both sites)."""
+
+
 class SecretsPolicy(PlanModel):
     max_age_days: Annotated[StrictInt, Field(ge=1, le=3650)] = 90
     """The longest a secret may go without rotation or change."""
@@ -482,6 +491,14 @@ class SecretsPolicy(PlanModel):
         tuple[StoreSecret, ...], unique_by("secret", key_of("id"), "id", "secrets.store")
     ] = ()
     """Secrets of each site's secret store (sites.*.secret_store) that must be at DR."""
+    external_secrets: Annotated[
+        tuple[ExternalSecretRef, ...],
+        unique_by(
+            "ExternalSecret", key_of("namespace", "name"), "name", "secrets.external_secrets"
+        ),
+    ] = ()
+    """ExternalSecrets (External Secrets Operator) whose sync at DR must be Ready and fresh,
+    and whose target Secret must match the primary's."""
 
 
 # --- DNS ---------------------------------------------------------------------------
