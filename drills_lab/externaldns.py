@@ -30,12 +30,20 @@ import dns.rdatatype
 import dns.tsig
 import dns.update
 
+from drills.plan.models import EXTERNAL_DNS_TARGET
+from drills.targets.dns_externaldns import (
+    OWNER_LABEL,
+    TTL_ANNOTATION,
+    parse_labels,
+    txt_names,
+)
 from drills_lab.kubeapi.store import ResourceStore
 from drills_lab.named import LabDnsRecord
 
 log = logging.getLogger("drills_lab.externaldns")
 
 HERITAGE = "heritage=external-dns"
+HOSTNAME_ANNOTATION = "external-dns.alpha.kubernetes.io/hostname"
 
 
 def registry_value(owner: str, resource: str) -> str:
@@ -45,10 +53,8 @@ def registry_value(owner: str, resource: str) -> str:
 
 def registry_names(name: str, rtype: str, prefix: str = "") -> list[str]:
     """The new-format TXT name (``<type>-``), then the old one (none for AAAA)."""
-    first, _, rest = name.rstrip(".").partition(".")
-    tail = f".{rest}." if rest else "."
-    new = f"{prefix}{rtype.lower()}-{first}{tail}"
-    return [new] if rtype.upper() == "AAAA" else [new, f"{prefix}{first}{tail}"]
+    new, old = txt_names(name, rtype, prefix)
+    return [new] if rtype.upper() == "AAAA" else [new, old]
 
 
 def registry_records(
@@ -123,20 +129,40 @@ class LabExternalDns:
 
     # -- one sync -----------------------------------------------------------------
     def desired(self) -> dict[tuple[str, str], Desired]:
-        """Every endpoint of every DNSEndpoint inside the zone, by (name., TYPE)."""
+        """Every endpoint of every DNSEndpoint (the crd source) and annotated Service (the
+        service source) inside the zone, by (name., TYPE)."""
         wanted: dict[tuple[str, str], Desired] = {}
+        for source, ep in [*self._crd_endpoints(), *self._service_endpoints()]:
+            name = str(ep.get("dnsName", "")).lower().rstrip(".") + "."
+            if not dns.name.from_text(name).is_subdomain(self.zone):
+                continue
+            rtype = str(ep.get("recordType", "A")).upper()
+            ttl = int(ep.get("recordTTL") or self.default_ttl)
+            targets = tuple(sorted(str(t) for t in ep.get("targets") or []))
+            wanted[(name, rtype)] = Desired(targets, ttl, source)
+        return wanted
+
+    def _crd_endpoints(self) -> list[tuple[str, dict[str, Any]]]:
+        found = []
         for obj in self.store.list("dnsendpoints", None):
             meta = obj.get("metadata") or {}
-            resource = f"crd/{meta.get('namespace')}/{meta.get('name')}"
-            for ep in (obj.get("spec") or {}).get("endpoints") or []:
-                name = str(ep.get("dnsName", "")).lower().rstrip(".") + "."
-                if not dns.name.from_text(name).is_subdomain(self.zone):
-                    continue
-                rtype = str(ep.get("recordType", "A")).upper()
-                ttl = int(ep.get("recordTTL") or self.default_ttl)
-                targets = tuple(sorted(str(t) for t in ep.get("targets") or []))
-                wanted[(name, rtype)] = Desired(targets, ttl, resource)
-        return wanted
+            source = f"crd/{meta.get('namespace')}/{meta.get('name')}"
+            found += [(source, ep) for ep in (obj.get("spec") or {}).get("endpoints") or []]
+        return found
+
+    def _service_endpoints(self) -> list[tuple[str, dict[str, Any]]]:
+        """A Service's hostname annotation, with its target annotation (an address)."""
+        found = []
+        for obj in self.store.list("services", None):
+            meta = obj.get("metadata") or {}
+            notes = meta.get("annotations") or {}
+            host, target = notes.get(HOSTNAME_ANNOTATION), notes.get(EXTERNAL_DNS_TARGET)
+            if host and target:
+                ttl = notes.get(TTL_ANNOTATION)
+                ep = {"dnsName": host, "recordType": "A", "targets": [target],
+                      "recordTTL": int(ttl) if ttl and ttl.isdigit() else None}  # fmt: skip
+                found.append((f"service/{meta.get('namespace')}/{meta.get('name')}", ep))
+        return found
 
     def sync(self) -> int:
         """Make the zone hold what the DNSEndpoints say, for the records this owner owns;
@@ -172,11 +198,9 @@ class LabExternalDns:
         """The owner its registry entry names, None when there is none."""
         for txt in registry_names(name, rtype):
             for value in self._query(txt, "TXT")[0]:
-                labels = dict(
-                    part.split("=", 1) for part in value.strip('"').split(",") if "=" in part
-                )
-                if labels.get("heritage") == "external-dns":
-                    return labels.get("external-dns/owner", "")
+                labels = parse_labels(value)
+                if labels is not None:
+                    return labels.get(OWNER_LABEL, "")
         return None
 
     def _answer(self, name: str, rtype: str) -> tuple[tuple[str, ...], int | None]:

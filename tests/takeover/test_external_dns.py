@@ -191,3 +191,48 @@ def test_the_controller_leaves_a_record_another_owner_holds(extdns_lab: LabInfo)
         api.delete_namespaced_custom_object(
             "externaldns.k8s.io", "v1alpha1", externaldns.NAMESPACE, "dnsendpoints", "claimed"
         )
+
+
+def test_a_service_annotation_is_switched_and_restored_exactly(extdns_lab: LabInfo) -> None:
+    from drills.errors import PermanentError
+    from drills.plan.models import EXTERNAL_DNS_TARGET
+    from drills.targets.dns_externaldns import TTL_ANNOTATION
+    from drills_lab.externaldns import HOSTNAME_ANNOTATION
+
+    name = "gw.drills.test."
+    annotations = {
+        HOSTNAME_ANNOTATION: name.rstrip("."),
+        EXTERNAL_DNS_TARGET: topology.PRIMARY_ADDR,
+    }
+    core = k8s.CoreV1Api(_custom(extdns_lab).api_client)
+    service = {"metadata": {"name": "gateway", "annotations": annotations},
+               "spec": {"ports": [{"port": 80}]}}  # fmt: skip
+    core.create_namespaced_service(externaldns.NAMESPACE, service)
+
+    def through_service(data: dict[str, Any]) -> None:
+        data["dns"]["resource"] = {"kind": "Service", "namespace": externaldns.NAMESPACE,
+                                   "name": "gateway"}  # fmt: skip
+        data["dns"]["record"]["name"] = name
+
+    try:
+        with Targets(lab_plan(extdns_lab, through_service)) as targets:
+            dns_target: Any = targets.dns
+            dns_target.confirm(name, "A", topology.PRIMARY_ADDR, deadline_s=3 * SYNC_INTERVAL_S)
+            owned = dns_target.check_owner(name, "A")
+            assert (owned.owner, owned.resource) == (
+                externaldns.OWNER_ID,
+                f"service/{externaldns.NAMESPACE}/gateway",
+            )
+            before = dns_target.snapshot(name, "A")
+            assert before == {"annotations": {EXTERNAL_DNS_TARGET: topology.PRIMARY_ADDR,
+                                              TTL_ANNOTATION: None}}  # fmt: skip
+            dns_target.update(name, "A", topology.DR_ADDR, 30)
+            dns_target.confirm(name, "A", topology.DR_ADDR, deadline_s=3 * SYNC_INTERVAL_S)
+            with pytest.raises(PermanentError, match="switches only its own name"):
+                dns_target.update("other.drills.test.", "A", topology.DR_ADDR, 30)
+            dns_target.restore(name, "A", before)  # returns once BIND answers it again
+            assert [a.values for a in dns_target.read(name, "A")] == [(topology.PRIMARY_ADDR,)]
+        after = core.read_namespaced_service("gateway", externaldns.NAMESPACE)
+        assert after.metadata.annotations == annotations  # no TTL annotation left behind
+    finally:
+        core.delete_namespaced_service("gateway", externaldns.NAMESPACE)
