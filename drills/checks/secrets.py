@@ -37,9 +37,13 @@ def _names(items: list[Comparison]) -> str:
     reads=(
         "Each shared secret of the plan at both sites (Kubernetes Secrets, AWS Secrets "
         "Manager and its DR-region replica, or each site's secret store for secrets.store), "
-        "compared by keyed fingerprint; values never leave the process."
+        "compared by keyed fingerprint; values never leave the process. For each "
+        "ExternalSecret of secrets.external_secrets, its status and target Secret at DR."
     ),
-    blocks="A secret is missing at DR, or a key's name or value differs.",
+    blocks=(
+        "A secret is missing at DR, or a key's name or value differs; an ExternalSecret at DR "
+        "is not Ready, or its refreshTime is older than twice its refreshInterval."
+    ),
     warns="Never.",
     remediation=(
         "Sync the secret to DR (External Secrets, the Secrets Manager replica) so each key "
@@ -51,6 +55,12 @@ def secrets_synced(ctx: CheckContext) -> Outcome:
     same value, compared by keyed fingerprint (HMAC-SHA256 under a random per-run key):
     a Kubernetes Secret in the DR cluster, or the Secrets Manager replica in the DR
     region under the same id. Values never leave the process.
+
+    An ExternalSecret (``secrets.external_secrets``) is also read at DR as External
+    Secrets Operator recorded it: its ``Ready`` condition must be ``True`` and its
+    ``status.refreshTime`` no older than twice its ``spec.refreshInterval``; otherwise the
+    summary names it, the store it reads (``spec.secretStoreRef``) and the condition's
+    reason and message. Its target Secret is compared with the primary's as above.
 
     Secrets marked ``per_site`` are skipped here (they must differ; see
     secrets.distinct_credentials). A secret missing or different at DR fails and
