@@ -71,7 +71,8 @@ def up(
         typer.Option(
             "--drift",
             help="Seed realistic faults: a missing image, a stale checkpoint, a differing "
-            "secret, a DR deployment that never becomes ready, a TTL that is too long.",
+            "secret, a DR deployment that never becomes ready, a TTL that is too long, an "
+            "ExternalSecret whose sync fails at DR.",
         ),
     ] = False,
     drift_scheduling: Annotated[
