@@ -55,6 +55,8 @@ def up(
     reverse_replication: bool = True,
     timeout: float = 30.0,
     audit: bool = False,
+    dns: str = "auto",
+    dns_sync_interval: float = 3.0,
 ) -> tuple[LabInfo, bool]:
     """Start the lab; returns its info and whether it was already running."""
     existing = running(state_dir)
@@ -68,6 +70,11 @@ def up(
                     f"the lab in {state_dir} is running {'with' if have else 'without'} "
                     f"{flag}; run `drills lab down` first"
                 )
+        if (dns == "external-dns") != (existing.dns_provider == "external-dns"):
+            raise LabError(
+                f"the lab in {state_dir} runs DNS through {existing.dns_provider}, not "
+                f"--dns {dns}; run `drills lab down` first"
+            )
         return existing, True
     state_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("lab.json", ERROR_FILE):
@@ -80,6 +87,7 @@ def up(
     argv += [] if system_services else ["--no-system-services"]
     argv += [] if reverse_replication else ["--no-reverse-replication"]
     argv += ["--audit"] if audit else []
+    argv += ["--dns", dns, "--dns-sync-interval", str(dns_sync_interval)]
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     with log_path.open("ab") as log:
         child = subprocess.Popen(

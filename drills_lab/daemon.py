@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-every", type=float, default=60.0)
     parser.add_argument("--no-reverse-replication", action="store_true")
     parser.add_argument("--audit", action="store_true")
+    parser.add_argument("--dns", choices=("auto", "external-dns"), default="auto")
+    parser.add_argument("--dns-sync-interval", type=float, default=3.0)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -45,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint_every_s=args.checkpoint_every,
         reverse_replication=not args.no_reverse_replication,
         audit=args.audit,
+        dns=args.dns,
+        dns_sync_interval=args.dns_sync_interval,
     )
     try:
         lab.start()

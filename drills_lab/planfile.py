@@ -30,6 +30,7 @@ class LabEndpoints:
     account: str
     prometheus: str | None = None  # scraping each site's DCGM exporter
     pricing: str | None = None  # a pricing file beside the plan
+    external_dns: dict[str, Any] | None = None  # `--dns external-dns`: its plan section
 
 
 def _aws(region: str, moto: str) -> dict[str, Any]:
@@ -63,6 +64,8 @@ def _dns(lab: LabEndpoints) -> dict[str, Any]:
         "dr_value": topology.DR_ADDR,
         "max_ttl": topology.MAX_TTL,
     }
+    if lab.named and lab.external_dns:
+        return {**lab.external_dns, "servers": [lab.named], "zone": topology.ZONE, **common}
     if lab.named:
         return {
             "provider": "rfc2136",
@@ -131,6 +134,9 @@ def lab_plan(lab: LabEndpoints, *, drift: bool) -> dict[str, Any]:
                 for s in topology.K8S_SECRETS
             ],
             "aws": [{"id": name, "per_site": False} for name in topology.AWS_SECRETS],
+            "external_secrets": [
+                {"namespace": s.namespace, "name": s.name} for s in topology.EXTERNAL_SECRETS
+            ],
         },
         "dns": _dns(lab),
         "objectives": {"rto": "5m", "rpo": "15m"},

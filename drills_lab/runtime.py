@@ -27,7 +27,7 @@ import httpx
 
 from drills.errors import LabError
 from drills.ports import candidate_port
-from drills_lab import topology
+from drills_lab import externaldns, externalsecrets, topology
 from drills_lab.dcgm import DcgmExporter
 from drills_lab.endpoint import SiteEndpoint
 from drills_lab.images import build_image, push_ecr, push_oci
@@ -84,7 +84,8 @@ def clear_service_storage(state_dir: Path) -> list[Path]:
     removed as a link, never followed, so nothing outside the state directory is touched.
     """
     removed = []
-    for name in (*REGISTRY_DIRS.values(), NAMED_DIR, TSIG_FILE, PROMETHEUS_DIR):
+    for name in (*REGISTRY_DIRS.values(), NAMED_DIR, TSIG_FILE, PROMETHEUS_DIR,
+                 externaldns.JOURNAL_FILE):  # fmt: skip
         path = state_dir / name
         if path.is_symlink() or path.is_file():
             path.unlink()
@@ -129,8 +130,13 @@ class Lab:
         checkpoint_every_s: float = 60.0,
         reverse_replication: bool = True,
         audit: bool = False,
+        dns: str = "auto",
+        dns_sync_interval: float = externaldns.DEFAULT_INTERVAL_S,
     ) -> None:
         self.state_dir = state_dir.resolve()
+        self.dns = dns  # "auto": BIND when installed, else Route 53; or "external-dns"
+        self.dns_sync_interval = dns_sync_interval
+        self.external_dns: externaldns.LabExternalDns | None = None
         self.audit = audit
         self.drift = drift
         self.drift_scheduling = drift_scheduling
@@ -237,14 +243,32 @@ class Lab:
                 self.registries[site] = self._own(registry)
                 registry.start()
         self._start_metrics()
+        if self.dns == "external-dns" and not have_named:
+            raise LabError("--dns external-dns needs BIND named (apt-get install bind9)")
         if have_named:
             ttl = topology.DRIFT_TTL if self.drift else topology.GOOD_TTL
-            record = LabDnsRecord(topology.RECORD, "A", ttl, topology.PRIMARY_ADDR)
+            records = [LabDnsRecord(topology.RECORD, "A", ttl, topology.PRIMARY_ADDR)]
+            if self.dns == "external-dns":
+                records += externaldns.lab_records(topology.RECORD, ttl)
             self.named = self._own(
-                NamedServer(self.state_dir / NAMED_DIR, zone=topology.ZONE, records=[record])
+                NamedServer(self.state_dir / NAMED_DIR, zone=topology.ZONE, records=records)
             )
             self.named.start()
             self.named.write_tsig_secret(self.state_dir / "tsig.secret")
+            if self.dns == "external-dns":
+                self._start_external_dns(ttl)
+
+    def _start_external_dns(self, ttl: int) -> None:
+        assert self.named is not None
+        self.external_dns = self._own(
+            externaldns.start_lab_controller(
+                self.kube[externaldns.SITE].store, record=topology.RECORD,
+                target=topology.PRIMARY_ADDR, ttl=ttl, server=(self.named.host, self.named.port),
+                zone=topology.ZONE, tsig=(self.named.tsig_name, self.named.tsig_secret),
+                interval_s=self.dns_sync_interval,
+                journal=self.state_dir / externaldns.JOURNAL_FILE,
+            )
+        )  # fmt: skip
 
     def _start_metrics(self) -> None:
         """Each site's DCGM exporter, and a real Prometheus scraping them when installed
@@ -298,6 +322,19 @@ class Lab:
         )
         if self.named is None:
             self._seed_route53()
+        self._start_external_secrets()
+
+    def _start_external_secrets(self) -> None:
+        """Each site's External Secrets stand-in, syncing from its region's Secrets Manager."""
+        for site in SITE_ADDR:
+            sm = self._aws("secretsmanager", site)
+            store = self.kube[site].store
+            externalsecrets.seed_site(
+                store, sm, site, SITE_REGION[site],
+                lambda key, prop: self.secret_value("primary", f"eso/{key}", prop),
+                drift=self.drift,
+            )  # fmt: skip
+            self._own(externalsecrets.LabExternalSecrets(store, sm, name=site)).start()
 
     def _seed_images(self) -> None:
         refs = [w.image for w in topology.WORKLOADS] + [topology.CONTROLLER_IMAGE]
@@ -356,6 +393,9 @@ class Lab:
             account=ACCOUNT,
             prometheus=self.prometheus.url if self.prometheus else None,
             pricing=PRICING_FILE,
+            external_dns=(
+                externaldns.plan_section(self.dns_sync_interval) if self.external_dns else None
+            ),
         )
         (self.state_dir / PRICING_FILE).write_text(json.dumps(LAB_PRICING, indent=2) + "\n")
         write_plan(self.state_dir / "plan.yaml", endpoints, drift=self.drift)
@@ -366,7 +406,9 @@ class Lab:
             drift_scheduling=self.drift_scheduling,
             reverse_replication=self.reverse_replication,
             started_at=time.time(),
-            dns_provider="rfc2136" if self.named else "route53",
+            dns_provider=(
+                "external-dns" if self.external_dns else "rfc2136" if self.named else "route53"
+            ),
             registry_kind="oci" if self.registries else "ecr",
             kube=endpoints.kube,
             endpoints=endpoints.site_endpoints,

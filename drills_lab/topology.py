@@ -234,6 +234,23 @@ K8S_SECRETS: tuple[LabSecret, ...] = (
 
 AWS_SECRETS: tuple[str, ...] = ("lab/session-store-password",)
 
+
+@dataclass(frozen=True)
+class LabExternalSecret:
+    """An ExternalSecret at each site, synced from that site's region of Secrets Manager."""
+
+    namespace: str
+    name: str
+    remote_key: str
+    keys: tuple[str, ...]
+
+
+SECRET_STORE = "lab-secrets-manager"  # a ClusterSecretStore at each site
+EXTERNAL_SECRETS: tuple[LabExternalSecret, ...] = (
+    LabExternalSecret("serving", "inference-db", "lab/inference-db", ("username", "password")),
+    LabExternalSecret("training", "feature-store", "lab/feature-store", ("token",)),
+)
+
 SITES: dict[str, SiteShape] = {
     "primary": SiteShape(
         kube_minor=30,
@@ -255,6 +272,8 @@ DRIFT_STALE_DATASET = "checkpoints"
 DRIFT_STALE_AGE_S = 6 * 3600
 DRIFT_DIFFERENT_SECRET = ("serving", "model-api-keys")
 DRIFT_NEVER_READY = ("serving", "embedding-server")
+# Its remote secret is missing from DR's region, so its sync there fails.
+DRIFT_FAILING_EXTERNAL_SECRET = ("training", "feature-store")
 
 
 def critical_workloads() -> tuple[LabWorkload, ...]:

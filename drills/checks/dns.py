@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from drills.checks.base import CheckContext, Outcome, Status, check, worst
 from drills.errors import PermanentError, unreadable
-from drills.plan import Rfc2136Dns, Route53Dns
+from drills.plan import ExternalDnsController, Rfc2136Dns, Route53Dns
 from drills.targets.dns import RecordAnswer, normalize_value
 from drills.timefmt import duration
 
@@ -152,11 +152,13 @@ def dns_ttl(ctx: CheckContext) -> Outcome:
     reads=(
         "The DNS provider with the plan's credentials: a TSIG-signed RFC 2136 update with "
         "only a prerequisite, or Route 53's hosted zone, record and a change batch that must "
-        "be rejected."
+        "be rejected; for external-dns, a dry-run patch of its resource and its TXT registry "
+        "entry."
     ),
     blocks=(
         "The provider refuses our credentials or the change (BADSIG, BADKEY, BADTIME, "
-        "REFUSED, AccessDenied). An unreachable provider, or a server that does not serve the"
+        "REFUSED, AccessDenied); external-dns does not own the record for the plan's owner "
+        "id. An unreachable provider, or a server that does not serve the"
         " zone, is an error and blocks too."
     ),
     warns="Never.",
@@ -177,6 +179,10 @@ def dns_control(ctx: CheckContext) -> Outcome:
       be rejected after IAM allowed it (the DELETE of a random name that does not
       exist) tells AccessDenied from allowed. A policy granting only UPSERT of this
       one name refuses that probe too: the check then fails on the safe side.
+    - external-dns: a server-side dry run of the patch a switch makes to its resource
+      (DNSEndpoint, or a Service/Ingress annotation), and its TXT registry entry for the
+      record: it must name `heritage=external-dns`, the plan's `owner_id` and resource.
+      Another owner fails naming both, as two controllers would fight over the record.
 
     A refusal fails and blocks: without it, a takeover could not switch DNS. An
     unreachable provider, or a server that does not serve the zone (it answers without
@@ -205,6 +211,18 @@ def dns_control(ctx: CheckContext) -> Outcome:
             "Grant the plan's AWS credentials route53:GetHostedZone, "
             "route53:ListResourceRecordSets, route53:ChangeResourceRecordSets and "
             f"route53:GetChange on hostedzone/{config.hosted_zone_id}."
+        )
+    elif isinstance(config, ExternalDnsController):
+        res = config.resource
+        method = (
+            f"a server-side dry-run patch of {res.kind} {res.namespace}/{res.name} at "
+            f"{config.site}, and external-dns's TXT registry entry for the record read on "
+            f"{config.servers[0]}: owner {config.owner_id}, resource {res.registry_resource}"
+        )
+        remediation = (
+            f"Let the {config.site} kubeconfig patch {res.kind} {res.namespace}/{res.name}, "
+            f"and run external-dns there with --txt-owner-id={config.owner_id} (and "
+            f"--txt-prefix={config.txt_prefix!r}) as the only controller owning {name}."
         )
     else:
         method = f"the {config.provider} provider's own probe, which changes nothing"

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from drills.plan import DrillPlan
+from drills.targets.external_secrets import PATH as ES_PATH
+from drills.targets.external_secrets import SyncState, sync_state, target_name
 from drills.targets.fingerprint import fingerprints, same, short
 from drills.targets.provider_api import SecretStoreAdapter
 from drills.targets.secrets import aws_secret_fields, kube_secret_fields
@@ -23,8 +25,10 @@ Role = Literal["primary", "dr"]
 
 @dataclass(frozen=True)
 class PlanSecret:
-    kind: Literal["kubernetes", "aws", "store"]
-    name: str  # "namespace/name" for Kubernetes, the secret id for AWS or the site's store
+    kind: Literal["kubernetes", "aws", "store", "external"]
+    # "namespace/name" for Kubernetes and an ExternalSecret ("external", whose target Secret
+    # is compared), the secret id for AWS or the site's store
+    name: str
     per_site: bool
 
     @property
@@ -39,7 +43,23 @@ def plan_secrets(plan: DrillPlan) -> list[PlanSecret]:
     ]
     aws = [PlanSecret("aws", s.id, s.per_site) for s in plan.secrets.aws]
     store = [PlanSecret("store", s.id, s.per_site) for s in plan.secrets.store]
-    return kube + aws + store
+    external = [
+        PlanSecret("external", f"{s.namespace}/{s.name}", False)
+        for s in plan.secrets.external_secrets
+    ]
+    return kube + aws + store + external
+
+
+def read_external(targets: Targets, role: Role, secret: PlanSecret) -> dict[str, Any] | None:
+    """The ExternalSecret itself at a site (spec and status), None when it does not exist."""
+    namespace, name = secret.name.split("/", 1)
+    return targets.site(role).kube.read(ES_PATH, {"namespace": namespace, "name": name})
+
+
+def external_sync(targets: Targets, role: Role, secret: PlanSecret) -> SyncState | None:
+    """What the operator recorded of the ExternalSecret's sync at a site; None when absent."""
+    found = read_external(targets, role, secret)
+    return None if found is None else sync_state(found)
 
 
 def _store(targets: Targets, role: Role, secret: PlanSecret) -> SecretStoreAdapter:
@@ -51,6 +71,12 @@ def _store(targets: Targets, role: Role, secret: PlanSecret) -> SecretStoreAdapt
 def read_fields(targets: Targets, role: Role, secret: PlanSecret) -> dict[str, bytes] | None:
     """The secret's fields (name → value) at a site, or None when it does not exist there."""
     site = targets.site(role)
+    if secret.kind == "external":
+        found = read_external(targets, role, secret)
+        if found is None:
+            return None
+        obj = site.kube.secret(secret.name.split("/", 1)[0], target_name(found))
+        return None if obj is None else kube_secret_fields(obj)
     if secret.kind == "kubernetes":
         namespace, name = secret.name.split("/", 1)
         obj = site.kube.secret(namespace, name)

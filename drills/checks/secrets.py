@@ -13,8 +13,10 @@ from typing import Any
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.checks.secret_reads import (
     Comparison,
+    PlanSecret,
     Rotation,
     compare_at_sites,
+    external_sync,
     plan_secrets,
     read_rotation,
 )
@@ -35,9 +37,13 @@ def _names(items: list[Comparison]) -> str:
     reads=(
         "Each shared secret of the plan at both sites (Kubernetes Secrets, AWS Secrets "
         "Manager and its DR-region replica, or each site's secret store for secrets.store), "
-        "compared by keyed fingerprint; values never leave the process."
+        "compared by keyed fingerprint; values never leave the process. For each "
+        "ExternalSecret of secrets.external_secrets, its status and target Secret at DR."
     ),
-    blocks="A secret is missing at DR, or a key's name or value differs.",
+    blocks=(
+        "A secret is missing at DR, or a key's name or value differs; an ExternalSecret at DR "
+        "is not Ready, or its refreshTime is older than twice its refreshInterval."
+    ),
     warns="Never.",
     remediation=(
         "Sync the secret to DR (External Secrets, the Secrets Manager replica) so each key "
@@ -50,6 +56,12 @@ def secrets_synced(ctx: CheckContext) -> Outcome:
     a Kubernetes Secret in the DR cluster, or the Secrets Manager replica in the DR
     region under the same id. Values never leave the process.
 
+    An ExternalSecret (``secrets.external_secrets``) is also read at DR as External
+    Secrets Operator recorded it: its ``Ready`` condition must be ``True`` and its
+    ``status.refreshTime`` no older than twice its ``spec.refreshInterval``; otherwise the
+    summary names it, the store it reads (``spec.secretStoreRef``) and the condition's
+    reason and message. Its target Secret is compared with the primary's as above.
+
     Secrets marked ``per_site`` are skipped here (they must differ; see
     secrets.distinct_credentials). A secret missing or different at DR fails and
     blocks: workloads that mount it would not start, or start with stale credentials.
@@ -59,24 +71,45 @@ def secrets_synced(ctx: CheckContext) -> Outcome:
     skipped = [s.label for s in plan_secrets(plan) if s.per_site]
     results = [compare_at_sites(targets, fingerprint_key, s) for s in wanted]
     bad = [c for c in results if c.status != "match"]
+    syncs = external_syncs(targets, [s for s in wanted if s.kind == "external"], ctx.now)
+    failing = [row for row in syncs if row["problem"]]
     evidence: dict[str, Any] = {
         "compared": len(results),
         "matching": len(results) - len(bad),
         "skipped_per_site": skipped,
         "secrets": [c.to_json() for c in results],
-    }
+    } | ({"external_secrets": syncs} if syncs else {})
     if not wanted:
         return Outcome(Status.PASS, "no shared secrets in the plan", evidence)
-    if bad:
+    if bad or failing:
+        parts = [f"{len(bad)} of {len(results)} secrets not identical at DR: {_names(bad)}"]
+        parts = parts if bad else []
+        parts += [f"ExternalSecret {row['secret']} at DR {row['problem']}" for row in failing]
         return Outcome(
             Status.FAIL,
-            f"{len(bad)} of {len(results)} secrets not identical at DR: {_names(bad)}",
+            "; ".join(parts),
             evidence,
             remediation="Re-sync the secret to DR from the primary (External Secrets / sealed "
-            "secrets / Secrets Manager replication) and check why the sync stopped.",
+            "secrets / Secrets Manager replication) and check why the sync stopped: for an "
+            "ExternalSecret, the store it names and the error its Ready condition records.",
             blocking=True,
         )
     return Outcome(Status.PASS, f"all {len(results)} secrets identical at DR", evidence)
+
+
+def external_syncs(
+    targets: Targets, externals: list[PlanSecret], now: dt.datetime
+) -> list[dict[str, Any]]:
+    """Each ExternalSecret's sync at DR as its operator recorded it, and why it cannot be
+    trusted (missing, not Ready, stale), if so."""
+    rows: list[dict[str, Any]] = []
+    for secret in externals:
+        state = external_sync(targets, "dr", secret)
+        if state is None:
+            rows.append({"secret": secret.name, "problem": "does not exist"})
+            continue
+        rows.append({"secret": secret.name, **state.to_json(), "problem": state.problem(now)})
+    return rows
 
 
 def _age_days(now: dt.datetime, when: dt.datetime) -> float:
@@ -87,6 +120,8 @@ def _rotations(plan: DrillPlan, targets: Targets) -> list[Rotation]:
     """Shared secrets at the primary (DR holds copies); per-site secrets at both sites."""
     out = []
     for s in plan_secrets(plan):
+        if s.kind == "external":
+            continue  # its Secret is rewritten at each refresh: rotation is its store's
         out.append(read_rotation(targets, "primary", s))
         if s.per_site:
             out.append(read_rotation(targets, "dr", s))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 from dataclasses import asdict
+from enum import StrEnum
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated
@@ -31,6 +32,11 @@ console = out_console()
 err = err_console()
 
 LAB_INSTALL = "pip install 'drills[lab]'"
+
+
+class LabDns(StrEnum):
+    AUTO = "auto"
+    EXTERNAL_DNS = "external-dns"
 
 
 def _lab(module: str = "control") -> ModuleType:
@@ -65,7 +71,8 @@ def up(
         typer.Option(
             "--drift",
             help="Seed realistic faults: a missing image, a stale checkpoint, a differing "
-            "secret, a DR deployment that never becomes ready, a TTL that is too long.",
+            "secret, a DR deployment that never becomes ready, a TTL that is too long, an "
+            "ExternalSecret whose sync fails at DR.",
         ),
     ] = False,
     drift_scheduling: Annotated[
@@ -108,6 +115,25 @@ def up(
             "replication rules would. Without it a failback's data gate fails.",
         ),
     ] = True,
+    dns: Annotated[
+        LabDns,
+        typer.Option(
+            "--dns",
+            help="How the lab's name is switched. auto: RFC 2136 on BIND (Route 53 on moto "
+            "without --system-services). external-dns: the plan writes a DNSEndpoint at DR, "
+            "and a controller that behaves like external-dns's rfc2136 provider syncs it into "
+            "BIND every --dns-sync-interval seconds, with its TXT ownership records.",
+        ),
+    ] = LabDns.AUTO,
+    dns_sync_interval: Annotated[
+        float,
+        typer.Option(
+            "--dns-sync-interval",
+            min=0.1,
+            help="With --dns external-dns: seconds between the controller's syncs (its "
+            "--interval), which the plan states and a drill's RTO includes.",
+        ),
+    ] = 3.0,
     timeout: Annotated[
         float, typer.Option("--timeout", min=1.0, help="Seconds to wait for the lab to start.")
     ] = 30.0,
@@ -138,6 +164,8 @@ def up(
             reverse_replication=reverse_replication,
             timeout=timeout,
             audit=audit,
+            dns=dns.value,
+            dns_sync_interval=dns_sync_interval,
         )
     except LabError as exc:
         err.print(Text("lab up failed: ", style="red").append(str(exc), style=""))

@@ -24,6 +24,7 @@ from drills.cli.console import err_console, out_console
 from drills.errors import PlanError, PlanProblem, TargetError
 from drills.plan import (
     DrillPlan,
+    ExternalDnsController,
     PlanWarning,
     Rfc2136Dns,
     Route53Dns,
@@ -330,6 +331,13 @@ def _dns_table(plan: DrillPlan) -> Table:
         where = f"RFC 2136 zone {dns.zone} on {', '.join(dns.servers)} (TSIG {dns.tsig.name})"
     elif isinstance(dns, Route53Dns):
         where = f"Route 53 hosted zone {dns.hosted_zone_id} ({dns.aws.region})"
+    elif isinstance(dns, ExternalDnsController):
+        res = dns.resource
+        where = (
+            f"external-dns: {res.kind} {res.namespace}/{res.name} at {dns.site} (owner "
+            f"{dns.owner_id}, sync {timefmt.duration(dns.sync_interval)}), zone {dns.zone} on "
+            f"{', '.join(dns.servers)}"
+        )
     else:
         where = f"provider {dns.provider}"
     rows = [

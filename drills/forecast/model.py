@@ -210,14 +210,23 @@ def _rollout(state: CurrentState) -> tuple[float, float, float]:
     return start * low, max(start, 1.0) * (low + high) / 2, start * high + POD_START_EXTRA_S
 
 
+def _dns_phase(plan: DrillPlan) -> tuple[float, float, float]:
+    """The stated DNS phase; a controller that applies the switch on its own schedule
+    (external-dns's ``sync_interval``) adds up to one interval, half of it on average."""
+    low, point, high = MODEL_PHASES["dns"]
+    wait = float(getattr(plan.dns, "sync_interval", 0.0))
+    return low, point + wait / 2, high + wait
+
+
 def _from_model(plan: DrillPlan, state: CurrentState) -> Forecast:
     rollout = _rollout(state)
+    dns = _dns_phase(plan)
     cold = {
         t: any(w.key not in state.warm and w.dr_replicas > 0 for w in plan.workloads_in(t))
         for t in ("critical", "normal")
     }
     # The RTO: fence, the critical tier, DNS, the smoke probe; the normal tier follows.
-    parts = {**MODEL_PHASES, **({"bring-up": rollout} if cold["critical"] else {})}
+    parts = {**MODEL_PHASES, "dns": dns, **({"bring-up": rollout} if cold["critical"] else {})}
     total = [sum(p[i] for p in parts.values()) for i in range(3)]
     to_dns = [total[i] - MODEL_PHASES["smoke"][i] for i in range(3)]
     normal = rollout if cold["normal"] else (0.0, 0.0, 0.0)
@@ -229,7 +238,7 @@ def _from_model(plan: DrillPlan, state: CurrentState) -> Forecast:
            else f"each tier {MODEL_ROLLOUT[0]:.0f}-{MODEL_ROLLOUT[2]:.0f} s")  # fmt: skip
     basis = (
         f"no drills in the last {WINDOW_DAYS} days: a stated model, not history — fence "
-        f"0-20 s, {how}, DNS 0-20 s, smoke 0-10 s"
+        f"0-20 s, {how}, DNS {dns[0]:.0f}-{dns[2]:.0f} s, smoke 0-10 s"
     )
     phases = {name: p[1] for name, p in parts.items()}
     return Forecast(

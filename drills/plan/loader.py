@@ -40,7 +40,10 @@ from drills.plan.models import (
     EcrRegistry,
     EvidenceSettings,
     ExternalDns,
+    ExternalDnsController,
+    ExternalDnsResource,
     ExternalRegistry,
+    ExternalSecretRef,
     Fence,
     IngressFence,
     KubernetesAccess,
@@ -95,7 +98,10 @@ __all__ = [
     "DrillPlan",
     "EcrRegistry",
     "ExternalDns",
+    "ExternalDnsController",
+    "ExternalDnsResource",
     "ExternalRegistry",
+    "ExternalSecretRef",
     "Fence",
     "ImageRemap",
     "ImagesPolicy",
@@ -245,7 +251,7 @@ class DrillPlan(PlanModel):
 
     def _practice_rules(self) -> list[Rule]:
         name = self.practice.record
-        if name is None or not isinstance(self.dns, Rfc2136Dns):
+        if name is None or not isinstance(self.dns, Rfc2136Dns | ExternalDnsController):
             return []
         zone = self.dns.zone
         if name == zone or name.endswith("." + zone):
@@ -549,6 +555,7 @@ _LATER_DEFAULTS: tuple[tuple[tuple[str, ...], object], ...] = (
     (("cost",), None),
     (("images",), {"remap": []}),
     (("secrets", "store"), []),
+    (("secrets", "external_secrets"), []),
     *(
         (("sites", role, *field), value)
         for role in ("primary", "dr")

@@ -466,6 +466,15 @@ class AwsSecret(PlanModel):
     """Must differ between sites."""
 
 
+class ExternalSecretRef(PlanModel):
+    """An ExternalSecret (external-secrets.io) at each site, by namespace and name."""
+
+    namespace: K8sNamespace
+    """The ExternalSecret's namespace (the same at both sites)."""
+    name: K8sName
+    """The ExternalSecret's name (the same at both sites)."""
+
+
 class SecretsPolicy(PlanModel):
     max_age_days: Annotated[StrictInt, Field(ge=1, le=3650)] = 90
     """The longest a secret may go without rotation or change."""
@@ -482,6 +491,14 @@ class SecretsPolicy(PlanModel):
         tuple[StoreSecret, ...], unique_by("secret", key_of("id"), "id", "secrets.store")
     ] = ()
     """Secrets of each site's secret store (sites.*.secret_store) that must be at DR."""
+    external_secrets: Annotated[
+        tuple[ExternalSecretRef, ...],
+        unique_by(
+            "ExternalSecret", key_of("namespace", "name"), "name", "secrets.external_secrets"
+        ),
+    ] = ()
+    """ExternalSecrets (External Secrets Operator) whose sync at DR must be Ready and fresh,
+    and whose target Secret must match the primary's."""
 
 
 # --- DNS ---------------------------------------------------------------------------
@@ -596,11 +613,80 @@ class ExternalDns(DnsSwitch):
     """What that provider reads, as its documentation says."""
 
 
+EXTERNAL_DNS_TARGET = "external-dns.alpha.kubernetes.io/target"
+
+
+class ExternalDnsResource(PlanModel):
+    """The resource external-dns reads the record from: a ``DNSEndpoint``
+    (externaldns.k8s.io/v1alpha1, its crd source), or a Service or Ingress whose annotation
+    holds the record's target."""
+
+    kind: Literal["DNSEndpoint", "Service", "Ingress"] = "DNSEndpoint"
+    """DNSEndpoint, Service or Ingress."""
+    namespace: K8sNamespace
+    """The resource's namespace."""
+    name: K8sName
+    """The resource's name."""
+    annotation: ShortText | None = Field(
+        None,
+        description="The annotation holding the target, on a Service or Ingress; default "
+        f"{EXTERNAL_DNS_TARGET}.",
+    )
+
+    @model_validator(mode="after")
+    def _annotation(self) -> ExternalDnsResource:
+        if self.kind == "DNSEndpoint" and self.annotation is not None:
+            raise_rules(
+                "resource",
+                [(("annotation",), "is for a Service or Ingress; a DNSEndpoint holds targets")],
+            )
+        return self
+
+    @property
+    def target_annotation(self) -> str:
+        return self.annotation or EXTERNAL_DNS_TARGET
+
+    @property
+    def registry_resource(self) -> str:
+        """How external-dns's TXT registry names the resource: ``crd/ns/name``."""
+        source = "crd" if self.kind == "DNSEndpoint" else self.kind.lower()
+        return f"{source}/{self.namespace}/{self.name}"
+
+
+class ExternalDnsController(DnsSwitch):
+    """external-dns switches the record: drills writes the resource it reads, in the cluster
+    where it runs, and confirms the answer on the zone's authoritative servers."""
+
+    provider: Literal["external-dns"]
+    """external-dns (kubernetes-sigs), through its crd source or an annotation."""
+    site: Literal["primary", "dr"]
+    """The site whose kubeconfig reaches the cluster where external-dns runs."""
+    resource: ExternalDnsResource
+    """The DNSEndpoint (or annotated Service/Ingress) holding the record."""
+    owner_id: ShortText
+    """external-dns's --txt-owner-id: its TXT registry entry must name this owner."""
+    txt_prefix: str = Field("", max_length=63, description="external-dns's --txt-prefix.")
+    servers: Annotated[tuple[DnsServer, ...], Field(min_length=1)]
+    """The zone's authoritative servers (host:port), each confirmed."""
+    zone: DnsName
+    """The zone that holds the record."""
+    sync_interval: PositiveDuration = Field(
+        60.0, description="external-dns's --interval: how long it may take to apply a change."
+    )
+
+    def _zone_rules(self) -> list[Rule]:
+        name, zone = self.record.name, self.zone
+        if name == zone or name.endswith("." + zone):
+            return []
+        return [(("record", "name"), f"{name} is not inside the zone {zone}")]
+
+
 Dns = Annotated[
     Annotated[Rfc2136Dns, Tag("rfc2136")]
     | Annotated[Route53Dns, Tag("route53")]
+    | Annotated[ExternalDnsController, Tag("external-dns")]
     | Annotated[ExternalDns, Tag(EXTERNAL_TAG)],
-    provider_tag("provider", ("rfc2136", "route53")),
+    provider_tag("provider", ("rfc2136", "route53", "external-dns")),
 ]
 
 

@@ -51,6 +51,13 @@ def _dns(where: ProviderContext) -> Any:
     return dns_for(where.plan, timeout_s=where.timeout_s or DEFAULT_TIMEOUT_S)
 
 
+def _external_dns(where: ProviderContext) -> Any:
+    from drills.targets.dns import DEFAULT_TIMEOUT_S
+    from drills.targets.dns_externaldns import external_dns_for
+
+    return external_dns_for(where.plan, timeout_s=where.timeout_s or DEFAULT_TIMEOUT_S)
+
+
 S3 = Provider(
     "objects",
     _s3,
@@ -90,6 +97,15 @@ ROUTE53 = Provider(
     "dns",
     _dns,
     "Amazon Route 53: a change confirmed INSYNC and on every name server.",
+    checks=DNS_CHECKS,
+    **_DNS_TAKEOVER,
+)
+EXTERNAL_DNS = Provider(
+    "dns",
+    _external_dns,
+    "external-dns, and through it any of its DNS providers (Cloudflare, Google Cloud DNS, "
+    "Azure DNS...): drills writes its DNSEndpoint or a Service/Ingress annotation, confirms "
+    "on every authoritative server, and proves its TXT registry owner.",
     checks=DNS_CHECKS,
     **_DNS_TAKEOVER,
 )

@@ -27,7 +27,7 @@ import dns.tsig
 import dns.update
 
 from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
-from drills.plan import Rfc2136Dns, TsigAlgorithm
+from drills.plan import ExternalDnsController, Rfc2136Dns, TsigAlgorithm
 from drills.targets.dns import (
     DEFAULT_TIMEOUT_S,
     ChangeResult,
@@ -86,21 +86,26 @@ class Rfc2136Target(DnsTarget):
 
     def __init__(
         self,
-        config: Rfc2136Dns,
-        tsig_secret: str,
+        config: Rfc2136Dns | ExternalDnsController,
+        tsig_secret: str | None,
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         retry: RetryPolicy = DEFAULT_POLICY,
         tsig_name: str | None = None,
     ) -> None:
         """``tsig_name`` is the key's name when the plan gives it by reference (resolved);
-        otherwise the plan's own ``tsig.name``."""
+        otherwise the plan's own ``tsig.name``. Without a ``tsig_secret`` (a zone another
+        controller changes, such as external-dns) it only reads, and refuses updates."""
         self.config = config
         self.retry = retry
         self.servers: tuple[str, ...] = tuple(config.servers)
         self.zone = dns.name.from_text(config.zone)
         self.timeout_s = timeout_s
         self.target = f"dns rfc2136 {', '.join(self.servers)} zone {config.zone}"
+        self._key: dns.tsig.Key | None = None
+        self._key_name = tsig_name or ""
+        if tsig_secret is None or not isinstance(config, Rfc2136Dns):
+            return
         self._key_name = tsig_name or config.tsig.name
         try:
             self._key = dns.tsig.Key(
@@ -287,6 +292,8 @@ class Rfc2136Target(DnsTarget):
             raise rcode_error(self.server_target(self.primary), rcode)
 
     def _update_message(self) -> dns.update.UpdateMessage:
+        if self._key is None:
+            raise PermanentError(self.target, "reads only: this zone is changed by another")
         return dns.update.UpdateMessage(self.zone, keyring=self._key)
 
     def _send_update(self, message: dns.update.UpdateMessage) -> int:

@@ -362,6 +362,14 @@ class KubeTarget:
         self._json("PATCH", path, {"namespace": namespace, "name": name}, body=body)
         log.info("%s: ingress %s/%s class set to %s", self.target, namespace, name, ingress_class)
 
+    def merge_patch(
+        self, path: str, params: dict[str, str], body: dict[str, Any], *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """A JSON merge patch of any object by its resource path; with ``dry_run`` the server
+        checks it (authorization, admission, validation) and stores nothing."""
+        query: Query = (("dryRun", "All"),) if dry_run else ()
+        return self._json("PATCH", path, params, query=query, body=body)
+
     def wait_ready(
         self,
         namespace: str,

@@ -1,7 +1,7 @@
 """The installed providers: every entry point of the ``drills.providers`` group, by name.
 
 drills's own providers (``s3``, ``oci``, ``ecr``, ``aws-secrets-manager``, ``rfc2136``,
-``route53``) are registered in its pyproject.toml exactly as a third-party package
+``route53``, ``external-dns``) are registered in its pyproject.toml exactly as a third-party package
 registers one, so there is one way in. A provider that fails to load (an import error,
 an object that is not a :class:`~drills.targets.provider_api.Provider`) stays listed with
 its error; a plan that names it, or a name nothing installed has, is refused with one line
@@ -78,6 +78,7 @@ BUILT_IN = {
     "aws-secrets-manager": "drills.targets.builtin_providers:AWS_SECRETS_MANAGER",
     "rfc2136": "drills.targets.builtin_providers:RFC2136",
     "route53": "drills.targets.builtin_providers:ROUTE53",
+    "external-dns": "drills.targets.builtin_providers:EXTERNAL_DNS",
 }
 
 

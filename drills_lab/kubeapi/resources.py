@@ -112,6 +112,24 @@ CATALOGUE: tuple[ResourceType, ...] = (
         "kueue.x-k8s.io", "v1beta1", "Workload", "workloads", "workload", True,
         ("wl",), ("status",), ("kueue",),
     ),
+    # external-dns's crd source reads DNSEndpoints (drills_lab.externaldns syncs them).
+    ResourceType(
+        "externaldns.k8s.io", "v1alpha1", "DNSEndpoint", "dnsendpoints", "dnsendpoint", True,
+        (), ("status",),
+    ),
+    # External Secrets Operator's CRDs (drills_lab.externalsecrets syncs them).
+    ResourceType(
+        "external-secrets.io", "v1beta1", "ExternalSecret", "externalsecrets", "externalsecret",
+        True, ("es",), ("status",), ("external-secrets",),
+    ),
+    ResourceType(
+        "external-secrets.io", "v1beta1", "SecretStore", "secretstores", "secretstore", True,
+        ("ss",), ("status",), ("external-secrets",),
+    ),
+    ResourceType(
+        "external-secrets.io", "v1beta1", "ClusterSecretStore", "clustersecretstores",
+        "clustersecretstore", False, ("css",), ("status",), ("external-secrets",),
+    ),
 )  # fmt: skip
 
 BY_PLURAL: dict[str, ResourceType] = {rt.plural: rt for rt in CATALOGUE}

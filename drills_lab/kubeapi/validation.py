@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from drills_lab.kubeapi.crd_validation import CRD_VALIDATORS
 from drills_lab.kubeapi.objects import dig
 from drills_lab.kubeapi.selectors import labels_match, parse_label_selector, selector_string
 from drills_lab.kubeapi.status import ApiError
@@ -212,6 +213,7 @@ _VALIDATORS: dict[str, Callable[[dict[str, Any]], Causes]] = {
     "pods": _pod,
     "services": _service,
     "secrets": _secret,
+    **CRD_VALIDATORS,
 }
 
 

@@ -23,6 +23,7 @@ from drills.targets.aws import AwsEndpoint
 from drills.targets.fingerprint import fingerprint, short
 from drills.targets.kube import KubeTarget
 from drills.targets.secrets import AwsSecrets, aws_secret_fields
+from drills_lab import topology
 from drills_lab.moto_server import MotoServer
 from drills_lab.runtime import LabInfo
 from tests.support.kube_sites import SiteSpec, plan_for, point_at, run, site_pair
@@ -63,7 +64,9 @@ def test_the_lab_passes_every_secret_check(lab: LabInfo) -> None:
     results = {c: run(plan, c) for c in SECRET_CHECKS}
     assert {c: r.status for c, r in results.items()} == dict.fromkeys(SECRET_CHECKS, Status.PASS)
     synced = results["secrets.synced"].evidence
-    assert (synced["compared"], synced["matching"]) == (4, 4)  # 3 Kubernetes + 1 AWS replica
+    # 3 Kubernetes + 1 AWS replica + 2 ExternalSecrets' target Secrets
+    assert (synced["compared"], synced["matching"]) == (6, 6)
+    assert [e["ready"] for e in synced["external_secrets"]] == ["True", "True"]
     assert synced["skipped_per_site"] == ["kubernetes:serving/registry-pull"]
 
 
@@ -73,7 +76,12 @@ def test_the_drifted_lab_fails_synced_for_exactly_the_seeded_secret(drift_lab: L
     synced = results["secrets.synced"]
     assert (synced.status, synced.blocking) == (Status.FAIL, True)
     bad = [s["secret"] for s in synced.evidence["secrets"] if s["status"] != "match"]
-    assert bad == ["serving/model-api-keys"]
+    failing = "/".join(topology.DRIFT_FAILING_EXTERNAL_SECRET)
+    assert bad == ["serving/model-api-keys", failing]
+    # The failing ExternalSecret is named, with its store and the error its operator recorded.
+    assert f"ExternalSecret {failing} at DR is not Ready (SecretSyncedError: " in synced.summary
+    assert f"ClusterSecretStore/{topology.SECRET_STORE}" in synced.summary
+    assert "lab/feature-store" in synced.summary
     assert entry(synced, "serving/model-api-keys")["differing"] == ["primary-key", "secondary-key"]
     assert results["secrets.rotation"].status is Status.PASS
     assert results["secrets.distinct_credentials"].status is Status.PASS

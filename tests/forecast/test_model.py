@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+import yaml
 
 from drills.cli import forecast_cmd
 from drills.forecast import CurrentState, RunSample, forecast
@@ -88,3 +89,17 @@ def test_a_state_that_could_not_be_read_makes_the_forecast_unverified(
     assert unread.to_json()["unreadable"] == ["warm (kubernetes dr: refused)"]
     forecast_cmd.print_forecast(unread)
     assert "UNVERIFIED: could not read the sites now" in capsys.readouterr().out
+
+
+def test_without_history_the_dns_phase_includes_external_dnss_sync_interval() -> None:
+    direct = forecast(_plan(), [], CurrentState(pod_start_s=1.0))
+    data = yaml.safe_load(offline_lab_plan_text())
+    data["dns"] = {
+        "provider": "external-dns", "site": "dr", "owner_id": "dr-cluster", "sync_interval": "1m",
+        "resource": {"namespace": "external-dns", "name": "api"},
+        **{k: data["dns"][k] for k in ("servers", "zone", "record", "primary_value", "dr_value")},
+    }  # fmt: skip
+    through = forecast(plan_from_text(yaml.safe_dump(data)), [], CurrentState(pod_start_s=1.0))
+    assert through.phases["dns"] == direct.phases["dns"] + 30.0
+    assert through.rto.high == direct.rto.high + 60.0
+    assert "DNS 0-80 s" in through.basis and "DNS 0-20 s" in direct.basis

@@ -38,6 +38,8 @@ def test_version_and_discovery_come_from_one_catalogue(kube_api: client.ApiClien
         "networking.k8s.io": "networking.k8s.io/v1",
         "scheduling.k8s.io": "scheduling.k8s.io/v1",
         "kueue.x-k8s.io": "kueue.x-k8s.io/v1beta1",
+        "externaldns.k8s.io": "externaldns.k8s.io/v1alpha1",
+        "external-secrets.io": "external-secrets.io/v1beta1",
     }
     assert client.CoreApi(kube_api).get_api_versions().versions == ["v1"]
 

@@ -187,6 +187,18 @@ def _ttl(info: LabInfo) -> int:
     return int(answer.answer[0].ttl)
 
 
+def _es_ready(info: LabInfo, site: str, ns: str, name: str) -> tuple[str, str]:
+    """The Ready condition's status and message of an ExternalSecret at a site."""
+    api = k8s_config.new_client_from_config(
+        config_file=str(Path(info.state_dir) / f"{site}.kubeconfig"), context=site
+    )
+    es = k8s.CustomObjectsApi(api).get_namespaced_custom_object(
+        "external-secrets.io", "v1beta1", ns, "externalsecrets", name
+    )
+    (ready,) = [c for c in es["status"]["conditions"] if c["type"] == "Ready"]
+    return ready["status"], ready["message"]
+
+
 def _never_ready(info: LabInfo) -> str | None:
     apps, _, _ = apis(info, "dr")
     ns, name = topology.DRIFT_NEVER_READY
@@ -207,6 +219,11 @@ def test_clean_lab_is_in_sync(lab: LabInfo) -> None:
     assert all(v.startswith("drills-lab-secret-") for v in pull_p.values())
     assert _ttl(lab) == topology.GOOD_TTL
     assert _never_ready(lab) is None
+    for es in topology.EXTERNAL_SECRETS:
+        assert _es_ready(lab, "dr", es.namespace, es.name)[0] == "True"
+        assert _secret(lab, "primary", es.namespace, es.name) == _secret(
+            lab, "dr", es.namespace, es.name
+        )
 
 
 def test_drift_lab_seeds_each_fault(drift_lab: LabInfo) -> None:
@@ -221,6 +238,10 @@ def test_drift_lab_seeds_each_fault(drift_lab: LabInfo) -> None:
     assert _secret(drift_lab, "primary", ns, name) != _secret(drift_lab, "dr", ns, name)
     assert _ttl(drift_lab) == topology.DRIFT_TTL
     assert _never_ready(drift_lab) == "true"
+    ns, name = topology.DRIFT_FAILING_EXTERNAL_SECRET
+    assert _es_ready(drift_lab, "primary", ns, name)[0] == "True"
+    status, message = _es_ready(drift_lab, "dr", ns, name)
+    assert status == "False" and "lab/feature-store" in message
 
 
 @pytest.mark.parametrize("site", ["primary", "dr"])

@@ -38,7 +38,7 @@ def test_a_copy_of_drills_without_its_metadata_still_has_its_own_providers(
             find("dns", "s3")
         assert str(refused.value) == (
             "dns provider 's3': is a provider of objects, not of dns; "
-            "installed dns providers: rfc2136, route53"
+            "installed dns providers: external-dns, rfc2136, route53"
         )
     finally:
         monkeypatch.undo()

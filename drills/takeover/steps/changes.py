@@ -93,7 +93,23 @@ def _read_record(targets: Targets, address: str) -> State:
     first = targets.dns.read(name, rtype)[0]
     if first.ttl is None:
         raise DrillError(f"DNS record {address} does not exist on {first.server}")
-    return {"values": list(first.values), "ttl": first.ttl}
+    return {"values": list(first.values), "ttl": first.ttl} | _resource_part(targets, name, rtype)
+
+
+def _resource_part(targets: Targets, name: str, rtype: str) -> State:
+    """A provider that switches through a resource another controller reads (external-dns)
+    keeps that resource's part in the state too, so that an undo restores the resource
+    exactly, not only the answer."""
+    snapshot = getattr(targets.dns, "snapshot", None)
+    return {"resource": snapshot(name, rtype)} if snapshot is not None else {}
+
+
+def _restored(targets: Targets, name: str, rtype: str, state: State) -> bool:
+    restore = getattr(targets.dns, "restore", None)
+    if restore is None or "resource" not in state:
+        return False
+    restore(name, rtype, state["resource"])
+    return True
 
 
 def _restorable_record(address: str, state: State) -> None:
@@ -109,14 +125,15 @@ def _restorable_record(address: str, state: State) -> None:
 def _write_record(targets: Targets, address: str, state: State) -> None:
     name, rtype = _split(address, 2)
     _restorable_record(address, state)
-    targets.dns.update(name, rtype, state["values"][0], int(state["ttl"]))
+    if not _restored(targets, name, rtype, state):
+        targets.dns.update(name, rtype, state["values"][0], int(state["ttl"]))
 
 
 # -- a practice name: "name/type", whose absence is a state like any value ---------------
 def _read_name(targets: Targets, address: str) -> State:
     name, rtype = _split(address, 2)
     first = targets.dns.read(name, rtype)[0]
-    return {"values": list(first.values), "ttl": first.ttl}
+    return {"values": list(first.values), "ttl": first.ttl} | _resource_part(targets, name, rtype)
 
 
 def _restorable_name(address: str, state: State) -> None:
@@ -127,6 +144,8 @@ def _restorable_name(address: str, state: State) -> None:
 def _write_name(targets: Targets, address: str, state: State) -> None:
     name, rtype = _split(address, 2)
     _restorable_name(address, state)
+    if _restored(targets, name, rtype, state):
+        return
     if not state["values"]:  # it was not there: removing it restores exactly that
         targets.dns.delete(name, rtype)
         return
