@@ -38,7 +38,14 @@ from azure.core.exceptions import (
 from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
-from drills.targets.objects import KeyHistory, LifecycleRule, ObjectInfo, VersionInfo
+from drills.targets.objects import (
+    KeyHistory,
+    LifecycleRule,
+    ObjectInfo,
+    VersionInfo,
+    by_key,
+    newest_of,
+)
 from drills.targets.objects_listing import (
     BufferGauge,
     Listing,
@@ -117,9 +124,25 @@ class AzureBlobStore:
         self, bucket: str, prefix: str = "", *, gauge: BufferGauge | None = None
     ) -> Listing[ObjectInfo]:
         """Every blob under ``prefix``, in name order, fetched ahead in a thread."""
+        return self._listing(bucket, prefix, versions=False, gauge=gauge)
 
-        def fetch(at: str, _delimited: bool, token: object) -> Page[ObjectInfo]:
-            return self._page(bucket, at, token, versions=False)
+    def newest(self, bucket: str, prefix: str = "") -> ObjectInfo | None:
+        """The blob under ``prefix`` with the latest Last-Modified, or None when empty."""
+        return newest_of(self.objects(bucket, prefix))
+
+    def versions(self, bucket: str, prefix: str = "") -> Listing[VersionInfo]:
+        """Every version and soft-deleted blob under ``prefix``, by name.
+
+        Azure has no delete markers: a deleted blob is a soft-deleted one, or a name whose
+        versions are all previous ones. ``delete_marker`` is True for a soft-deleted entry.
+        """
+        return self._listing(bucket, prefix, versions=True)
+
+    def _listing(
+        self, bucket: str, prefix: str, *, versions: bool, gauge: BufferGauge | None = None
+    ) -> Listing[Any]:
+        def fetch(at: str, _delimited: bool, token: object) -> Page[Any]:
+            return self._page(bucket, at, token, versions=versions)
 
         # Flat, not sharded by "directory": Azure pages hold 5,000 blobs and one account
         # answers them fast; the walk would cost a request per directory.
@@ -129,59 +152,19 @@ class AzureBlobStore:
             limits=self.limits,
             shard=False,
             gauge=gauge,
-            name=f"azure-{self.role}",
+            name=f"azure{'v' if versions else ''}-{self.role}",
             target=f"{self.target} container {bucket}",
-        )
-        return listing.start()
-
-    def newest(self, bucket: str, prefix: str = "") -> ObjectInfo | None:
-        """The blob under ``prefix`` with the latest Last-Modified, or None when empty."""
-        newest: ObjectInfo | None = None
-        for info in self.objects(bucket, prefix):
-            if newest is None or info.last_modified > newest.last_modified:
-                newest = info
-        return newest
-
-    def versions(self, bucket: str, prefix: str = "") -> Listing[VersionInfo]:
-        """Every version and soft-deleted blob under ``prefix``, by name.
-
-        Azure has no delete markers: a deleted blob is a soft-deleted one, or a name whose
-        versions are all previous ones. ``delete_marker`` is True for a soft-deleted entry.
-        """
-
-        def fetch(at: str, _delimited: bool, token: object) -> Page[VersionInfo]:
-            return self._page(bucket, at, token, versions=True)
-
-        listing = OrderedListing(
-            fetch,
-            prefix,
-            limits=self.limits,
-            shard=False,
-            name=f"azurev-{self.role}",
-            unique_keys=False,
-            target=f"{self.target} container {bucket}",
+            unique_keys=not versions,  # one name's versions may span two pages
         )
         return listing.start()
 
     def key_histories(self, bucket: str, prefix: str = "") -> Iterator[KeyHistory]:
-        """Each name under ``prefix`` once: deleted when it has no live current version."""
-        key: str | None = None
-        live, count, modified = False, 0, dt.datetime.min.replace(tzinfo=dt.UTC)
-        versions = self.versions(bucket, prefix)
-        try:
-            for version in versions:
-                if version.key != key:
-                    if key is not None:
-                        yield KeyHistory(key, not live, count, modified)
-                    key, live, count = version.key, False, 0
-                    modified = version.last_modified
-                live = live or (version.is_latest and not version.delete_marker)
-                count += 1
-                modified = max(modified, version.last_modified)
-        finally:
-            versions.close()
-        if key is not None:
-            yield KeyHistory(key, not live, count, modified)
+        """Each name under ``prefix`` once: deleted when it has no live current version;
+        every version and soft-deleted copy holds data."""
+        for group in by_key(self.versions(bucket, prefix)):
+            live = any(v.is_latest and not v.delete_marker for v in group)
+            modified = max(v.last_modified for v in group)
+            yield KeyHistory(group[0].key, not live, len(group), modified)
 
     # -- configuration and single blobs --------------------------------------------------
 
