@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -66,18 +67,51 @@ def in_sync(azurite: AzuriteServer, s3_pair: tuple[str, str], azure_pair: tuple[
         upload(azurite, bucket, "p/b", b"another")
 
 
-def no_key_in(result: CheckResult) -> None:
-    assert ACCOUNT_KEY not in json.dumps(result.to_json())
+@dataclass
+class Synced:
+    """Both S3 buckets and both Azure containers hold the same objects."""
+
+    moto: MotoServer
+    azurite: AzuriteServer
+    s3_pair: tuple[str, str]
+    azure_pair: tuple[str, str]
+
+    def plan(
+        self,
+        settings: dict[str, Any] | None = None,
+        *,
+        azure_pair: tuple[str, str] | None = None,
+        azure_rpo: str = "1h",
+    ) -> DrillPlan:
+        return mixed_plan(
+            self.moto,
+            self.s3_pair,
+            azure_pair or self.azure_pair,
+            settings or self.azurite.settings(),
+            azure_rpo=azure_rpo,
+        )
 
 
-def test_one_dataset_on_s3_and_one_on_azure_pass_with_rpo_for_both(
+@pytest.fixture()
+def synced(
     moto_server: MotoServer,
     azurite: AzuriteServer,
     pair: tuple[str, str],
     azure_pair: tuple[str, str],
-) -> None:
+) -> Synced:
     in_sync(azurite, pair, azure_pair)
-    plan = mixed_plan(moto_server, pair, azure_pair, azurite.settings())
+    return Synced(moto_server, azurite, pair, azure_pair)
+
+
+def no_key_in(result: CheckResult) -> None:
+    assert ACCOUNT_KEY not in json.dumps(result.to_json())
+
+
+def test_one_dataset_on_s3_and_one_on_azure_pass_with_rpo_for_both(synced: Synced) -> None:
+    azurite = synced.azurite
+    pair = synced.s3_pair
+    azure_pair = synced.azure_pair
+    plan = synced.plan()
     results = {check_id: run(plan, check_id) for check_id in READ_CHECKS}
     for result in results.values():
         assert result.status is Status.PASS, result.summary
@@ -103,17 +137,13 @@ def test_one_dataset_on_s3_and_one_on_azure_pass_with_rpo_for_both(
     assert sorted(left) == ["p/a", "p/b"]  # the canary is gone
 
 
-def test_azure_lag_over_target_fails_rpo_naming_the_dataset(
-    moto_server: MotoServer,
-    azurite: AzuriteServer,
-    pair: tuple[str, str],
-    azure_pair: tuple[str, str],
-) -> None:
-    in_sync(azurite, pair, azure_pair)
+def test_azure_lag_over_target_fails_rpo_naming_the_dataset(synced: Synced) -> None:
+    azurite = synced.azurite
+    azure_pair = synced.azure_pair
     upload(azurite, azure_pair[0], "p/late", b"not replicated")
     written = dt.datetime.now(dt.UTC)
     time.sleep(2.2)  # Azurite dates a blob now: the lag has to grow past the target
-    plan = mixed_plan(moto_server, pair, azure_pair, azurite.settings(), azure_rpo="2s")
+    plan = synced.plan(azure_rpo="2s")
     rpo = run(plan, "data.rpo")
     assert (rpo.status, rpo.blocking) == (Status.FAIL, True)
     assert rpo.summary.startswith("Replication lag over RPO target: azure-data")
@@ -127,14 +157,8 @@ def test_azure_lag_over_target_fails_rpo_naming_the_dataset(
     assert "azure-data (1 missing, 0 differ)" in replicated.summary
 
 
-def test_azure_without_versions_or_soft_delete_fails_delete_protection(
-    moto_server: MotoServer,
-    azurite: AzuriteServer,
-    pair: tuple[str, str],
-    azure_pair: tuple[str, str],
-) -> None:
-    in_sync(azurite, pair, azure_pair)
-    plan = mixed_plan(moto_server, pair, azure_pair, azurite.settings())
+def test_azure_without_versions_or_soft_delete_fails_delete_protection(synced: Synced) -> None:
+    plan = synced.plan()
     result = run(plan, "data.delete_protection")
     assert (result.status, result.blocking) == (Status.FAIL, True)
     assert result.summary.startswith("DR copies not protected from deletes in azure-data:")
@@ -143,15 +167,8 @@ def test_azure_without_versions_or_soft_delete_fails_delete_protection(
 
 
 @pytest.mark.parametrize("check_id", [*READ_CHECKS, "data.delete_protection"])
-def test_a_missing_container_is_an_error_naming_it(
-    check_id: str,
-    moto_server: MotoServer,
-    azurite: AzuriteServer,
-    pair: tuple[str, str],
-    azure_pair: tuple[str, str],
-) -> None:
-    in_sync(azurite, pair, azure_pair)
-    plan = mixed_plan(moto_server, pair, (azure_pair[0], "absent-container"), azurite.settings())
+def test_a_missing_container_is_an_error_naming_it(check_id: str, synced: Synced) -> None:
+    plan = synced.plan(azure_pair=(synced.azure_pair[0], "absent-container"))
     result = run(plan, check_id)
     if check_id == "data.dr_writable":  # the store answered: a refusal is a failure
         assert (result.status, result.blocking) == (Status.FAIL, True)
@@ -163,17 +180,13 @@ def test_a_missing_container_is_an_error_naming_it(
 
 
 def test_a_wrong_key_is_an_error_never_a_pass(
-    moto_server: MotoServer,
-    azurite: AzuriteServer,
-    pair: tuple[str, str],
-    azure_pair: tuple[str, str],
-    monkeypatch: pytest.MonkeyPatch,
+    synced: Synced, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    in_sync(azurite, pair, azure_pair)
+    azurite = synced.azurite
     wrong = ACCOUNT_KEY[:-8] + "AAAAAAA="
     monkeypatch.setenv("DRILLS_TEST_WRONG_AZURE_KEY", wrong)
     settings = azurite.settings("env:DRILLS_TEST_WRONG_AZURE_KEY")
-    plan = mixed_plan(moto_server, pair, azure_pair, settings)
+    plan = synced.plan(settings)
     for check_id in ("data.replicated", "data.rpo"):
         result = run(plan, check_id)
         assert result.status is Status.ERROR, result.summary
