@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# Test servers from the npm registry (package.json: Azurite, the Azure Storage emulator).
+NODE_STAMP := node_modules/.installed-stamp
 DRILLS := $(BIN)/drills
 
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
@@ -30,7 +32,7 @@ help:
 	@echo "make screenshots  re-take the dashboard screenshots in docs/screenshots"
 	@echo "make bench        run the benchmarks in bench/"
 	@echo "make lock         re-pin constraints.txt from a fresh resolve"
-	@echo "make venv         create .venv and install drills with its test extras"
+	@echo "make venv         create .venv and install drills with its test extras (and Azurite, by npm)"
 	@echo "make sysdeps      install the Debian packages the lab and the tests need (as root)"
 	@echo "make clean        remove the venv, caches, and the state of the lab, the local server and the default history (.drills)"
 
@@ -40,7 +42,11 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
-venv: $(STAMP)
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+venv: $(STAMP) $(NODE_STAMP)
 
 sysdeps:
 	./scripts/sysdeps.sh
@@ -112,4 +118,4 @@ lock:
 	rm -rf .venv-lock
 
 clean:
-	rm -rf $(VENV) .lab .prefect-local .drills .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules .lab .prefect-local .drills .pytest_cache .mypy_cache .ruff_cache

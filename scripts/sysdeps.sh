@@ -17,6 +17,8 @@ declare -A wanted=(
   [kubectl]=kubernetes-client
   [promtool]=prometheus
   [prometheus-alertmanager]=prometheus-alertmanager
+  [node]=nodejs  # npm installs Azurite (package.json) for the Azure Blob tests
+  [npm]=npm
 )
 
 missing=()

@@ -44,6 +44,7 @@ from drills_lab.moto_server import MotoServer
 from drills_lab.named import NamedServer
 from drills_lab.registry import RegistryPair, RegistryServer
 from drills_lab.runtime import LabInfo
+from tests.support.azurite import ACCOUNT_KEY, KEY_ENV, AzuriteServer
 from tests.support.postgres import PostgresServer, unstarted_server
 from tests.support.services import (
     API_RECORD,
@@ -102,6 +103,20 @@ def moto_server() -> Iterator[MotoServer]:
     server = MotoServer()
     server.start()
     yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzuriteServer]:
+    """Azurite's blob service on a free port, its own state directory, and its account key
+    in the environment variable its settings refer to (KEY_ENV)."""
+    server = AzuriteServer(tmp_path_factory.mktemp("azurite"))
+    started = time.monotonic()
+    server.start()
+    log.info("azurite fixture up in %.0f ms", (time.monotonic() - started) * 1000)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_ENV, ACCOUNT_KEY)
+        yield server
     server.stop()
 
 

@@ -15,6 +15,8 @@ ROOT_FILES = {
     "README.md",
     "constraints.txt",
     "mkdocs.yml",
+    "package-lock.json",
+    "package.json",
     "prefect.yaml",
     "pyproject.toml",
 }

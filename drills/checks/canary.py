@@ -13,6 +13,7 @@ from typing import Any
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.checks.identity import one_bucket
 from drills.errors import TargetError, unreadable
+from drills.targets.sites import store_kind
 
 # Outside every dataset's prefix (unless a dataset covers the whole bucket), and named
 # so that anyone who finds one left over knows what wrote it and that it can go.
@@ -24,14 +25,16 @@ def canary_key(ctx: CheckContext) -> str:
     return f"{CANARY_PREFIX}{ctx.plan.name}-{stamp}-{os.urandom(4).hex()}.txt"
 
 
-def _probe(ctx: CheckContext, bucket: str) -> dict[str, Any]:
+def _probe(ctx: CheckContext, bucket: str, store_name: str | None) -> dict[str, Any]:
     """Write, read back byte for byte, and delete one canary; the delete runs whatever failed."""
-    store = ctx.targets.dr.objects
+    store = ctx.targets.dr.objects_for(store_name)
     key = canary_key(ctx)
     body = (f"drills readiness canary: DR write test for plan {ctx.plan.name}; "
             f"safe to delete. {os.urandom(16).hex()}\n").encode()  # fmt: skip
     row: dict[str, Any] = {"bucket": bucket, "key": key, "wrote": False, "read_back": False,
                            "removed": False}  # fmt: skip
+    if store_name is not None:
+        row["store"] = store_name
     version: str | None = None
     try:
         version = store.put_canary(bucket, key, body)
@@ -53,11 +56,11 @@ def _probe(ctx: CheckContext, bucket: str) -> dict[str, Any]:
     return row
 
 
-def _shared_probe(ctx: CheckContext, bucket: str) -> dict[str, Any]:
+def _shared_probe(ctx: CheckContext, bucket: str, store: str | None) -> dict[str, Any]:
     """One canary per DR bucket and set of credentials in a run over many plans: the
     plans that reach the bucket alike share its answer (its key names the first)."""
-    key = ("dr_writable", ctx.targets.dr.identity("objects"), bucket)
-    return dict(ctx.targets.once(key, lambda: _probe(ctx, bucket)))
+    key = ("dr_writable", ctx.targets.dr.identity(store_kind(store)), bucket)
+    return dict(ctx.targets.once(key, lambda: _probe(ctx, bucket, store)))
 
 
 @check(
@@ -95,8 +98,9 @@ def data_dr_writable(ctx: CheckContext) -> Outcome:
     """
     if refused := one_bucket(ctx):  # a canary "at DR" would be written at the primary
         return refused
-    buckets = sorted({d.dr_bucket for d in ctx.plan.datasets})
-    rows = [_shared_probe(ctx, b) for b in buckets]
+    # A bucket by its store: the same name in two stores is two buckets.
+    buckets = sorted({(d.store or "", d.dr_bucket) for d in ctx.plan.datasets})
+    rows = [_shared_probe(ctx, bucket, store or None) for store, bucket in buckets]
     bad = [r for r in rows if not (r["wrote"] and r["read_back"] and r["removed"])]
     evidence = {"buckets": rows[:EXAMPLES], "failed": len(bad)}
     if not buckets:

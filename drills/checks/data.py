@@ -26,7 +26,7 @@ from drills.targets.objects_compare import (
     compare_deletes,
     compare_objects,
 )
-from drills.targets.sites import Targets
+from drills.targets.sites import Targets, store_kind
 from drills.timefmt import duration
 
 log = logging.getLogger("drills.checks.data")
@@ -42,16 +42,16 @@ NONCURRENT_FLOOR_DAYS = 30
 
 def _locations(targets: Targets, ds: Dataset) -> tuple[Location, Location]:
     return (
-        Location(targets.primary.objects, ds.primary_bucket, ds.prefix),
-        Location(targets.dr.objects, ds.dr_bucket, ds.prefix),
+        Location(targets.primary.objects_for(ds.store), ds.primary_bucket, ds.prefix),
+        Location(targets.dr.objects_for(ds.store), ds.dr_bucket, ds.prefix),
     )
 
 
 def _both_copies(targets: Targets, ds: Dataset) -> tuple[Any, ...]:
     """Which two copies ``ds`` compares: the same for every plan naming the same buckets."""
     return (
-        (targets.primary.identity("objects"), ds.primary_bucket, ds.prefix),
-        (targets.dr.identity("objects"), ds.dr_bucket, ds.prefix),
+        (targets.primary.identity(store_kind(ds.store)), ds.primary_bucket, ds.prefix),
+        (targets.dr.identity(store_kind(ds.store)), ds.dr_bucket, ds.prefix),
     )
 
 
@@ -442,7 +442,7 @@ def rule_problems(rule: LifecycleRule, ds: Dataset) -> list[tuple[str, dict[str,
 
 
 def _protection(targets: Targets, ds: Dataset) -> dict[str, Any]:
-    dr = targets.dr.objects
+    dr = targets.dr.objects_for(ds.store)
     problems: dict[str, list[dict[str, Any]]] = {kind: [] for kind in VIOLATIONS}
     status = dr.versioning(ds.dr_bucket)
     if status != "Enabled":

@@ -84,7 +84,10 @@ def inventory_diff(
     """The dataset's diff from both sides' newest inventory reports (``ds.inventory``)."""
     inv = ds.inventory
     assert inv is not None
-    stores = {"primary": targets.primary.objects, "dr": targets.dr.objects}
+    stores = {
+        "primary": targets.primary.objects_for(ds.store),
+        "dr": targets.dr.objects_for(ds.store),
+    }
     buckets = {"primary": ds.primary_bucket, "dr": ds.dr_bucket}
     dests = {"primary": inv.primary, "dr": inv.dr}
     reports = {side: _report(stores[side], inv, dests[side], buckets[side]) for side in stores}

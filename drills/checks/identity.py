@@ -93,33 +93,44 @@ def sites_distinct(ctx: CheckContext) -> Outcome:
     return _outcome(clusters, endpoints[0], buckets, evidence)
 
 
-def _storage(ctx: CheckContext) -> Verdict:
-    p, d = ctx.plan.sites.primary.objects, ctx.plan.sites.dr.objects
+def _storage(ctx: CheckContext, store: str | None) -> Verdict:
+    p = ctx.plan.sites.primary.objects_for(store)
+    d = ctx.plan.sites.dr.objects_for(store)
     if (p.provider, d.provider) != ("s3", "s3"):
         # Another provider's store is all in its settings: the same provider and settings
         # reach one store; anything else, two (a provider's settings are not URLs to resolve).
         same = p.provider == d.provider and p.settings == d.settings
         words = f"{p.provider} at the primary, {d.provider} at DR" + (", same settings" * same)
         return Verdict(same, "object storage provider", words)
-    urls = tuple(
-        str(site.objects.endpoint_url) if site.objects.endpoint_url else None
-        for _, site in ctx.plan.sites.items()
-    )
+    urls = tuple(str(s.endpoint_url) if s.endpoint_url else None for s in (p, d))
     return ctx.targets.once(("object storage", urls), lambda: compare_storage(*urls))
 
 
-def _same_names(ctx: CheckContext) -> list[str]:
-    return sorted({d.dr_bucket for d in ctx.plan.datasets if d.dr_bucket == d.primary_bucket})
+def _same_names(ctx: CheckContext, store: str | None) -> list[str]:
+    return sorted(
+        {
+            d.dr_bucket
+            for d in ctx.plan.datasets
+            if d.dr_bucket == d.primary_bucket and d.store == store
+        }
+    )
 
 
 def _buckets(ctx: CheckContext) -> Verdict | None:
     """Whether a dataset's DR bucket is its primary bucket (same name, one storage);
     None when no dataset gives both sites the same bucket name."""
-    names = _same_names(ctx)
-    if not names:
+    found: list[Verdict] = []
+    for store in sorted({d.store or "" for d in ctx.plan.datasets}):
+        names = _same_names(ctx, store or None)
+        if names:
+            storage = _storage(ctx, store or None)
+            found.append(Verdict(storage.same, storage.by, f"{', '.join(names)}: {storage.detail}"))
+    if not found:
         return None
-    storage = _storage(ctx)
-    return Verdict(storage.same, storage.by, f"{', '.join(names)}: {storage.detail}")
+    # One bucket anywhere is one bucket; else one undecided store leaves the answer open.
+    return next((v for v in found if v.same), None) or next(
+        (v for v in found if v.same is None), found[0]
+    )
 
 
 def one_bucket(ctx: CheckContext) -> Outcome | None:

@@ -86,8 +86,8 @@ def reverse_sync(
 ) -> DatasetCopiedBack:
     """What DR holds of ``ds`` and how much of it the primary can read, asked of the
     reversed plan's targets and dataset (its "primary" side is DR)."""
-    at_dr = Location(reversed_targets.primary.objects, ds.primary_bucket, ds.prefix)
-    at_primary = Location(reversed_targets.dr.objects, ds.dr_bucket, ds.prefix)
+    at_dr = Location(reversed_targets.primary.objects_for(ds.store), ds.primary_bucket, ds.prefix)
+    at_primary = Location(reversed_targets.dr.objects_for(ds.store), ds.dr_bucket, ds.prefix)
     diff = compare_objects(at_dr, at_primary, examples=EXAMPLES)
     written, size = _written_since(at_dr.store, ds, since)
     oldest = diff.oldest_unreplicated

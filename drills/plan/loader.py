@@ -75,6 +75,7 @@ from drills.plan.models import (
 )
 from drills.plan.refs import SecretRef, find_literal_credentials, resolve_secret
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
+from drills.plan.stores import dataset_store_rules
 from drills.plan.types import PlanName, Text
 from drills.plan.urls import same_storage
 from drills.plan.yamlfile import Loc, Position, YamlDocument, format_loc, parse_yaml, read_plan_text
@@ -220,16 +221,16 @@ class DrillPlan(PlanModel):
         # On separate storage (per-site MinIO, say) equal names are fine. Endpoints are
         # compared normalised: a trailing slash, a default port, or the host written
         # another way (localhost, 127.1, 0x7f000001) is the same storage.
-        if _same_object_store(primary, dr):
-            rules += [
-                (
-                    ("datasets", i, "dr_bucket"),
-                    "must differ from primary_bucket: both sites use "
-                    "the same object storage, so this would be the same bucket",
-                )
-                for i, ds in enumerate(self.datasets)
-                if ds.primary_bucket == ds.dr_bucket
-            ]
+        rules += dataset_store_rules(self.datasets, primary, dr)
+        rules += [
+            (
+                ("datasets", i, "dr_bucket"),
+                "must differ from primary_bucket: both sites use "
+                "the same object storage, so this would be the same bucket",
+            )
+            for i, ds in enumerate(self.datasets)
+            if ds.primary_bucket == ds.dr_bucket and _same_object_store(primary, dr, ds.store)
+        ]
         # A per-site AWS secret must differ between sites, which it cannot when both
         # sites read the one Secrets Manager.
         if _secrets_manager(primary) == _secrets_manager(dr):
@@ -347,8 +348,10 @@ class DrillPlan(PlanModel):
 _FIELD_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
-def _same_object_store(primary: Site, dr: Site) -> bool:
-    p, d = primary.objects, dr.objects
+def _same_object_store(primary: Site, dr: Site, store: str | None = None) -> bool:
+    if store is not None and not (store in primary.object_stores and store in dr.object_stores):
+        return False  # dataset_store_rules names the store that is missing
+    p, d = primary.objects_for(store), dr.objects_for(store)
     if p.provider != d.provider:
         return False
     if p.provider != "s3":
@@ -563,12 +566,16 @@ _LATER_DEFAULTS: tuple[tuple[tuple[str, ...], object], ...] = (
             (("secret_store",), {"provider": "aws-secrets-manager", "settings": {}}),
             (("objects", "provider"), "s3"),
             (("objects", "settings"), {}),
+            (("object_stores",), {}),
         )
     ),
 )
 
 
 def _without_later_defaults(dumped: dict[str, Any]) -> dict[str, Any]:
+    for dataset in dumped.get("datasets") or ():
+        if isinstance(dataset, dict) and dataset.get("store", False) is None:
+            del dataset["store"]
     for path, default in _LATER_DEFAULTS:
         *parents, key = path
         node: Any = dumped

@@ -268,6 +268,9 @@ class Site(PlanModel):
     """The container registry the site pulls from."""
     objects: ObjectStorage
     """The site's object storage, holding the datasets' buckets."""
+    object_stores: Annotated[dict[Label, ObjectStorage], Field(max_length=20)] = {}  # noqa: RUF012 - pydantic copies a default per model
+    """More object stores at this site, by name, for datasets that name one (`store`):
+    a dataset on Azure Blob Storage beside others on S3, say."""
     secret_store: SecretStore = SecretStore()
     """The site's secret store, for `secrets.store`; default AWS Secrets Manager."""
     ingress: Fence
@@ -287,6 +290,10 @@ class Site(PlanModel):
         if not isinstance(self.registry, EcrRegistry):
             return None
         return self.registry.region or (self.aws.region if self.aws else None)
+
+    def objects_for(self, store: str | None) -> ObjectStorage:
+        """The object store a dataset names (``Dataset.store``), or ``objects`` for None."""
+        return self.objects if store is None else self.object_stores[store]
 
     @property
     def objects_region(self) -> str:
@@ -449,6 +456,9 @@ class Dataset(PlanModel):
     """Non-current versions the DR bucket's lifecycle must keep."""
     inventory: DatasetInventory | None = None
     """For buckets too big to list: compare their S3 Inventory reports instead."""
+    store: Label | None = None
+    """The object store holding both copies: a name of `sites.*.object_stores`, at each
+    site; without it, the sites' `objects`."""
 
 
 class KubernetesSecret(PlanModel):

@@ -84,3 +84,22 @@ class StoreSecret(PlanModel):
     """The secret's id in each site's secret store (sites.*.secret_store)."""
     per_site: StrictBool = False
     """Must differ between sites."""
+
+
+def dataset_store_rules(datasets: Any, primary: Any, dr: Any) -> list[Rule]:
+    """A dataset's ``store`` must be a store of both sites' ``object_stores``, and S3
+    Inventory (``inventory:``) is read from S3 only."""
+    rules: list[Rule] = []
+    for i, ds in enumerate(datasets):
+        if ds.store is None:
+            continue
+        lacking = [
+            role for role, site in (("primary", primary), ("dr", dr))
+            if ds.store not in site.object_stores
+        ]  # fmt: skip
+        if lacking:
+            rules.append(
+                (("datasets", i, "store"), f"no object store {ds.store!r} in "
+                 + " or ".join(f"sites.{role}.object_stores" for role in lacking))
+            )  # fmt: skip
+    return rules

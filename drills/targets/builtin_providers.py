@@ -33,6 +33,13 @@ def _s3(where: ProviderContext) -> Any:
     return ObjectStore.for_site(where.role, _site(where), where.plan)
 
 
+def _azure_blob(where: ProviderContext) -> Any:
+    from drills.targets.objects_azure import AzureBlobStore
+    from drills.targets.objects_azure_settings import client_for
+
+    return AzureBlobStore(client_for(where), where.role)
+
+
 def _registry(where: ProviderContext) -> Any:
     from drills.targets.registry import registry_for
 
@@ -63,6 +70,13 @@ S3 = Provider(
     _s3,
     "Amazon S3 and S3-compatible stores (MinIO, Ceph RGW...): versions, lifecycle, "
     "inventory reports, the DR-writable canary.",
+    checks=OBJECT_CHECKS,
+)
+AZURE_BLOB = Provider(
+    "objects",
+    _azure_blob,
+    "Azure Blob Storage (and Azurite): containers, Content-MD5 and Last-Modified, blob "
+    "versions or soft delete for add-only, the DR-writable canary.",
     checks=OBJECT_CHECKS,
 )
 OCI = Provider(

@@ -114,6 +114,31 @@ class LifecycleRule:
         )
 
 
+def newest_of(listing: Iterator[ObjectInfo]) -> ObjectInfo | None:
+    """The entry with the latest last-modified time, or None for an empty listing."""
+    newest: ObjectInfo | None = None
+    for info in listing:
+        if newest is None or info.last_modified > newest.last_modified:
+            newest = info
+    return newest
+
+
+def by_key(versions: Listing[VersionInfo]) -> Iterator[list[VersionInfo]]:
+    """The versions of each key together, in key order; the listing is closed however the
+    caller stops."""
+    group: list[VersionInfo] = []
+    try:
+        for version in versions:
+            if group and version.key != group[0].key:
+                yield group
+                group = []
+            group.append(version)
+    finally:
+        versions.close()
+    if group:
+        yield group
+
+
 def _parse_timestamp(value: Any) -> dt.datetime:
     """An ISO 8601 timestamp of a listing, parsed without dateutil's cost."""
     try:
@@ -218,11 +243,7 @@ class ObjectStore:
 
     def newest(self, bucket: str, prefix: str = "") -> ObjectInfo | None:
         """The object under ``prefix`` with the latest LastModified, or None when empty."""
-        newest: ObjectInfo | None = None
-        for info in self.objects(bucket, prefix):
-            if newest is None or info.last_modified > newest.last_modified:
-                newest = info
-        return newest
+        return newest_of(self.objects(bucket, prefix))
 
     def versions(self, bucket: str, prefix: str = "") -> Listing[VersionInfo]:
         """Every version and delete marker under ``prefix``: by key, the latest first."""
@@ -244,23 +265,11 @@ class ObjectStore:
 
     def key_histories(self, bucket: str, prefix: str = "") -> Iterator[KeyHistory]:
         """Each key under ``prefix`` once, in key order: deleted or not, versions held."""
-        key: str | None = None
-        deleted, count, modified = False, 0, dt.datetime.min.replace(tzinfo=dt.UTC)
-        versions = self.versions(bucket, prefix)
-        try:
-            for version in versions:
-                if version.key != key:
-                    if key is not None:
-                        yield KeyHistory(key, deleted, count, modified)
-                    key, deleted, count = version.key, False, 0
-                    modified = version.last_modified
-                if version.is_latest:
-                    deleted, modified = version.delete_marker, version.last_modified
-                count += not version.delete_marker
-        finally:
-            versions.close()
-        if key is not None:
-            yield KeyHistory(key, deleted, count, modified)
+        for group in by_key(self.versions(bucket, prefix)):
+            latest = next((v for v in group if v.is_latest), group[0])
+            deleted = latest.is_latest and latest.delete_marker
+            count = sum(not v.delete_marker for v in group)
+            yield KeyHistory(group[0].key, deleted, count, latest.last_modified)
 
     # -- configuration and single objects ------------------------------------------------
 

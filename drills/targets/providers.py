@@ -1,8 +1,8 @@
 """The installed providers: every entry point of the ``drills.providers`` group, by name.
 
-drills's own providers (``s3``, ``oci``, ``ecr``, ``aws-secrets-manager``, ``rfc2136``,
-``route53``, ``external-dns``) are registered in its pyproject.toml exactly as a third-party package
-registers one, so there is one way in. A provider that fails to load (an import error,
+drills's own providers (``s3``, ``azure-blob``, ``oci``, ``ecr``, ``aws-secrets-manager``,
+``rfc2136``, ``route53``, ``external-dns``) are registered in its pyproject.toml exactly as a
+third-party package registers one, so there is one way in. A provider that fails to load (an import error,
 an object that is not a :class:`~drills.targets.provider_api.Provider`) stays listed with
 its error; a plan that names it, or a name nothing installed has, is refused with one line
 that names what is installed.
@@ -79,6 +79,7 @@ BUILT_IN = {
     "rfc2136": "drills.targets.builtin_providers:RFC2136",
     "route53": "drills.targets.builtin_providers:ROUTE53",
     "external-dns": "drills.targets.builtin_providers:EXTERNAL_DNS",
+    "azure-blob": "drills.targets.builtin_providers:AZURE_BLOB",
 }
 
 
@@ -184,6 +185,15 @@ def site_provider(site: Site, kind: Kind) -> tuple[str, Mapping[str, Any]]:
     return name, getattr(section, "settings", {})
 
 
+def store_adapter(label: str, site: Site, plan: DrillPlan, store: str) -> Any:
+    """The adapter of the site's object store ``store`` (``sites.*.object_stores``): built
+    as the site's own would be, from a copy of the site whose ``objects`` is that store."""
+    section = site.objects_for(store)
+    as_site = site.model_copy(update={"objects": section})
+    where = ProviderContext(label, plan, as_site, section.settings)
+    return build("objects", section.provider, where)
+
+
 def dns_adapter(plan: DrillPlan, *, timeout_s: float | None = None) -> Any:
     """The adapter of the plan's DNS, from the provider ``dns.provider`` names."""
     settings = getattr(plan.dns, "settings", {})
@@ -200,6 +210,8 @@ def plan_providers(plan: DrillPlan) -> Iterator[tuple[str, Kind, str]]:
     for role, site in plan.sites.items():
         for kind, field in fields.items():
             yield f"sites.{role}.{field}", kind, site_provider(site, kind)[0]
+        for store, section in site.object_stores.items():
+            yield f"sites.{role}.object_stores.{store}.provider", "objects", section.provider
     yield "dns.provider", "dns", plan.dns.provider
 
 

@@ -206,6 +206,8 @@ def site_sections(site: Site, kind: str) -> tuple[Any, ...]:
         return (site.registry, site.aws)
     if kind == "objects":
         return (site.objects, site.aws)
+    if kind.startswith("objects:"):  # a store of site.object_stores, by name
+        return (site.objects_for(kind.partition(":")[2]), site.aws)
     if kind == "secrets":
         return (site.secret_store, site.aws)
     return (site.aws,)

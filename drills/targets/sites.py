@@ -33,6 +33,14 @@ if TYPE_CHECKING:
     from drills.targets.secrets import AwsSecrets
 
 Role = Literal["primary", "dr"]
+
+
+def store_kind(store: str | None) -> str:
+    """The adapter kind of a dataset's object store (``Dataset.store``): ``objects`` for
+    the site's own, ``objects:NAME`` for one of ``sites.*.object_stores``."""
+    return "objects" if store is None else f"objects:{store}"
+
+
 ROLES: tuple[Role, ...] = ("primary", "dr")
 T = TypeVar("T")
 
@@ -124,6 +132,19 @@ class SiteTargets:
     def objects(self) -> ObjectStore:
         # Typed as the S3 store, whose methods ObjectStoreAdapter names: what the checks call.
         return cast("ObjectStore", self._provided("objects", OBJECTS_READS))
+
+    def objects_for(self, store: str | None) -> ObjectStore:
+        """The object store a dataset names (``Dataset.store``); the site's own for None."""
+        if store is None:
+            return self.objects
+        from drills.targets.providers import store_adapter
+
+        adapter = self._adapter(
+            store_kind(store),
+            lambda: store_adapter(self.label, self.site, self.plan, store),
+            OBJECTS_READS,
+        )
+        return cast("ObjectStore", adapter)
 
     @property
     def secret_store(self) -> SecretStoreAdapter:

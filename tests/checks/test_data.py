@@ -28,6 +28,12 @@ HOUR = dt.timedelta(hours=1)
 
 
 def plan_over(endpoint: str, *datasets: dict[str, Any]) -> DrillPlan:
+    return plan_from_text(yaml.safe_dump(plan_doc(endpoint, *datasets)))
+
+
+def plan_doc(endpoint: str, *datasets: dict[str, Any]) -> dict[str, Any]:
+    """A plan's data over S3 at ``endpoint``, for a test to change before it loads it."""
+
     def site(role: str, addr: str) -> dict[str, Any]:
         return {
             "kubernetes": {"kubeconfig": f"{role}.kubeconfig"},
@@ -44,7 +50,7 @@ def plan_over(endpoint: str, *datasets: dict[str, Any]) -> DrillPlan:
             "endpoint": f"http://{addr}:18080/healthz",
         }
 
-    doc = {
+    return {
         "name": "data-test",
         "sites": {"primary": site("primary", "127.0.0.2"), "dr": site("dr", "127.0.0.3")},
         "workloads": [
@@ -60,7 +66,6 @@ def plan_over(endpoint: str, *datasets: dict[str, Any]) -> DrillPlan:
         "dns": UNUSED_DNS,
         "objectives": {"rto": "15m", "rpo": "1h"},
     }
-    return plan_from_text(yaml.safe_dump(doc))
 
 
 def dataset(

@@ -16,8 +16,8 @@ def test_every_built_in_provider_is_listed_with_its_checks_and_takeover_support(
         if line.startswith("| `")
     }
     built_in = [i for i in installed() if i.package == "drills"]
-    assert {i.name for i in built_in} == {"s3", "oci", "ecr", "aws-secrets-manager", "rfc2136",
-                                          "route53", "external-dns"}  # fmt: skip
+    assert {i.name for i in built_in} == {"s3", "azure-blob", "oci", "ecr", "aws-secrets-manager",
+                                          "rfc2136", "route53", "external-dns"}  # fmt: skip
     for entry in built_in:
         provider = entry.provider
         assert provider is not None, entry.error

@@ -133,6 +133,7 @@ def test_the_plugin_is_listed_beside_the_built_in_providers(venv: Path, tmp_path
     built_in = {n: p["kind"] for n, p in by_name.items() if p["package"] == "drills"}
     assert built_in == {
         "s3": "objects",
+        "azure-blob": "objects",
         "oci": "registry",
         "ecr": "registry",
         "aws-secrets-manager": "secrets",
