@@ -2,10 +2,10 @@
 
 drills's own providers (``s3``, ``azure-blob``, ``oci``, ``ecr``, ``aws-secrets-manager``,
 ``rfc2136``, ``route53``, ``external-dns``) are registered in its pyproject.toml exactly as a
-third-party package registers one, so there is one way in. A provider that fails to load (an import error,
-an object that is not a :class:`~drills.targets.provider_api.Provider`) stays listed with
-its error; a plan that names it, or a name nothing installed has, is refused with one line
-that names what is installed.
+third-party package registers one, so there is one way in. A provider that fails to load (an
+import error, an object that is not a :class:`~drills.targets.provider_api.Provider`) stays
+listed with its error; a plan that names it, or a name nothing installed has, is refused with
+one line that names what is installed.
 """
 
 from __future__ import annotations
