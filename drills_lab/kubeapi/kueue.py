@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -214,6 +215,13 @@ def _candidates(
     return out
 
 
+def _with_usage(usage: list[dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def write(cq: dict[str, Any]) -> dict[str, Any]:
+        return {**cq, "status": {**(cq.get("status") or {}), "flavorsUsage": usage}}
+
+    return write
+
+
 class KueueModel:
     """Kueue's admission for one site's store; the controller calls it each pass."""
 
@@ -392,8 +400,5 @@ class KueueModel:
                 continue
             with contextlib.suppress(ApiError):
                 self._store.patch(
-                    "clusterqueues", None, name,
-                    lambda o, usage=usage: {**o, "status": {**(o.get("status") or {}),
-                                                            "flavorsUsage": usage}},
-                    subresource="status",
-                )  # fmt: skip
+                    "clusterqueues", None, name, _with_usage(usage), subresource="status"
+                )

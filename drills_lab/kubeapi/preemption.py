@@ -139,10 +139,10 @@ class PriorityScheduler:
         if dig(pod, "spec", "preemptionPolicy") != NEVER:
             chosen = self._victims(gpu_nodes, pods, taken, wanted, mine)
             if chosen is not None:
-                node, victims = chosen
+                target, victims = chosen
                 for victim in victims:
                     self._evict(victim, pod)
-                return Placement(pending=True, nominated=node, message="preempting")
+                return Placement(pending=True, nominated=target, message="preempting")
         return Placement(
             pending=True,
             message=f"0/{len(nodes)} nodes are available: {len(gpu_nodes)} Insufficient "

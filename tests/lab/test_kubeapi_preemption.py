@@ -39,19 +39,32 @@ def server() -> Iterator[KubeApiServer]:
     """A server of its own, with one 4-GPU node and three PriorityClasses."""
     server = KubeApiServer(token=KUBE_TOKEN, ready_delay=0.1, name="preempt")
     server.start()
-    server.store.create("nodes", {
-        "metadata": {"name": NODE, "labels": {"nvidia.com/gpu.present": "true"}},
-        "status": {"allocatable": {GPU: "4", "cpu": "64", "memory": "512Gi"},
-                   "capacity": {GPU: "4", "cpu": "64", "memory": "512Gi"},
-                   "conditions": [{"type": "Ready", "status": "True"}]},
-    })  # fmt: skip
-    for name, value, policy in (("low", 100, "PreemptLowerPriority"),
-                                ("high", 10_000, "PreemptLowerPriority"),
-                                ("high-never", 10_000, "Never")):  # fmt: skip
-        server.store.create("priorityclasses", {
-            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-            "metadata": {"name": name}, "value": value, "preemptionPolicy": policy,
-        })  # fmt: skip
+    server.store.create(
+        "nodes",
+        {
+            "metadata": {"name": NODE, "labels": {"nvidia.com/gpu.present": "true"}},
+            "status": {
+                "allocatable": {GPU: "4", "cpu": "64", "memory": "512Gi"},
+                "capacity": {GPU: "4", "cpu": "64", "memory": "512Gi"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        },
+    )
+    for name, value, policy in (
+        ("low", 100, "PreemptLowerPriority"),
+        ("high", 10_000, "PreemptLowerPriority"),
+        ("high-never", 10_000, "Never"),
+    ):
+        server.store.create(
+            "priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+                "preemptionPolicy": policy,
+            },
+        )
     yield server
     server.stop()
 
@@ -75,13 +88,27 @@ def deployment(name: str, replicas: int, gpus: int, cls: str, queue: str | None 
     labels = {"app": name}
     template_labels = {**labels, **({"kueue.x-k8s.io/queue-name": queue} if queue else {})}
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": {
-            "metadata": {"labels": template_labels},
-            "spec": {"priorityClassName": cls, "containers": [{
-                "name": "main", "image": "registry.test/work:1",
-                "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}}}]}}},
-    }  # fmt: skip
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": template_labels},
+                "spec": {
+                    "priorityClassName": cls,
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.test/work:1",
+                            "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
 
 
 class PodEvents:
@@ -95,8 +122,9 @@ class PodEvents:
 
         def run() -> None:
             started.set()
-            for event in self._watch.stream(core.list_namespaced_pod, namespace,
-                                            timeout_seconds=60):  # fmt: skip
+            for event in self._watch.stream(
+                core.list_namespaced_pod, namespace, timeout_seconds=60
+            ):
                 self.seen.append((event["type"], event["object"]))
 
         self._thread = threading.Thread(target=run, daemon=True)
@@ -137,12 +165,16 @@ def test_a_higher_priority_pod_preempts_the_fewest_lower_ones_then_binds(
     events.stop()
 
     assert critical.spec.node_name == NODE and critical.spec.priority == 10_000
-    nominated = [p for _, p in events.seen if p.metadata.labels.get("app") == "critical"
-                 and p.status.nominated_node_name == NODE and not p.spec.node_name]  # fmt: skip
+    nominated = [
+        p
+        for _, p in events.seen
+        if p.metadata.labels.get("app") == "critical"
+        and p.status.nominated_node_name == NODE
+        and not p.spec.node_name
+    ]
     assert nominated, "the preemptor was never seen nominated to the node before binding"
     assert _conditions(nominated[0])["PodScheduled"].status == "False"
-    victims = {p.metadata.name: p for _, p in events.seen
-               if "DisruptionTarget" in _conditions(p)}  # fmt: skip
+    victims = {p.metadata.name: p for _, p in events.seen if "DisruptionTarget" in _conditions(p)}
     assert len(victims) == 2, f"two 1-GPU victims free the 2 GPUs, not {sorted(victims)}"
     for victim in victims.values():
         target = _conditions(victim)["DisruptionTarget"]
@@ -151,8 +183,10 @@ def test_a_higher_priority_pod_preempts_the_fewest_lower_ones_then_binds(
     deleted = {p.metadata.name for kind, p in events.seen if kind == "DELETED"}
     assert set(victims) <= deleted, "the victims were not deleted"
     # The Deployment recreated its two pods; they wait, Pending, while the GPUs are taken.
-    pending = wait_for(lambda: [p for p in _app_pods(core, namespace, "batch")
-                                if p.status.phase == "Pending"], what="recreated batch pods")  # fmt: skip
+    pending = wait_for(
+        lambda: [p for p in _app_pods(core, namespace, "batch") if p.status.phase == "Pending"],
+        what="recreated batch pods",
+    )
     time.sleep(0.5)
     pending = [p for p in _app_pods(core, namespace, "batch") if not p.spec.node_name]
     assert len(pending) == 2 and len(_app_pods(core, namespace, "batch")) == 4
@@ -203,16 +237,41 @@ def test_kueue_admits_by_quota_and_evicts_lower_priority_for_higher(
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     core.patch_namespace(namespace, {"metadata": {"labels": {"kueue-managed": "true"}}})
     cq = f"cq-{namespace}"
-    _kueue(api).create_cluster_custom_object(*KUEUE, "clusterqueues", {
-        "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": cq},
-        "spec": {"namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
-                 "resourceGroups": [{"coveredResources": [GPU], "flavors": [{
-                     "name": "default-flavor", "resources": [{"name": GPU, "nominalQuota": "2"}]}]}]},
-    })  # fmt: skip
-    _kueue(api).create_namespaced_custom_object(*KUEUE, namespace, "localqueues", {
-        "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-        "metadata": {"name": "q"}, "spec": {"clusterQueue": cq},
-    })  # fmt: skip
+    _kueue(api).create_cluster_custom_object(
+        *KUEUE,
+        "clusterqueues",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": cq},
+            "spec": {
+                "namespaceSelector": {},
+                "preemption": {"withinClusterQueue": "LowerPriority"},
+                "resourceGroups": [
+                    {
+                        "coveredResources": [GPU],
+                        "flavors": [
+                            {
+                                "name": "default-flavor",
+                                "resources": [{"name": GPU, "nominalQuota": "2"}],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+    )
+    _kueue(api).create_namespaced_custom_object(
+        *KUEUE,
+        namespace,
+        "localqueues",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": "q"},
+            "spec": {"clusterQueue": cq},
+        },
+    )
     try:
         apps.create_namespaced_deployment(namespace, deployment("batch", 3, 1, "low", "q"))
         wait_for(lambda: _running(core, namespace, "batch", 2), what="2 admitted pods running")
@@ -234,8 +293,10 @@ def test_kueue_admits_by_quota_and_evicts_lower_priority_for_higher(
 
         apps.create_namespaced_deployment(namespace, deployment("urgent", 1, 1, "high", "q"))
         wait_for(lambda: _running(core, namespace, "urgent", 1), what="the urgent pod admitted")
-        evicted = wait_for(lambda: [w for w in _workloads(api, namespace)
-                                    if _status(w, "Evicted")], what="an evicted Workload")  # fmt: skip
+        evicted = wait_for(
+            lambda: [w for w in _workloads(api, namespace) if _status(w, "Evicted")],
+            what="an evicted Workload",
+        )
         assert len(evicted) == 1 and _status(evicted[0], "Evicted") == ("True", "Preempted")
         assert _status(evicted[0], "Admitted") == ("False", "NoReservation")
         assert "admission" not in evicted[0]["status"]
@@ -246,5 +307,6 @@ def test_kueue_admits_by_quota_and_evicts_lower_priority_for_higher(
         running = [p for p in _app_pods(core, namespace, "batch") if p.status.phase == "Running"]
         assert len(running) == 1, "one low-priority pod keeps its quota, the rest wait"
     finally:
-        apps.delete_collection_namespaced_deployment(namespace)
+        for name in ("batch", "urgent"):
+            apps.delete_namespaced_deployment(name, namespace)
         _kueue(api).delete_cluster_custom_object(*KUEUE, "clusterqueues", cq)
