@@ -346,13 +346,8 @@ class KueueModel:
             {"type": "Admitted", "status": "True", "reason": "Admitted",
              "message": "The workload is admitted", "lastTransitionTime": now},
         ]  # fmt: skip
-        m = wl["metadata"]
         with contextlib.suppress(ApiError):
-            self._store.patch(
-                "workloads", m["namespace"], m["name"],
-                lambda o: {**o, "status": {"admission": admission, "conditions": conditions}},
-                subresource="status",
-            )  # fmt: skip
+            self._write(wl, {"admission": admission, "conditions": conditions})
             if pod is not None:
                 pm = pod["metadata"]
                 self._store.patch(
@@ -360,6 +355,13 @@ class KueueModel:
                     lambda p: {**p, "spec": {k: v for k, v in p["spec"].items()
                                              if k != "schedulingGates"}},
                 )  # fmt: skip
+
+    def _write(self, wl: dict[str, Any], status: dict[str, Any]) -> None:
+        m = wl["metadata"]
+        self._store.patch(
+            "workloads", m["namespace"], m["name"], lambda o: {**o, "status": status},
+            subresource="status",
+        )  # fmt: skip
 
     def _evict(self, wl: dict[str, Any], pod: dict[str, Any] | None, by: dict[str, Any]) -> None:
         now = now_rfc3339()
@@ -374,13 +376,8 @@ class KueueModel:
             {"type": "Admitted", "status": "False", "reason": "NoReservation",
              "message": "The workload has no reservation", "lastTransitionTime": now},
         ]  # fmt: skip
-        m = wl["metadata"]
         with contextlib.suppress(ApiError):
-            self._store.patch(
-                "workloads", m["namespace"], m["name"],
-                lambda o: {**o, "status": {"conditions": conditions}},
-                subresource="status",
-            )  # fmt: skip
+            self._write(wl, {"conditions": conditions})
         if pod is not None:
             with contextlib.suppress(ApiError):
                 self._store.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])

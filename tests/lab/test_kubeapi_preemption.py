@@ -16,6 +16,7 @@ from kubernetes import client, watch
 
 from drills_lab.kubeapi import KubeApiServer
 from tests.lab.conftest import KUBE_TOKEN, kube_client
+from tests.lab.test_kubeapi_controller import wait_for as controller_wait_for
 
 T = TypeVar("T")
 GPU = "nvidia.com/gpu"
@@ -23,15 +24,9 @@ KUEUE = ("kueue.x-k8s.io", "v1beta1")
 NODE = "gpu-0"
 
 
-def wait_for(check: Callable[[], T], timeout: float = 10.0, what: str = "condition") -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.01)
+def wait_for(check: Callable[[], T], what: str) -> T:
+    """Longer than the controller tests' wait: preemption waits out a victim's grace."""
+    return controller_wait_for(check, 10.0, what)
 
 
 @pytest.fixture(scope="module")

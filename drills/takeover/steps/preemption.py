@@ -55,6 +55,9 @@ class PreemptionWatch:
         self.started_at = utc_now()
         self.victims: dict[str, str] = {}  # namespace/name -> the condition's message
         self._waiting: set[str] = set()  # critical GPU pods seen not bound
+        # Critical pods seen nominated to a node: preemption, even when its victims were
+        # gone between two looks.
+        self.nominated: set[str] = set()
         self.last_freed_at: dt.datetime | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="preemption-watch", daemon=True)
@@ -93,13 +96,15 @@ class PreemptionWatch:
                 continue
             if not spec.get("nodeName"):
                 self._waiting.add(key)
+                if (pod.get("status") or {}).get("nominatedNodeName"):
+                    self.nominated.add(key)
             elif key in self._waiting:
                 self._waiting.discard(key)
                 self.last_freed_at = now
 
     def seconds(self) -> float:
         """0 when nothing was preempted; else up to the last waiting pod bound."""
-        if not self.victims or self.last_freed_at is None:
+        if not (self.victims or self.nominated) or self.last_freed_at is None:
             return 0.0
         return max(0.0, (self.last_freed_at - self.started_at).total_seconds())
 
@@ -124,11 +129,12 @@ def watched(ctx: PhaseContext) -> Iterator[None]:
             "preemption_seconds": seconds,
             "victims": sorted(watch.victims)[:20],
             "victim_count": len(watch.victims),
+            "nominated": sorted(watch.nominated)[:20],
         }
         step.result = (
             f"{len(watch.victims)} pod(s) preempted; the last GPU freed after {seconds:.1f} s"
-            if watch.victims
+            if watch.victims or watch.nominated
             else "nothing preempted: the GPUs were free"
         )
-        if not watch.victims:
+        if not (watch.victims or watch.nominated):
             step.status = "skipped"
