@@ -55,6 +55,7 @@ def up(
     reverse_replication: bool = True,
     timeout: float = 30.0,
     audit: bool = False,
+    low_priority_work: bool = False,
 ) -> tuple[LabInfo, bool]:
     """Start the lab; returns its info and whether it was already running."""
     existing = running(state_dir)
@@ -62,6 +63,7 @@ def up(
         for flag, have, want in (
             ("--drift", existing.drift, drift),
             ("--drift-scheduling", existing.drift_scheduling, drift_scheduling),
+            ("--low-priority-work", existing.low_priority_work, low_priority_work),
         ):
             if have != want:
                 raise LabError(
@@ -80,6 +82,7 @@ def up(
     argv += [] if system_services else ["--no-system-services"]
     argv += [] if reverse_replication else ["--no-reverse-replication"]
     argv += ["--audit"] if audit else []
+    argv += ["--low-priority-work"] if low_priority_work else []
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     with log_path.open("ab") as log:
         child = subprocess.Popen(

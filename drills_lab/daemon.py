@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-every", type=float, default=60.0)
     parser.add_argument("--no-reverse-replication", action="store_true")
     parser.add_argument("--audit", action="store_true")
+    parser.add_argument("--low-priority-work", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint_every_s=args.checkpoint_every,
         reverse_replication=not args.no_reverse_replication,
         audit=args.audit,
+        low_priority_work=args.low_priority_work,
     )
     try:
         lab.start()

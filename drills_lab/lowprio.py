@@ -11,16 +11,21 @@ ClusterQueue cannot reclaim.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drills_lab import topology
 from drills_lab.kubeapi.kueue import MANAGED_NAMESPACE_LABEL, QUEUE_LABEL
+
+if TYPE_CHECKING:
+    from drills_lab.seed_cluster import ObjectWriter
 
 NAMESPACE = "dr-batch"
 NAME = "offline-eval"
 CLUSTER_QUEUE = "dr-batch-gpu"
 LOCAL_QUEUE = "offline-queue"
 GPUS_PER_POD = 4
+_PLURALS = {"Namespace": "namespaces", "ClusterQueue": "clusterqueues",
+            "LocalQueue": "localqueues", "Deployment": "deployments"}  # fmt: skip
 IMAGE = "batch/eval-runner:0.3.0"  # published to both registries with the plan's images
 
 
@@ -31,6 +36,12 @@ def dr_gpus() -> int:
 def replicas() -> int:
     """Enough pods to hold every DR GPU: a takeover finds none free."""
     return dr_gpus() // GPUS_PER_POD
+
+
+def seed_low_priority_work(store: ObjectWriter, registry_host: str) -> None:
+    """Create the work in a site's store, as `drills lab up --low-priority-work` does."""
+    for obj in manifests(registry_host):
+        store.create(_PLURALS[obj["kind"]], obj)
 
 
 def manifests(registry_host: str, *, preemptible: bool = True) -> list[dict[str, Any]]:

@@ -33,6 +33,7 @@ from drills_lab.endpoint import SiteEndpoint
 from drills_lab.images import build_image, push_ecr, push_oci
 from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
 from drills_lab.kubeapi.audit import AuditLog
+from drills_lab.lowprio import seed_low_priority_work
 from drills_lab.moto_server import MotoServer
 from drills_lab.named import LabDnsRecord, NamedServer
 from drills_lab.planfile import LabEndpoints, write_plan
@@ -129,11 +130,13 @@ class Lab:
         checkpoint_every_s: float = 60.0,
         reverse_replication: bool = True,
         audit: bool = False,
+        low_priority_work: bool = False,
     ) -> None:
         self.state_dir = state_dir.resolve()
         self.audit = audit
         self.drift = drift
         self.drift_scheduling = drift_scheduling
+        self.low_priority_work = low_priority_work
         self.ready_delay = ready_delay
         self.use_system_services = use_system_services
         self.checkpoint_every_s = checkpoint_every_s
@@ -291,6 +294,8 @@ class Lab:
                 drift_scheduling=self.drift_scheduling,
             )
         self._seed_images()
+        if self.low_priority_work:  # DR's GPUs busy with work a takeover preempts
+            seed_low_priority_work(self.kube["dr"].store, self.registry_host("dr"))
         seed_datasets(self._aws("s3", "primary"), self._aws("s3", "dr"), drift=self.drift)
         seed_aws_secrets(
             self._aws("secretsmanager", "primary"),
@@ -364,6 +369,7 @@ class Lab:
             pid=os.getpid(),
             drift=self.drift,
             drift_scheduling=self.drift_scheduling,
+            low_priority_work=self.low_priority_work,
             reverse_replication=self.reverse_replication,
             started_at=time.time(),
             dns_provider="rfc2136" if self.named else "route53",

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client, watch
+from urllib3.exceptions import ProtocolError
 
 from drills_lab.kubeapi import KubeApiServer
 from tests.lab.conftest import KUBE_TOKEN, kube_client
@@ -115,12 +116,19 @@ class PodEvents:
         core = client.CoreV1Api(api)
         started = threading.Event()
 
+        self._stopping = False
+
         def run() -> None:
             started.set()
-            for event in self._watch.stream(
-                core.list_namespaced_pod, namespace, timeout_seconds=60
-            ):
-                self.seen.append((event["type"], event["object"]))
+            try:
+                for event in self._watch.stream(
+                    core.list_namespaced_pod, namespace, timeout_seconds=60
+                ):
+                    self.seen.append((event["type"], event["object"]))
+            except ProtocolError:
+                # The client closed under a stopped watch ends it so; any other end is wrong.
+                if not self._stopping:
+                    raise
 
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
@@ -128,6 +136,7 @@ class PodEvents:
         time.sleep(0.2)  # the watch's request is made
 
     def stop(self) -> None:
+        self._stopping = True
         self._watch.stop()
 
 

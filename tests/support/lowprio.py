@@ -40,14 +40,20 @@ def running_pods(api: k8s.ApiClient) -> int:
     return sum(1 for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp)
 
 
+def wait_for_the_work(info: LabInfo) -> None:
+    """Until the work holds every DR GPU."""
+    with dr_api(info) as api:
+        deadline = time.monotonic() + 60
+        while running_pods(api) < lowprio.replicas():
+            if time.monotonic() > deadline:
+                raise AssertionError("DR's low-priority work never held every DR GPU")
+            time.sleep(0.1)
+
+
 def start_low_priority_work(info: LabInfo, *, preemptible: bool = True) -> None:
     """Apply the work at DR and wait until it holds every DR GPU."""
     registry = info.registries["dr"].removeprefix("http://")
     with dr_api(info) as api:
         for obj in lowprio.manifests(registry, preemptible=preemptible):
             _create(api, obj)
-        deadline = time.monotonic() + 60
-        while running_pods(api) < lowprio.replicas():
-            if time.monotonic() > deadline:
-                raise AssertionError("DR's low-priority work never held every DR GPU")
-            time.sleep(0.1)
+    wait_for_the_work(info)

@@ -22,7 +22,12 @@ from drills_lab import lowprio
 from drills_lab.runtime import LabInfo
 from tests.support.checks import run_check
 from tests.support.drill import lab_plan, snapshot
-from tests.support.lowprio import dr_api, running_pods, start_low_priority_work
+from tests.support.lowprio import (
+    dr_api,
+    running_pods,
+    start_low_priority_work,
+    wait_for_the_work,
+)
 from tests.support.services import own_lab
 
 WORK = f"{lowprio.NAMESPACE}/Deployment/{lowprio.NAME}"
@@ -36,9 +41,11 @@ def db_url(tmp_path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def busy_dr_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
-    """A lab whose DR GPUs all run low-priority work; drills change it and put it back."""
-    with own_lab(tmp_path_factory, "busy-dr-lab", ready_delay=0.3) as info:
-        start_low_priority_work(info)
+    """`drills lab up --low-priority-work`: every DR GPU runs low-priority work; drills
+    change the lab and put it back."""
+    with own_lab(tmp_path_factory, "busy-dr-lab", ready_delay=0.3, low_priority_work=True) as info:
+        assert info.low_priority_work
+        wait_for_the_work(info)
         yield info
 
 
