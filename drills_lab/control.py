@@ -57,6 +57,7 @@ def up(
     audit: bool = False,
     dns: str = "auto",
     dns_sync_interval: float = 3.0,
+    low_priority_work: bool = False,
 ) -> tuple[LabInfo, bool]:
     """Start the lab; returns its info and whether it was already running."""
     existing = running(state_dir)
@@ -64,6 +65,7 @@ def up(
         for flag, have, want in (
             ("--drift", existing.drift, drift),
             ("--drift-scheduling", existing.drift_scheduling, drift_scheduling),
+            ("--low-priority-work", existing.low_priority_work, low_priority_work),
         ):
             if have != want:
                 raise LabError(
@@ -88,6 +90,7 @@ def up(
     argv += [] if reverse_replication else ["--no-reverse-replication"]
     argv += ["--audit"] if audit else []
     argv += ["--dns", dns, "--dns-sync-interval", str(dns_sync_interval)]
+    argv += ["--low-priority-work"] if low_priority_work else []
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     with log_path.open("ab") as log:
         child = subprocess.Popen(

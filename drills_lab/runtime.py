@@ -33,6 +33,7 @@ from drills_lab.endpoint import SiteEndpoint
 from drills_lab.images import build_image, push_ecr, push_oci
 from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
 from drills_lab.kubeapi.audit import AuditLog
+from drills_lab.lowprio import seed_low_priority_work
 from drills_lab.moto_server import MotoServer
 from drills_lab.named import LabDnsRecord, NamedServer
 from drills_lab.planfile import LabEndpoints, write_plan
@@ -132,6 +133,7 @@ class Lab:
         audit: bool = False,
         dns: str = "auto",
         dns_sync_interval: float = externaldns.DEFAULT_INTERVAL_S,
+        low_priority_work: bool = False,
     ) -> None:
         self.state_dir = state_dir.resolve()
         self.dns = dns  # "auto": BIND when installed, else Route 53; or "external-dns"
@@ -140,6 +142,7 @@ class Lab:
         self.audit = audit
         self.drift = drift
         self.drift_scheduling = drift_scheduling
+        self.low_priority_work = low_priority_work
         self.ready_delay = ready_delay
         self.use_system_services = use_system_services
         self.checkpoint_every_s = checkpoint_every_s
@@ -315,6 +318,8 @@ class Lab:
                 drift_scheduling=self.drift_scheduling,
             )
         self._seed_images()
+        if self.low_priority_work:  # DR's GPUs busy with work a takeover preempts
+            seed_low_priority_work(self.kube["dr"].store, self.registry_host("dr"))
         seed_datasets(self._aws("s3", "primary"), self._aws("s3", "dr"), drift=self.drift)
         seed_aws_secrets(
             self._aws("secretsmanager", "primary"),
@@ -404,6 +409,7 @@ class Lab:
             pid=os.getpid(),
             drift=self.drift,
             drift_scheduling=self.drift_scheduling,
+            low_priority_work=self.low_priority_work,
             reverse_replication=self.reverse_replication,
             started_at=time.time(),
             dns_provider=(

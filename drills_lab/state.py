@@ -34,6 +34,7 @@ class LabInfo:
     dns_server: str = ""
     startup_seconds: float = 0.0
     drift_scheduling: bool = False
+    low_priority_work: bool = False
     reverse_replication: bool = True  # DR's writes copied back to the primary while DR serves
     prometheus: str = ""  # its URL; "" when Prometheus is not installed
 

@@ -157,6 +157,7 @@ def summarize(
         "rto_seconds": m.rto_seconds if m else None,
         "client_rto_seconds": m.client_rto_seconds if m else None,
         "full_capacity_seconds": m.full_capacity_seconds if m else None,
+        "preemption_seconds": m.preemption_seconds if m else None,
         "rpo_seconds": m.rpo_seconds if m else {},
         "error": result.error,
     }

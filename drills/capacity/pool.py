@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drills.checks.cluster_model import GPU, ZERO, node_facts, pod_requests
+from drills.checks.preemptible import pod_owner, pod_priority
 from drills.plan import DrillPlan, Tier
 
 UNKNOWN_MODEL = "unknown"
@@ -45,25 +46,6 @@ class PoolNode:
     @property
     def reserved(self) -> int:
         return max(0, self.allocatable - self.sentinel - self.low_priority - self.other)
-
-
-def _owner(pod: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(kind, name) of the workload behind a pod: a ReplicaSet stands for its Deployment."""
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if not ref.get("controller"):
-            continue
-        kind, name = str(ref.get("kind", "")), str(ref.get("name", ""))
-        if kind == "ReplicaSet" and "-" in name:
-            return "Deployment", name.rsplit("-", 1)[0]
-        return kind, name
-    return None
-
-
-def _priority(pod: Mapping[str, Any], classes: Mapping[str, int]) -> int:
-    spec = pod.get("spec") or {}
-    if isinstance(spec.get("priority"), int):
-        return int(spec["priority"])  # what admission resolved, when the API server sets it
-    return classes.get(str(spec.get("priorityClassName") or ""), 0)
 
 
 def critical_priority(
@@ -105,7 +87,7 @@ def pool_nodes(
         if gpus <= 0:
             continue
         namespace = str((pod.get("metadata") or {}).get("namespace", ""))
-        owner = _owner(pod)
+        owner = pod_owner(pod)
         if (
             sentinel is not None
             and owner is not None
@@ -115,7 +97,7 @@ def pool_nodes(
             holder = "sentinel"
         elif owner is not None and (namespace, *owner) in plan_keys:
             holder = "standby"
-        elif _priority(pod, classes) < critical:
+        elif pod_priority(pod, classes) < critical:
             holder = "low_priority"
         else:
             holder = "other"

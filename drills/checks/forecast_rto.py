@@ -22,6 +22,7 @@ from drills.checks.cluster_model import (
     ready_condition,
 )
 from drills.checks.kueue import critical_quota_short
+from drills.checks.preemptible import pod_priority, yields_below
 from drills.errors import TargetError
 from drills.forecast import CurrentState, Forecast, forecast, recent_samples
 from drills.plan import Tier
@@ -46,11 +47,14 @@ def _dns_ttl(ctx: CheckContext) -> float | None:
     return float(max((a.ttl or 0 for a in answers), default=0))
 
 
-def _free_gpus(kube: KubeTarget) -> list[int]:
-    """Per usable DR node, the GPUs no running pod has requested."""
+def _free_gpus(kube: KubeTarget, below: int | None, classes: dict[str, int]) -> list[int]:
+    """Per usable DR node, the GPUs no running pod has requested, but for pods of a
+    priority ``below`` the critical tier's: a takeover preempts them."""
     used: dict[str, Decimal] = {}
     for pod in kube.pods(None):
         node = (pod.get("spec") or {}).get("nodeName")
+        if below is not None and pod_priority(pod, classes) < below:
+            continue
         if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
             used[node] = used.get(node, ZERO) + pod_requests(pod).get(GPU, ZERO)
     facts = [node_facts(n) for n in kube.nodes()]
@@ -61,7 +65,8 @@ def _blocked(ctx: CheckContext, warm: frozenset[str]) -> tuple[str, ...]:
     reasons = [f"Kueue quota short for the critical tier ({q})" for q in critical_quota_short(ctx)]
     replicas = [w.gpu for w in ctx.plan.workloads_in(Tier.CRITICAL) if w.key not in warm
                 for _ in range(w.dr_replicas)]  # fmt: skip
-    _, unplaced = pack_gpus(replicas, _free_gpus(ctx.targets.dr.kube))
+    below, classes = yields_below(ctx)
+    _, unplaced = pack_gpus(replicas, _free_gpus(ctx.targets.dr.kube, below, classes))
     if unplaced:
         reasons.append(f"{unplaced} critical GPU replica(s) fit in no free GPUs at DR")
     return tuple(reasons)

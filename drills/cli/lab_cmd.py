@@ -84,6 +84,14 @@ def up(
             "pod not ready on one GPU node, a GPU node taint the LLM server does not tolerate.",
         ),
     ] = False,
+    low_priority_work: Annotated[
+        bool,
+        typer.Option(
+            "--low-priority-work",
+            help="Run low-priority work on every DR GPU (an offline evaluation through Kueue, "
+            "on the batch PriorityClass) that a takeover preempts and a rollback gives back.",
+        ),
+    ] = False,
     ready_delay: Annotated[
         float,
         typer.Option(
@@ -166,6 +174,7 @@ def up(
             audit=audit,
             dns=dns.value,
             dns_sync_interval=dns_sync_interval,
+            low_priority_work=low_priority_work,
         )
     except LabError as exc:
         err.print(Text("lab up failed: ", style="red").append(str(exc), style=""))

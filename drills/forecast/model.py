@@ -64,6 +64,9 @@ class Forecast:
     completes: bool
     state: CurrentState
     phases: Mapping[str, float] = field(default_factory=dict)
+    # Within the bring-up: how long the critical tier waited for DR's low-priority work to
+    # give its GPUs back, in the runs that measured it.
+    preemption: Interval | None = None
 
     @property
     def verified(self) -> bool:
@@ -95,6 +98,10 @@ class Forecast:
             "dominant_phase": self.dominant_phase,
             "dominant_workload": self.dominant_workload,
             "phases": {k: round(v, 1) for k, v in self.phases.items()},
+            "preemption_seconds": round(self.preemption.point, 1) if self.preemption else None,
+            "preemption_interval": [round(self.preemption.low, 1),
+                                    round(self.preemption.high, 1)]
+            if self.preemption else None,
             "basis": self.basis,
             "drills": self.drills,
             "completes": self.completes,
@@ -187,6 +194,7 @@ def _from_history(plan: DrillPlan, samples: Sequence[RunSample], state: CurrentS
              f"{min(days, WINDOW_DAYS)} day{'s' if days != 1 else ''} (of a {WINDOW_DAYS}-day "
              "window), the newest weighted most; adjusted for the state now")  # fmt: skip
     full_weights = _weights(len(fulls))
+    preempted = [s.preemption_s for s in samples if s.preemption_s is not None]
     return Forecast(
         rto=_spread(rtos, weights),
         client_rto=_spread(clients, weights),
@@ -199,6 +207,7 @@ def _from_history(plan: DrillPlan, samples: Sequence[RunSample], state: CurrentS
         completes=not state.blocked_by,
         state=state,
         phases=phases,
+        preemption=_spread(preempted, _weights(len(preempted))) if preempted else None,
     )
 
 

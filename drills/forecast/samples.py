@@ -31,6 +31,7 @@ class RunSample:
     dns_done_s: float | None  # seconds from T0 until DNS answered DR everywhere
     full_capacity_s: float | None  # seconds from T0 until the last tier was Ready
     forecast: Mapping[str, Any] | None = None  # what was forecast before it ran
+    preemption_s: float | None = None  # GPUs taken back from DR's low-priority work
 
 
 def _when(text: Any) -> dt.datetime | None:
@@ -85,6 +86,7 @@ def sample_of(run: DrillRun) -> RunSample | None:
         dns_done_s=_since(t0, dns.get("ended_at")) if dns else None,
         full_capacity_s=float(full) if full is not None else (max(ends) if ends else None),
         forecast=recorded.model_dump(mode="json") if recorded is not None else None,
+        preemption_s=run.preemption_seconds,
     )
 
 

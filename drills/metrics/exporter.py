@@ -96,6 +96,11 @@ SPECS = (
         "When that run's normal tier was ready too, seconds after T0.",
         P, "mode",
     ),
+    _spec(
+        "drills_run_last_preemption_seconds",
+        "How long that run's critical tier waited for DR's low-priority work to free GPUs.",
+        P, "mode",
+    ),
     _spec("drills_run_last_rpo_seconds", "RPO of each dataset in that run.", P, "mode", "dataset"),
     _spec(
         "drills_run_last_detection_seconds",
@@ -205,6 +210,8 @@ def _run_families(out: Families, p: PlanMetrics, now: float) -> None:
             out.add("drills_run_last_client_rto_seconds", run.client_rto_s, plan, run.mode)
         if run.full_capacity_s is not None:
             out.add("drills_run_last_full_capacity_seconds", run.full_capacity_s, plan, run.mode)
+        if run.preemption_s is not None:
+            out.add("drills_run_last_preemption_seconds", run.preemption_s, plan, run.mode)
         for dataset, rpo in sorted(run.rpo_s.items()):
             out.add("drills_run_last_rpo_seconds", rpo, plan, run.mode, dataset)
         if run.detection_s is not None:

@@ -41,6 +41,11 @@ MEANING: dict[str, str] = {
         "when that run's normal tier was ready too (full capacity), seconds after T0; "
         "absent for runs recorded before it was measured"
     ),
+    "drills_run_last_preemption_seconds": (
+        "from that run's first scale-up at DR to the last GPU freed for the critical tier by "
+        "preempting DR's low-priority work; 0 when nothing was preempted, absent for runs "
+        "recorded before it was measured"
+    ),
     "drills_run_last_rpo_seconds": ("that run's RPO for each dataset"),
     "drills_run_last_detection_seconds": (
         "an incident's `detection_seconds`: its declaration (T0) minus `detected_at`, the "

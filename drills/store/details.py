@@ -45,6 +45,9 @@ class MeasurementRecord(_Stored):
     rto_seconds: float | None = None
     client_rto_seconds: float | None = None
     full_capacity_seconds: float | None = None
+    # From the first scale-up at DR to the last GPU freed for the critical tier by
+    # preempting DR's low-priority work (0: nothing was preempted; None: not measured).
+    preemption_seconds: float | None = None
     rpo_seconds: dict[str, float | None] = Field(default_factory=dict)
     rto_target_seconds: float | None = None
     rpo_target_seconds: float | None = None

@@ -58,6 +58,7 @@ _MEASURED = {
         _FULL_CAPACITY,
         DrillRun.rpo_seconds,
         _DETECTION,
+        DrillRun.preemption_seconds,
         where=(DrillRun.rto_seconds.is_not(None), DrillRun.finished_at.is_not(None)),
     )
     for mode in Mode
@@ -95,7 +96,8 @@ class PlanFigures:
 
     def last_measured(self, plan: str, mode: Mode) -> tuple[Any, ...] | None:
         """The newest run of ``mode`` with an RTO measured, not a dry run: (finished_at,
-        rto, client rto, full capacity seconds, rpo by dataset, detection seconds)."""
+        rto, client rto, full capacity seconds, rpo by dataset, detection seconds, preemption
+        seconds)."""
         row = self._conn.execute(_MEASURED[mode], {"plan": plan}).first()
         return None if row is None else tuple(row)
 

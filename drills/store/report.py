@@ -53,6 +53,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "forecast": details.forecast.model_dump(mode="json") if details.forecast else None,
         "client_rto_seconds": run.client_rto_seconds,
         "full_capacity_seconds": details.full_capacity_seconds,
+        "preemption_seconds": run.preemption_seconds,
         "rpo_seconds": run.rpo_seconds,
         "approval": asdict(details.approval) if details.approval else None,
         "unfenced": details.unfenced,
@@ -157,6 +158,10 @@ def _objectives(data: dict[str, Any]) -> list[str]:
     # The normal tier comes up after the service is restored: not an objective, a fact.
     lines.append(
         f"| full capacity (normal tier ready) | {_secs(data.get('full_capacity_seconds'))} | — |"
+    )
+    # GPUs taken back from DR's low-priority work, within the bring-up: a fact, no target.
+    lines.append(
+        f"| GPUs taken back at DR (preemption) | {_secs(data.get('preemption_seconds'))} | — |"
     )
     for name, lag in (data.get("rpo_seconds") or {}).items():
         lines.append(f"| RPO {_code(name)} | {_secs(lag)} | {_secs(m.get('rpo_target_seconds'))} |")

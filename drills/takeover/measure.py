@@ -31,6 +31,7 @@ class Measurement:
     rto_target: float
     rpo_target: float
     verdict: Verdict  # met or missed
+    preemption_seconds: float | None = None  # the GPUs taken back at DR; None: not measured
 
     def summary(self) -> str:
         rpo = max((v for v in self.rpo_seconds.values() if v is not None), default=0.0)
@@ -53,6 +54,7 @@ class Measurement:
             rto_seconds=round(self.rto_seconds, 3),
             client_rto_seconds=round(self.client_rto_seconds, 3),
             full_capacity_seconds=round(self.full_capacity_seconds, 3),
+            preemption_seconds=self.preemption_seconds,
             rpo_seconds=self.rpo_seconds,
             rto_target_seconds=self.rto_target,
             rpo_target_seconds=self.rpo_target,
@@ -91,6 +93,7 @@ def measure(
     full_capacity: dt.datetime,
     old_ttl: float,
     readiness: ReadinessReport | None,
+    preemption_seconds: float | None = None,
 ) -> Measurement:
     rto = (restored - t0).total_seconds()
     # Clients may hold the old answer for a TTL after the switch.
@@ -114,6 +117,7 @@ def measure(
         rto_target=plan.objectives.rto,
         rpo_target=plan.objectives.rpo,
         verdict=Verdict.MET if met else Verdict.MISSED,
+        preemption_seconds=preemption_seconds,
     )
 
 
@@ -128,4 +132,5 @@ def measure_facts(
         dns_switched=facts.get("dns_switched_at", restored),
         full_capacity=facts.get("full_capacity_at", restored),
         old_ttl=float(facts.get("old_ttl", 0)), readiness=readiness,
+        preemption_seconds=facts.get("preemption_seconds"),
     )  # fmt: skip

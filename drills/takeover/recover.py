@@ -438,7 +438,7 @@ def _completed(details: RunDetails, m: Measurement | None) -> dict[str, Any]:
     return {
         "details": details, "restored_at": m.restored, "rto_seconds": m.rto_seconds,
         "client_rto_seconds": m.client_rto_seconds, "rpo_seconds": m.rpo_seconds,
-        "verdict": m.verdict,
+        "preemption_seconds": m.preemption_seconds, "verdict": m.verdict,
     }  # fmt: skip
 
 

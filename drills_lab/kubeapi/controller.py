@@ -20,7 +20,14 @@ from typing import Any
 from drills_lab.kubeapi import daemonsets as dslib
 from drills_lab.kubeapi import pods as podlib
 from drills_lab.kubeapi import workload_status
+from drills_lab.kubeapi.kueue import KueueModel
 from drills_lab.kubeapi.objects import annotation, dig
+from drills_lab.kubeapi.preemption import (
+    PriorityScheduler,
+    is_terminating,
+    is_waiting,
+    schedule_new,
+)
 from drills_lab.kubeapi.status import ApiError
 from drills_lab.kubeapi.store import ResourceStore
 from drills_lab.kubeapi.strategy import random_suffix
@@ -45,6 +52,8 @@ class RolloutController:
         self._nodes: list[str] = []  # schedulable nodes, refreshed every pass
         self._all_nodes: list[dict[str, Any]] = []
         self._placed = 0
+        self._scheduler = PriorityScheduler(store)
+        self._kueue = KueueModel(store)
 
     def start(self) -> None:
         self._stop.clear()
@@ -76,19 +85,22 @@ class RolloutController:
     def reconcile(self) -> float:
         """Bring every workload one step closer to its spec; seconds until the next timer."""
         now = time.monotonic()
-        owned: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        pods = self._store.list("pods")
-        for pod in pods:
-            uid = podlib.owner_uid(pod, OWNER_KINDS)
-            if uid is not None:
-                owned[uid].append(pod)
-        seen = {p["metadata"]["uid"] for p in pods}
-        self._ready_at = {uid: t for uid, t in self._ready_at.items() if uid in seen}
         self._all_nodes = self._store.list("nodes")
         self._nodes = [
             n["metadata"]["name"] for n in self._all_nodes if not dig(n, "spec", "unschedulable")
         ]
-        due = math.inf
+        # Kueue admits, then the scheduler binds what waits and ends the preempted pods.
+        self._kueue.sweep()
+        due = self._scheduler.sweep(self._all_nodes, self._nodes)
+        owned: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        pods = self._store.list("pods")
+        for pod in pods:
+            uid = podlib.owner_uid(pod, OWNER_KINDS)
+            # A terminating pod no longer counts as a replica: its owner replaces it.
+            if uid is not None and not is_terminating(pod):
+                owned[uid].append(pod)
+        seen = {p["metadata"]["uid"] for p in pods}
+        self._ready_at = {uid: t for uid, t in self._ready_at.items() if uid in seen}
         workloads = (
             [(self._deployment, w) for w in self._store.list("deployments")]
             + [(self._statefulset, w) for w in self._store.list("statefulsets")]
@@ -132,6 +144,9 @@ class RolloutController:
         never_on = dslib.never_ready_on(w)
         for pod in pods:
             uid = pod["metadata"]["uid"]
+            if is_waiting(pod):  # not bound: no kubelet starts it
+                out.append(pod)
+                continue
             if podlib.is_ready(pod) or never or dslib.pod_node(pod) in never_on:
                 self._ready_at.pop(uid, None)
                 out.append(pod)
@@ -148,32 +163,27 @@ class RolloutController:
     def _create(
         self, w: dict[str, Any], name: str, labels: dict[str, str], now: float
     ) -> dict[str, Any]:
-        node = self._gpu_node(w)
-        if node is None and self._nodes:
-            node = self._nodes[self._placed % len(self._nodes)]
-            self._placed += 1
-        body = podlib.new_pod(w, name, labels, node)
+        body = podlib.new_pod(w, name, labels, None)
         if w["kind"] == "StatefulSet":
             body["spec"]["hostname"] = name
             if dig(w, "spec", "serviceName"):
                 body["spec"]["subdomain"] = w["spec"]["serviceName"]
+        # A GPU pod goes to the first node with room for its GPUs, as the scheduler would
+        # place it (the GPU metrics follow the pods), or waits: gated by Kueue, or Pending
+        # while higher-priority work holds the GPUs (drills_lab.kubeapi.preemption).
+        placement, pod = schedule_new(self._store, self._scheduler, self._kueue, body,
+                                      self._all_nodes, self._nodes)  # fmt: skip
+        if pod is not None:
+            return pod
+        node = placement.node
+        if node is None and self._nodes:
+            node = self._nodes[self._placed % len(self._nodes)]
+            self._placed += 1
+        if node:
+            body["spec"]["nodeName"] = node
         pod = self._store.create("pods", body)
         self._ready_at[pod["metadata"]["uid"]] = now + self._workload_delay(w)
         return self._set_pod_status(pod, ready=False)
-
-    def _gpu_node(self, w: dict[str, Any]) -> str | None:
-        """The first schedulable node with room for the pod's GPUs, as the scheduler would
-        place it (the GPU metrics follow the pods); None for a pod without GPUs, or when no
-        node has room (it is then placed like any other, never left Pending)."""
-        wanted = podlib.gpus_of(dig(w, "spec", "template", "spec") or {})
-        if wanted <= 0:
-            return None
-        taken = podlib.gpus_by_node(self._store.list("pods"))
-        for node in self._all_nodes:
-            name = node["metadata"]["name"]
-            if name in self._nodes and podlib.node_gpus(node) - taken.get(name, 0) >= wanted:
-                return str(name)
-        return None
 
     def _set_pod_status(self, pod: dict[str, Any], *, ready: bool) -> dict[str, Any]:
         m = pod["metadata"]

@@ -103,3 +103,18 @@ def test_without_history_the_dns_phase_includes_external_dnss_sync_interval() ->
     assert through.phases["dns"] == direct.phases["dns"] + 30.0
     assert through.rto.high == direct.rto.high + 60.0
     assert "DNS 0-80 s" in through.basis and "DNS 0-20 s" in direct.basis
+
+
+def test_preemption_is_forecast_from_the_drills_that_measured_it() -> None:
+    from dataclasses import replace
+
+    measured = [replace(_sample(30.0, days_ago=1), preemption_s=4.0),
+                replace(_sample(20.0, days_ago=5), preemption_s=2.0),
+                _sample(25.0, days_ago=7)]  # fmt: skip
+    f = forecast(_plan(), measured, CurrentState()).to_json()
+    # Weighted 2:1 toward the newer of the two runs that measured it.
+    assert f["preemption_seconds"] == pytest.approx(4.0 * 2 / 3 + 2.0 / 3, abs=0.05)
+    low, high = f["preemption_interval"]
+    assert low < 2.0 and high > 4.0
+    none = forecast(_plan(), [_sample(30.0)], CurrentState()).to_json()
+    assert none["preemption_seconds"] is None and none["preemption_interval"] is None

@@ -73,7 +73,7 @@ def value(samples: dict[tuple[str, frozenset[Any]], float], name: str, **labels:
 
 def test_each_figure_from_the_store_and_the_plan(history: HistoryStore) -> None:
     _readiness(history)
-    measured = {"rto_seconds": 120.0, "client_rto_seconds": 150.0}
+    measured = {"rto_seconds": 120.0, "client_rto_seconds": 150.0, "preemption_seconds": 7.5}
     full = RunDetails(measurement=MeasurementRecord(rto_seconds=120.0, full_capacity_seconds=300.0))
     history.create_run(_run("d1", "drill", "succeeded", 10, **measured, details=full,
                             rpo_seconds={"checkpoints": 30.0}))  # fmt: skip
@@ -107,6 +107,8 @@ def test_each_figure_from_the_store_and_the_plan(history: HistoryStore) -> None:
     assert value(samples, "drills_run_last_rto_seconds", mode="incident") == 2000
     # An incident recorded before full capacity was measured has no such series.
     assert key("drills_run_last_full_capacity_seconds", mode="incident") not in samples
+    assert value(samples, "drills_run_last_preemption_seconds", mode="drill") == 7.5
+    assert key("drills_run_last_preemption_seconds", mode="incident") not in samples
     assert value(samples, "drills_plan_rto_target_seconds") == 1800
     with history.session() as s:
         links = s.scalar(select(func.count()).select_from(EvidenceEntry))

@@ -39,9 +39,13 @@ class RawDatabase:
         self._engine.dispose()
 
 
+# Columns later migrations added to the baseline's tables (0007: drill_runs.preemption_seconds).
+LATER_COLUMNS = {"drill_runs": ("preemption_seconds",)}
+
+
 def as_before_migrations(url: str) -> None:
     """Make a store made by this drills look as one the last release (0.1.0, no migrations)
-    left: no alembic_version, and none of the tables later migrations added."""
+    left: no alembic_version, and none of the tables and columns later migrations added."""
     from sqlalchemy import inspect
 
     from drills.store.schema import BASELINE_TABLES
@@ -54,3 +58,6 @@ def as_before_migrations(url: str) -> None:
     with RawDatabase(url) as conn:
         for table in later:  # alembic_version among them
             conn.execute(f"DROP TABLE {table}")
+        for table, columns in LATER_COLUMNS.items():
+            for column in columns:
+                conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")

@@ -24,6 +24,7 @@ from drills.checks.runner import ReadinessReport
 from drills.checks.wayback import running_writers
 from drills.errors import RunRefused, StepFailed, TargetError, TemporaryError
 from drills.plan import ControllerFence, DrillPlan, Workload
+from drills.takeover.steps import preemption
 from drills.takeover.steps.changes import (
     ingress_address,
     record_address,
@@ -370,7 +371,8 @@ def _writer_pods(ctx: PhaseContext) -> tuple[bool, str]:
 # -- 4. bring up DR: the critical tier first, the normal tier once DR serves ------------
 def bring_up_critical(ctx: PhaseContext) -> None:
     """The least DR needs to serve: the critical tier, ready, before DNS moves to it."""
-    _bring_up(ctx, "critical")
+    with preemption.watched(ctx):
+        _bring_up(ctx, "critical")
 
 
 def bring_up_normal(ctx: PhaseContext) -> None:
