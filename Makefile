@@ -40,7 +40,11 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
-venv: $(STAMP)
+# The Node tools drills runs (loadtest, for a plan's load probe), pinned by package-lock.json.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts
+
+venv: $(STAMP) node_modules/.package-lock.json
 
 sysdeps:
 	./scripts/sysdeps.sh

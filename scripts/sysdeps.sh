@@ -17,6 +17,11 @@ declare -A wanted=(
   [kubectl]=kubernetes-client
   [promtool]=prometheus
   [prometheus-alertmanager]=prometheus-alertmanager
+  # npm installs loadtest (package.json), the load probe's generator; hey is the second,
+  # independent generator bench/load_probe.py compares it with.
+  [node]=nodejs
+  [npm]=npm
+  [hey]=hey
 )
 
 missing=()
