@@ -233,19 +233,25 @@ def test_prometheus_down_with_slo_not_required_is_met_and_reported(
 def test_load_probe_over_its_limits_rolls_the_drill_back(
     slo_lab: LabInfo, history: HistoryStore
 ) -> None:
-    # A path the lab's service does not serve: every answer is an error, at both sites.
-    load = {"url": f"http://{_service_host(slo_lab)}/no-such-path", "rate": 10,
-            "duration": "1s", "p95": "2s"}  # fmt: skip
-    plan = lab_plan(slo_lab, lambda data: data.update(load=load))
-    before = snapshot(plan)
-    result = run(plan, history)
+    # DR's endpoint behind a proxy that holds every request 300 ms: over a 100 ms p95.
+    dr_endpoint = slo_lab.endpoints["dr"].removeprefix("http://").split("/")[0]
+    with FaultProxy(dr_endpoint) as proxy:
+        proxy.latency(0.3)
+        load = {"url": f"http://{proxy.address}/healthz", "rate": 10, "duration": "1s",
+                "p95": "100ms", "error_rate": 0.0}  # fmt: skip
+        plan = lab_plan(slo_lab, lambda data: data.update(load=load))
+        before = snapshot(plan)
+        result = run(plan, history)
     assert result.status == "rolled-back", result.error
-    assert "load probe at DR: error rate 100.0% over 1.0%" in (result.error or "")
+    assert "not met: load probe at DR: p95 " in (result.error or "")
+    assert "over 100 ms" in (result.error or "")
     assert snapshot(plan) == before
     stored = history.get_run(result.run_id)
     assert stored is not None and stored.details.load is not None
-    assert stored.details.load["primary"]["error_rate"] == 1.0  # the baseline only reports
-    assert stored.details.load["dr"]["error_rate"] == 1.0
+    # The baseline (DR not serving yet: 503s) is only reported; DR's load failed the drill.
+    assert stored.details.load["primary"]["codes"] == {"503": 10}
+    assert stored.details.load["dr"]["codes"] == {"200": 10}
+    assert stored.details.load["dr"]["p95_seconds"] >= 0.3
 
 
 def test_incident_reports_and_announces_a_breach_and_never_rolls_back(
