@@ -66,7 +66,5 @@ def slo_valid(ctx: CheckContext) -> Outcome:
     if bad:
         first, message = next(iter(bad.items()))
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        return Outcome(
-            Status.FAIL, f"SLO {first!r}: {message}{more}", evidence, blocking=True
-        )
+        return Outcome(Status.FAIL, f"SLO {first!r}: {message}{more}", evidence, blocking=True)
     return Outcome(Status.PASS, f"{len(problems)} SLO expression(s) parse", evidence)

@@ -93,8 +93,7 @@ def load_summary(load: dict[str, Any] | None) -> dict[str, Any] | None:
     if not load:
         return None
     return {
-        site: {k: load[site].get(k) for k in (*_LOAD_FIGURES, "error")
-               if k in load[site]}  # fmt: skip
+        site: {k: load[site].get(k) for k in (*_LOAD_FIGURES, "error") if k in load[site]}
         for site in ("primary", "dr")
         if isinstance(load.get(site), dict)
     }

@@ -125,8 +125,10 @@ class AfterSwitch:
             results = self._slos.result()
             self.details.slo = [r.to_json() for r in results]
             failing = [r for r in results if r.status != "held"]
-            step.evidence = {"slo": self.details.slo,
-                             "watched_seconds": round(time.monotonic() - self._watched_from, 3)}
+            step.evidence = {
+                "slo": self.details.slo,
+                "watched_seconds": round(time.monotonic() - self._watched_from, 3),
+            }
             step.result = "; ".join(r.line() for r in results)
             if any(r.fails_drill for r in results):
                 step.status = "failed"

@@ -26,7 +26,7 @@ class MetricTarget:
         target = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+            def do_GET(self) -> None:
                 body = f"# TYPE {METRIC} gauge\n{METRIC} {target.value}\n".encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
