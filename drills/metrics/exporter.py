@@ -103,6 +103,17 @@ SPECS = (
         P, "mode",
     ),
     _spec(
+        "drills_run_last_slo_ok",
+        "1 when an SLO held after the switch in the plan's newest finished run of that mode, "
+        "else 0; its status (held, breached, unverified, stopped) a label.",
+        P, "mode", "slo", "status",
+    ),
+    _spec(
+        "drills_run_last_slo_value",
+        "The last value that run read of the SLO's expression.",
+        P, "mode", "slo",
+    ),
+    _spec(
         "drills_runs_in_progress",
         "Runs not finished whose process still holds the plan's lease.",
         P, "mode",
@@ -209,6 +220,10 @@ def _run_families(out: Families, p: PlanMetrics, now: float) -> None:
             out.add("drills_run_last_rpo_seconds", rpo, plan, run.mode, dataset)
         if run.detection_s is not None:
             out.add("drills_run_last_detection_seconds", run.detection_s, plan, run.mode)
+    for s in p.slos:
+        out.add("drills_run_last_slo_ok", float(s.status == "held"), plan, s.mode, s.slo, s.status)
+        if s.value is not None:
+            out.add("drills_run_last_slo_value", s.value, plan, s.mode, s.slo)
     for mode in MODES:
         out.add("drills_runs_in_progress", p.in_progress.get(mode, 0), plan, mode)
         out.add("drills_runs_stuck", p.stuck.get(mode, 0), plan, mode)
