@@ -26,7 +26,7 @@ ALL_CHECKS = {
     "secrets.distinct_credentials", "cluster.reachable", "cluster.version_skew",
     "cluster.nodes_ready", "cluster.gpu_capacity", "cluster.gpu_driver_parity",
     "cluster.standby_parity", "dns.ttl", "dns.control", "drill.cadence", "sites.distinct",
-    "plan.warnings", *V2_CHECKS, "forecast.rto", "orchestrator.placement",
+    "plan.warnings", *V2_CHECKS, "forecast.rto", "orchestrator.placement", "slo.valid",
 }  # fmt: skip
 
 
