@@ -50,7 +50,8 @@ class Answer:
         return str(self.payload.get("error") or "")
 
 
-def _ask(client: httpx.Client, url: str, path: str, form: Mapping[str, str]) -> Answer:
+def ask(client: httpx.Client, url: str, path: str, form: Mapping[str, str]) -> Answer:
+    """One POST to Prometheus's API; TargetError when what answers is not Prometheus."""
     source = f"prometheus ({url})"
     try:
         response = client.post(url.rstrip("/") + path, data=dict(form))
@@ -72,11 +73,11 @@ def parse_problem(url: str, expr: str, client: httpx.Client | None = None) -> st
     ``bad_data`` with the same message."""
     with _client(client) as http:
         try:
-            answer = _ask(http, url, PARSE_PATH, {"query": expr})
+            answer = ask(http, url, PARSE_PATH, {"query": expr})
         except TargetError as exc:
             if "HTTP 404" not in exc.cause:
                 raise
-            answer = _ask(http, url, QUERY_PATH, {"query": expr, "time": f"{time.time():.3f}"})
+            answer = ask(http, url, QUERY_PATH, {"query": expr, "time": f"{time.time():.3f}"})
     if answer.payload.get("status") == "success":
         return None
     if answer.error_type == "bad_data":
@@ -89,7 +90,7 @@ def instant_value(url: str, expr: str, client: httpx.Client | None = None) -> fl
     for anything else, an empty result included: an SLO with no sample is not verified."""
     source = f"prometheus ({url})"
     with _client(client) as http:
-        answer = _ask(http, url, QUERY_PATH, {"query": expr, "time": f"{time.time():.3f}"})
+        answer = ask(http, url, QUERY_PATH, {"query": expr, "time": f"{time.time():.3f}"})
     if answer.payload.get("status") != "success":
         raise TargetError(source, f"query failed: {answer.error_type}: {answer.error[:200]}")
     data = answer.payload.get("data") or {}
@@ -123,4 +124,4 @@ def _client(given: httpx.Client | None) -> AbstractContextManager[httpx.Client]:
     return nullcontext(given) if given is not None else new_client(read_timeout=QUERY_TIMEOUT_S)
 
 
-__all__ = ["instant_value", "parse_problem", "prometheus_url"]
+__all__ = ["Answer", "ask", "instant_value", "parse_problem", "prometheus_url"]
