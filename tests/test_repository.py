@@ -15,6 +15,9 @@ ROOT_FILES = {
     "README.md",
     "constraints.txt",
     "mkdocs.yml",
+    # The Node tools drills runs (loadtest, the load probe's generator), pinned; `make venv`.
+    "package-lock.json",
+    "package.json",
     "prefect.yaml",
     "pyproject.toml",
 }
