@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from typing import Any
 
 from drills.errors import StepFailed
@@ -30,6 +31,16 @@ from drills.targets.prometheus_api import prometheus_url
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.after_switch")
+
+
+def _patiently(future: Future[list[SloResult]]) -> list[SloResult]:
+    """The watch's result, waited for in short slices: a cancel (an interrupt raised in
+    this thread) stops the wait at once, not at the end of a 5-minute hold."""
+    while True:
+        try:
+            return future.result(timeout=0.5)
+        except FuturesTimeout:
+            continue
 
 
 class AfterSwitch:
@@ -122,7 +133,7 @@ class AfterSwitch:
     def _slo_results(self, timeline: Timeline) -> list[str]:
         assert self._slos is not None
         with timeline.step("SLOs hold") as step:
-            results = self._slos.result()
+            results = _patiently(self._slos)
             self.details.slo = [r.to_json() for r in results]
             failing = [r for r in results if r.status != "held"]
             step.evidence = {
