@@ -42,8 +42,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
+# The Node packages, pinned by package-lock.json: loadtest (the load probe's generator) and
+# Azurite (the Azure Storage emulator the tests start).
 $(NODE_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	touch $(NODE_STAMP)
 
 venv: $(STAMP) $(NODE_STAMP)

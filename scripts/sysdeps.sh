@@ -17,8 +17,11 @@ declare -A wanted=(
   [kubectl]=kubernetes-client
   [promtool]=prometheus
   [prometheus-alertmanager]=prometheus-alertmanager
-  [node]=nodejs  # npm installs Azurite (package.json) for the Azure Blob tests
+  # npm installs package.json: loadtest, the load probe's generator, and Azurite for the Azure
+  # Blob tests; hey is the second, independent generator bench/load_probe.py compares with.
+  [node]=nodejs
   [npm]=npm
+  [hey]=hey
 )
 
 missing=()

@@ -15,6 +15,7 @@ ROOT_FILES = {
     "README.md",
     "constraints.txt",
     "mkdocs.yml",
+    # The Node packages (loadtest for the load probe, Azurite for the tests); `make venv`.
     "package-lock.json",
     "package.json",
     "prefect.yaml",

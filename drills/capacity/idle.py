@@ -18,6 +18,7 @@ import httpx
 
 from drills.errors import TargetError
 from drills.targets.http import new_client, translate
+from drills.targets.prometheus_api import QUERY_PATH, ask
 
 METRIC = "DCGM_FI_DEV_GPU_UTIL"
 MAX_STEPS = 2016  # 7 days at 5 minutes
@@ -84,19 +85,10 @@ def query_utilisation(
 ) -> list[GpuUtilisation]:
     """Each DR GPU's mean utilisation over the window; TargetError when Prometheus does not
     answer or answers something else."""
-    source = f"prometheus ({url})"
     form = {"query": utilisation_query(hostnames, window_s), "time": f"{at or time.time():.3f}"}
-    endpoint = url.rstrip("/") + "/api/v1/query"
-    try:
-        with new_client(read_timeout=QUERY_TIMEOUT_S) as client:
-            response = client.post(endpoint, data=form)
-    except httpx.HTTPError as exc:
-        raise translate(source, exc) from None
-    try:
-        payload = response.json()
-    except ValueError:
-        raise TargetError(source, f"HTTP {response.status_code}: not a Prometheus answer") from None
-    return parse_vector(payload, source)
+    with new_client(read_timeout=QUERY_TIMEOUT_S) as client:
+        answer = ask(client, url, QUERY_PATH, form)
+    return parse_vector(answer.payload, f"prometheus ({url})")
 
 
 def idle_ratio_of(samples: Iterable[GpuUtilisation]) -> tuple[float, int]:

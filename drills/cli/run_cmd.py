@@ -26,6 +26,7 @@ from drills.cli.console import (
     step_line,
 )
 from drills.store.kinds import Mode
+from drills.store.report_slo import load_summary, slo_summary
 
 # The takeover and the history store (Kubernetes, boto3, SQLAlchemy under them) are imported
 # by the commands that use them, so that the rest of the CLI starts at once.
@@ -497,6 +498,8 @@ def _row(run: DrillRun) -> dict[str, Any]:
         "detected_at": detection.detected_at.isoformat() if detection else None,
         "detection_seconds": detection_seconds(run),
         "detection_chain": detection_chain(run),  # detection → … → DR carrying
+        "slo": slo_summary(run.details.slo),
+        "load": load_summary(run.details.load),
     }
 
 

@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 
 from drills.capacity.figures import DrFigures, FiguresCache
 from drills.metrics.plans import PlanCache
-from drills.metrics.snapshot import SITES, MetricsSnapshot, PlanMetrics, Snapshotter
+from drills.metrics.snapshot import SITES, MetricsSnapshot, PlanMetrics, RunFigures, Snapshotter
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,17 @@ SPECS = (
         "drills_run_last_detection_seconds",
         "From detection to declaration (T0) of that run, an incident whose detection is known.",
         P, "mode",
+    ),
+    _spec(
+        "drills_run_last_slo_ok",
+        "1 when an SLO held after the switch in the plan's newest finished run of that mode, "
+        "else 0; its status (held, breached, unverified, stopped) a label.",
+        P, "mode", "slo", "status",
+    ),
+    _spec(
+        "drills_run_last_slo_value",
+        "The last value that run read of the SLO's expression.",
+        P, "mode", "slo",
     ),
     _spec(
         "drills_runs_in_progress",
@@ -198,24 +209,32 @@ def _readiness_families(out: Families, p: PlanMetrics) -> None:
             out.add("drills_dataset_replication_lag_seconds", lag.lag_s, plan, lag.dataset)
 
 
+def _last_run_families(out: Families, plan: str, run: RunFigures) -> None:
+    out.add("drills_run_last_finished_timestamp_seconds", run.finished_at, plan, run.mode)
+    out.add("drills_run_last_rto_seconds", run.rto_s, plan, run.mode)
+    if run.client_rto_s is not None:
+        out.add("drills_run_last_client_rto_seconds", run.client_rto_s, plan, run.mode)
+    if run.full_capacity_s is not None:
+        out.add("drills_run_last_full_capacity_seconds", run.full_capacity_s, plan, run.mode)
+    if run.preemption_s is not None:
+        out.add("drills_run_last_preemption_seconds", run.preemption_s, plan, run.mode)
+    for dataset, rpo in sorted(run.rpo_s.items()):
+        out.add("drills_run_last_rpo_seconds", rpo, plan, run.mode, dataset)
+    if run.detection_s is not None:
+        out.add("drills_run_last_detection_seconds", run.detection_s, plan, run.mode)
+
+
 def _run_families(out: Families, p: PlanMetrics, now: float) -> None:
     plan = p.plan
     out.add("drills_drill_last_success_timestamp_seconds", p.last_drill_success, plan)
     out.add("drills_drill_cadence_seconds", p.cadence_s, plan)
     out.add("drills_drill_due_in_seconds", p.last_drill_success + p.cadence_s - now, plan)
     for run in p.last_runs:
-        out.add("drills_run_last_finished_timestamp_seconds", run.finished_at, plan, run.mode)
-        out.add("drills_run_last_rto_seconds", run.rto_s, plan, run.mode)
-        if run.client_rto_s is not None:
-            out.add("drills_run_last_client_rto_seconds", run.client_rto_s, plan, run.mode)
-        if run.full_capacity_s is not None:
-            out.add("drills_run_last_full_capacity_seconds", run.full_capacity_s, plan, run.mode)
-        if run.preemption_s is not None:
-            out.add("drills_run_last_preemption_seconds", run.preemption_s, plan, run.mode)
-        for dataset, rpo in sorted(run.rpo_s.items()):
-            out.add("drills_run_last_rpo_seconds", rpo, plan, run.mode, dataset)
-        if run.detection_s is not None:
-            out.add("drills_run_last_detection_seconds", run.detection_s, plan, run.mode)
+        _last_run_families(out, plan, run)
+    for s in p.slos:
+        out.add("drills_run_last_slo_ok", float(s.status == "held"), plan, s.mode, s.slo, s.status)
+        if s.value is not None:
+            out.add("drills_run_last_slo_value", s.value, plan, s.mode, s.slo)
     for mode in MODES:
         out.add("drills_runs_in_progress", p.in_progress.get(mode, 0), plan, mode)
         out.add("drills_runs_stuck", p.stuck.get(mode, 0), plan, mode)

@@ -47,6 +47,16 @@ MEANING: dict[str, str] = {
         "recorded before it was measured"
     ),
     "drills_run_last_rpo_seconds": ("that run's RPO for each dataset"),
+    "drills_run_last_slo_ok": (
+        "each SLO of the plan (`slo` in the plan) as the newest finished drill or incident "
+        "recorded it, whatever its verdict: 1 when it was OK within the RTO target and stayed "
+        "OK for its hold, else 0, with `status` (`held`, `breached`, `unverified`, `stopped`). "
+        'Alert on `drills_run_last_slo_ok{mode="drill"} == 0`'
+    ),
+    "drills_run_last_slo_value": (
+        "the last value of the SLO's expression that run read from Prometheus (absent when "
+        "it read none)"
+    ),
     "drills_run_last_detection_seconds": (
         "an incident's `detection_seconds`: its declaration (T0) minus `detected_at`, the "
         "`startsAt` of the alert whose proposal an operator approved, or `--detected-at` given "

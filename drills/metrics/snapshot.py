@@ -59,6 +59,16 @@ class RunFigures:
 
 
 @dataclass(frozen=True)
+class SloState:
+    """One SLO as the newest finished run of a mode recorded it."""
+
+    mode: str
+    slo: str
+    status: str  # held, breached, unverified or stopped
+    value: float | None  # the last value read
+
+
+@dataclass(frozen=True)
 class PlanMetrics:
     plan: str
     rto_target_s: float
@@ -76,6 +86,7 @@ class PlanMetrics:
     oldest_unfinished_start: float | None
     chain_length: int = 0  # links in the plan's evidence chain (its head's seq)
     proposals_pending: int = 0  # incidents proposed by alerts, waiting for an operator
+    slos: tuple[SloState, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,10 @@ class _Unfinished:
     in_progress: dict[str, int] = field(default_factory=dict)
     stuck: dict[str, int] = field(default_factory=dict)
     oldest: float | None = None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _ts(value: dt.datetime | None) -> float:
@@ -158,6 +173,16 @@ class Snapshotter:
             oldest_unfinished_start=unfinished.oldest,
             chain_length=db.chain_length(plan.name),
             proposals_pending=db.pending_proposals(plan.name),
+            slos=tuple(
+                SloState(
+                    str(mode),
+                    str(s.get("name")),
+                    str(s.get("status")),
+                    _number(s.get("last_value")),
+                )
+                for mode in (Mode.DRILL, Mode.INCIDENT)
+                for s in db.last_slos(plan.name, mode)
+            ),
         )
 
     def _readiness(

@@ -24,6 +24,7 @@ class EventKind(StrEnum):
     INCIDENT_STUCK = "incident.stuck"
     INCIDENT_PROPOSED = "incident.proposed"
     PROPOSAL_WITHDRAWN = "incident.proposal_withdrawn"
+    INCIDENT_SLO_BREACH = "incident.slo_breach"
 
     @property
     def event_name(self) -> str:
@@ -57,6 +58,9 @@ _DESCRIPTIONS = {
     "held on the Incident page (linked) until an operator approves it; never started on its own.",
     EventKind.PROPOSAL_WITHDRAWN: "Every alert that proposed an incident resolved before anyone "
     "approved it: the proposal is withdrawn.",
+    EventKind.INCIDENT_SLO_BREACH: "After an incident's DNS switch, an SLO of the plan was not "
+    "OK within the RTO target, breached during its hold, or could not be verified: reported, "
+    "never rolled back.",
 }
 
 

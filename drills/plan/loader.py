@@ -75,6 +75,7 @@ from drills.plan.models import (
 )
 from drills.plan.refs import SecretRef, find_literal_credentials, resolve_secret
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
+from drills.plan.slo import LoadProbe, Slo
 from drills.plan.stores import dataset_store_rules
 from drills.plan.types import PlanName, Text
 from drills.plan.urls import same_storage
@@ -109,6 +110,7 @@ __all__ = [
     "IngressFence",
     "KubernetesAccess",
     "KubernetesSecret",
+    "LoadProbe",
     "ObjectRef",
     "ObjectStorage",
     "Objectives",
@@ -126,6 +128,7 @@ __all__ = [
     "Sentinel",
     "Site",
     "Sites",
+    "Slo",
     "SmokeProbe",
     "StoreSecret",
     "Tier",
@@ -203,6 +206,14 @@ class DrillPlan(PlanModel):
     over or practises one at a time; what no application lists belongs to every run."""
     cost: CostSettings | None = None
     """Prices, GPU metrics and demand, for `drills capacity` (what the DR pool costs)."""
+    slo: Annotated[
+        tuple[Slo, ...], Field(max_length=50), unique_by("SLO", key_of("name"), "name", "slo")
+    ] = ()
+    """SLOs (PromQL against cost.prometheus or DRILLS_PROMETHEUS_URL) that must be OK within
+    the RTO target after the switch and stay OK for their hold; a drill is not met otherwise."""
+    load: LoadProbe | None = None
+    """A load probe through the public name, run after the switch (and, in a drill, against
+    the primary in the preflight as a baseline); a drill is not met over its limits."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
@@ -556,6 +567,8 @@ def plan_digest(plan: DrillPlan) -> str:
 _LATER_DEFAULTS: tuple[tuple[tuple[str, ...], object], ...] = (
     (("applications",), []),
     (("cost",), None),
+    (("slo",), []),
+    (("load",), None),
     (("images",), {"remap": []}),
     (("secrets", "store"), []),
     (("secrets", "external_secrets"), []),

@@ -178,6 +178,10 @@ class RunDetails(_Stored):
     gates: list[dict[str, Any]] = Field(default_factory=list)
     # An incident's detection: the alert's startsAt, or --detected-at (None: not known).
     detection: DetectionRecord | None = None
+    # The plan's SLOs after the switch (drills.takeover.slo_watch), and its load probe:
+    # {"primary": baseline, "dr": after the switch, "limits", "overhead_seconds"}.
+    slo: list[dict[str, Any]] = Field(default_factory=list)
+    load: dict[str, Any] | None = None
 
     @property
     def full_capacity_seconds(self) -> float | None:

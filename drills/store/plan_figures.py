@@ -63,6 +63,12 @@ _MEASURED = {
     )
     for mode in Mode
 }
+# The newest finished run of a mode, and its SLOs as it recorded them ([] when it had none).
+_SLO_MODES = (Mode.DRILL, Mode.INCIDENT)
+_LAST_SLO = {
+    mode: _newest(mode, details_value("slo"), where=(DrillRun.finished_at.is_not(None),))
+    for mode in _SLO_MODES
+}
 _DRILL_SUCCESS = _newest(
     Mode.DRILL,
     DrillRun.finished_at,
@@ -100,6 +106,15 @@ class PlanFigures:
         seconds)."""
         row = self._conn.execute(_MEASURED[mode], {"plan": plan}).first()
         return None if row is None else tuple(row)
+
+    def last_slos(self, plan: str, mode: Mode) -> list[dict[str, Any]]:
+        """The SLOs of the newest finished run of ``mode`` (a drill or an incident), as
+        it recorded them; [] without one."""
+        if mode not in _LAST_SLO:
+            return []
+        row = self._conn.execute(_LAST_SLO[mode], {"plan": plan}).first()
+        value = row[0] if row is not None else None
+        return [s for s in value if isinstance(s, dict)] if isinstance(value, list) else []
 
     def last_drill_success(self, plan: str) -> tuple[Any, Any] | None:
         """(finished_at, started_at) of the newest drill that counts for the cadence."""

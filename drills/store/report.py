@@ -15,6 +15,7 @@ from drills.store.history import HistoryStore
 from drills.store.incident_record import incident_markdown, incident_record
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun
+from drills.store.report_slo import load_markdown, slo_markdown
 from drills.text import for_markdown, for_terminal
 from drills.timefmt import duration, moment
 
@@ -68,6 +69,8 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "detection": details.detection.model_dump(mode="json") if details.detection else None,
         "detection_seconds": detection_seconds(run),
         "detection_chain": detection_chain(run),
+        "slo": details.slo,
+        "load": details.load,
     }
 
 
@@ -99,6 +102,8 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines = [
         *_summary(data),
         *_objectives(data),
+        *slo_markdown(data.get("slo") or []),
+        *load_markdown(data.get("load")),
         *chain_markdown(data.get("detection_chain") or []),
         *incident_markdown(data.get("incident")),
         *_phases(data["phases"] or []),

@@ -41,6 +41,7 @@ from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.store.serving import serving_from_dr_refusal
+from drills.takeover.after_switch import AfterSwitch
 from drills.takeover.cancellation import cancel_run
 from drills.takeover.detection import detection_problem, detection_record
 from drills.takeover.forecasted import forecast_record
@@ -217,6 +218,7 @@ class Drill:
         self._stoppable = False
         self._stoppable_lock = threading.Lock()
         self._thread_id = threading.get_ident()
+        self.after_switch = AfterSwitch(self.plan, request.mode, self.details, self.run_id)
 
     # -- the run ---------------------------------------------------------------
     def run(self) -> DrillResult:
@@ -404,6 +406,7 @@ class Drill:
         except (DrillError, Exception) as exc:  # noqa: BLE001 - _failed logs it, traceback too
             return self._failed(ctx, before, exc)
         finally:
+            self.after_switch.close()
             self._await_readiness(wait_s)
 
     def _prepare(self, ctx: PhaseContext) -> Snapshot:
@@ -446,6 +449,9 @@ class Drill:
     def _take_over(self, ctx: PhaseContext, before: Snapshot) -> DrillResult:
         for phase in TAKEOVER:
             self._phase(phase.name, partial(phase.run, ctx))
+            if phase.name == "smoke":  # DNS answers DR: the SLOs' clock runs from T0
+                assert self.t0 is not None
+                self.after_switch.start(self.t0)
         # The RPO at T0 comes from the readiness checks, which an incident runs beside
         # the takeover: the RTO is already fixed by the smoke, so waiting costs it nothing.
         self._await_readiness(READINESS_WAIT_S)
@@ -453,6 +459,9 @@ class Drill:
             measurement = self._measure(ctx)
             step.evidence = measurement.to_json()
             step.result = measurement.summary()
+        if self.after_switch.active:  # a drill not met raises here, and so rolls back
+            self._phase("after the switch", partial(self.after_switch.finish, ctx.targets,
+                                                    self.timeline))  # fmt: skip
         if self.request.mode != Mode.DRILL:
             return self._result(RunStatus.SUCCEEDED, measurement)
         self._phase("failback", partial(self._failback, ctx))
@@ -536,6 +545,8 @@ class Drill:
                     # A registry without sites.distinct: drills' own check, as in an incident.
                     guard = self._distinct(ctx)
             preflight_guard(ctx, guard)
+            if not self.request.dry_run:
+                self.after_switch.baseline(ctx.targets, self.timeline)
 
     def _distinct(self, ctx: PhaseContext) -> ReadinessReport:
         """sites.distinct alone, drills' own check whatever the hooks give: the guard."""

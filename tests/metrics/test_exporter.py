@@ -174,3 +174,39 @@ def test_an_existing_store_gets_the_new_indexes(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "old.db") as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert {"ix_run_finished", "ix_run_plan_mode_started"} <= names
+
+
+def test_slo_results_of_the_newest_finished_drill_and_incident(history: HistoryStore) -> None:
+    held = {"name": "latency", "status": "held", "last_value": 0.2}
+    breached = {"name": "errors", "status": "breached", "last_value": 0.07}
+    # An older drill's SLOs are not the newest; a rolled-back drill's are, verdict or not.
+    history.create_run(
+        _run(
+            "old",
+            "drill",
+            "succeeded",
+            9,
+            details=RunDetails(slo=[{"name": "latency", "status": "breached"}]),
+        )
+    )
+    history.create_run(
+        _run("new", "drill", "rolled-back", 2, details=RunDetails(slo=[held, breached]))
+    )
+    history.create_run(
+        _run(
+            "inc",
+            "incident",
+            "succeeded",
+            1,
+            details=RunDetails(slo=[{"name": "latency", "status": "unverified"}]),
+        )
+    )
+    samples = scrape(history, [str(EXAMPLE_PLAN)])  # fmt: skip
+    ok = "drills_run_last_slo_ok"
+    assert value(samples, ok, mode="drill", slo="latency", status="held") == 1
+    assert value(samples, ok, mode="drill", slo="errors", status="breached") == 0
+    assert key(ok, mode="drill", slo="latency", status="breached") not in samples
+    assert value(samples, ok, mode="incident", slo="latency", status="unverified") == 0
+    assert value(samples, "drills_run_last_slo_value", mode="drill", slo="errors") == 0.07
+    # Nothing read: no value series.
+    assert key("drills_run_last_slo_value", mode="incident", slo="latency") not in samples
