@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_valid
 from drills.errors import PlanError, PlanProblem
 from drills.plan.applications import Application, Applications, application_rules, lease_name
 from drills.plan.cost import CostSettings
+from drills.plan.demand import Demands
 from drills.plan.errors import CREDENTIAL_KEY_HINT, translate
 from drills.plan.gates import DeclareSelector, Gates
 from drills.plan.images import ImageRemap, ImagesPolicy
@@ -196,6 +197,9 @@ class DrillPlan(PlanModel):
     over or practises one at a time; what no application lists belongs to every run."""
     cost: CostSettings | None = None
     """Prices, GPU metrics and demand, for `drills capacity` (what the DR pool costs)."""
+    demand: Demands = Field(default_factory=dict)
+    """Per workload (``namespace/name``): its measured demand, what one replica carries, and
+    the part DR must carry (`capacity.carry`, and the drill's scale to demand)."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
@@ -547,6 +551,7 @@ def plan_digest(plan: DrillPlan) -> str:
 _LATER_DEFAULTS: tuple[tuple[tuple[str, ...], object], ...] = (
     (("applications",), []),
     (("cost",), None),
+    (("demand",), {}),
     (("images",), {"remap": []}),
     (("secrets", "store"), []),
     *(
