@@ -2,7 +2,7 @@
 
 It answers 200 with the site's name only while the site really serves: its
 ingress is open (the Ingress keeps the serving class and the controller has
-ready pods) and every critical workload is scaled up and ready. Otherwise 503
+ready pods) and every critical workload is scaled up with a ready replica. Otherwise 503
 with the reason. The smoke probe and the split-brain monitor probe this, so it
 must reflect the Kubernetes state exactly, not a flag of its own.
 
@@ -28,11 +28,13 @@ class ObjectReader(Protocol):
 
 
 def _workload_ready(obj: dict[str, Any] | None) -> bool:
+    """Scaled up, with a ready replica: a Deployment part-way to more replicas serves with
+    those it has (how much it serves is the capacity model's question)."""
     if obj is None:
         return False
     wanted = int(obj.get("spec", {}).get("replicas", 0) or 0)
     ready = int(obj.get("status", {}).get("readyReplicas", 0) or 0)
-    return wanted > 0 and ready >= wanted
+    return wanted > 0 and ready >= 1
 
 
 def site_state(store: ObjectReader) -> tuple[bool, str]:

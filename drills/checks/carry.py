@@ -14,11 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from drills.capacity.carry import ServiceCarry, ServiceNeed, evaluate
-from drills.capacity.demand_query import DAY_S, Peak, peak_over
-from drills.capacity.gather import PRIORITY_CLASSES, prometheus_for
-from drills.capacity.pool import PoolNode, pool_nodes, priority_classes
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status
+from drills.checks.carry_model import ServiceCarry, ServiceNeed, evaluate
 from drills.checks.cluster_model import (
     GPU,
     ZERO,
@@ -28,12 +25,14 @@ from drills.checks.cluster_model import (
     plan_templates,
     taken_over,
 )
+from drills.checks.demand_query import DAY_S, Peak, peak_over, prometheus_for
+from drills.checks.gpu_pool import PoolNode, pool_nodes
 from drills.checks.kueue import available, queue_of
 from drills.checks.placement import refusal
 from drills.errors import TargetError
 from drills.plan import DrillPlan, Workload
 from drills.plan.demand import ServiceDemand
-from drills.targets.kube_scheduling import cluster_queues, local_queue
+from drills.targets.kube_scheduling import cluster_queues, local_queue, priority_classes
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,7 @@ def read_dr(ctx: CheckContext, found: Templates) -> DrCluster:
     return DrCluster(
         nodes=kube.nodes(),
         pods=kube.pods(None),
-        classes=priority_classes(kube.list_items(PRIORITY_CLASSES)),
+        classes={name: int(pc.get("value") or 0) for name, pc in priority_classes(kube).items()},
         queues=cluster_queues(kube) if wanted else {},
         local_queues=local,
     )

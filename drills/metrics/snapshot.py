@@ -55,6 +55,7 @@ class RunFigures:
     full_capacity_s: float | None  # None: a run from before takeovers measured it
     rpo_s: Mapping[str, float]
     detection_s: float | None = None  # an incident's declaration - detection, when known
+    carry_ratio: float | None = None  # the share of the primary's demand DR carried
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,7 @@ def _last_measured(db: PlanFigures, plan: str, mode: Mode) -> RunFigures | None:
     row = db.last_measured(plan, mode)
     if row is None:
         return None
-    finished_at, rto, client_rto, full_capacity, rpo, detection = row
+    finished_at, rto, client_rto, full_capacity, rpo, detection, carry_ratio = row
     return RunFigures(
         mode=str(mode),
         finished_at=_ts(_aware(finished_at)),
@@ -207,6 +208,7 @@ def _last_measured(db: PlanFigures, plan: str, mode: Mode) -> RunFigures | None:
         full_capacity_s=None if full_capacity is None else float(full_capacity),
         rpo_s={k: float(v) for k, v in (rpo or {}).items() if isinstance(v, int | float)},
         detection_s=None if detection is None else float(detection),
+        carry_ratio=None if carry_ratio is None else float(carry_ratio),
     )
 
 

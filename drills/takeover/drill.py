@@ -702,6 +702,7 @@ class Drill:
             finished_at=None if left else utc_now(),
             rto_seconds=m.rto_seconds if m else None,
             client_rto_seconds=m.client_rto_seconds if m else None,
+            carry_seconds=m.carry_seconds if m else None,
             rpo_seconds=m.rpo_seconds if m else {},
             timeline=self.timeline.to_json(),
             readiness=self.readiness.to_json() if self.readiness else {},

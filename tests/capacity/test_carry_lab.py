@@ -14,8 +14,8 @@ import httpx
 import pytest
 import yaml
 
-from drills.capacity.demand_query import DAY_S, peak_over
 from drills.checks.base import Status
+from drills.checks.demand_query import DAY_S, peak_over
 from drills.plan import load_plan
 from drills_lab import topology
 from drills_lab.demand import DEMAND_QUERY, TROUGH_RPS

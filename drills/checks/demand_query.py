@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from drills.errors import TargetError
+from drills.plan import DrillPlan
 from drills.targets.http import new_client, translate
 
 DAY_S = 86_400.0
@@ -31,6 +32,13 @@ class Peak:
     value: float  # in the service's unit
     seen_at: float | None  # Unix time of the highest sample; None when not known
     window_s: float
+
+
+def prometheus_for(plan: DrillPlan, override: str | None) -> str | None:
+    """The Prometheus the option or environment names, else the plan's cost.prometheus."""
+    if override:
+        return override
+    return plan.cost.prometheus if plan.cost is not None else None
 
 
 def _answer(url: str, path: str, form: Mapping[str, str]) -> Any:
