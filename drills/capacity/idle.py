@@ -14,10 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
+from drills.checks.demand_query import post
 from drills.errors import TargetError
-from drills.targets.http import new_client, translate
 
 METRIC = "DCGM_FI_DEV_GPU_UTIL"
 MAX_STEPS = 2016  # 7 days at 5 minutes
@@ -84,19 +82,9 @@ def query_utilisation(
 ) -> list[GpuUtilisation]:
     """Each DR GPU's mean utilisation over the window; TargetError when Prometheus does not
     answer or answers something else."""
-    source = f"prometheus ({url})"
     form = {"query": utilisation_query(hostnames, window_s), "time": f"{at or time.time():.3f}"}
-    endpoint = url.rstrip("/") + "/api/v1/query"
-    try:
-        with new_client(read_timeout=QUERY_TIMEOUT_S) as client:
-            response = client.post(endpoint, data=form)
-    except httpx.HTTPError as exc:
-        raise translate(source, exc) from None
-    try:
-        payload = response.json()
-    except ValueError:
-        raise TargetError(source, f"HTTP {response.status_code}: not a Prometheus answer") from None
-    return parse_vector(payload, source)
+    payload = post(url, "/api/v1/query", form, QUERY_TIMEOUT_S)
+    return parse_vector(payload, f"prometheus ({url})")
 
 
 def idle_ratio_of(samples: Iterable[GpuUtilisation]) -> tuple[float, int]:
@@ -121,14 +109,7 @@ def busy_over_time(
         "end": f"{now:.3f}",
         "step": f"{step}s",
     }
-    try:
-        with new_client(read_timeout=QUERY_TIMEOUT_S) as client:
-            response = client.post(url.rstrip("/") + "/api/v1/query_range", data=form)
-        payload = response.json()
-    except httpx.HTTPError as exc:
-        raise translate(source, exc) from None
-    except ValueError:
-        raise TargetError(source, f"HTTP {response.status_code}: not a Prometheus answer") from None
+    payload = post(url, "/api/v1/query_range", form, QUERY_TIMEOUT_S)
     if not isinstance(payload, Mapping) or payload.get("status") != "success":
         raise TargetError(source, "range query failed")
     result = (payload.get("data") or {}).get("result") or []

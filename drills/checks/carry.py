@@ -8,6 +8,7 @@ the replicas DR needs; those are compared with what DR can actually schedule for
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -102,8 +103,24 @@ def read_dr(ctx: CheckContext, found: Templates) -> DrCluster:
     )
 
 
-def _fits(node: dict[str, Any], pod_spec: Mapping[str, Any]) -> bool:
-    return refusal(node, node_facts(node), pod_spec) is None
+class _Fit:
+    """Which usable nodes a pod spec lands on, worked out once per distinct placement
+    (nodeSelector, affinity, tolerations): 200 services share a handful."""
+
+    def __init__(self, nodes: list[dict[str, Any]]) -> None:
+        self._nodes = [
+            (str((n.get("metadata") or {}).get("name")), n, node_facts(n)) for n in nodes
+        ]
+        self._seen: dict[str, frozenset[str]] = {}
+
+    def names(self, pod_spec: Mapping[str, Any]) -> frozenset[str]:
+        key = json.dumps([pod_spec.get(k) for k in ("nodeSelector", "affinity", "tolerations")],
+                         sort_keys=True, default=str)  # fmt: skip
+        if key not in self._seen:
+            self._seen[key] = frozenset(
+                name for name, node, facts in self._nodes if refusal(node, facts, pod_spec) is None
+            )
+        return self._seen[key]
 
 
 def _yieldable(node: PoolNode) -> int:
@@ -122,7 +139,7 @@ def needs_of(
     cq_of = {w.key: dr.local_queues.get((w.namespace, q)) if (q := queue[w.key]) else None
              for w in takeover}  # fmt: skip
     total_dr_gpus = sum(gpus[w.key] * w.dr_replicas for w in takeover)
-    by_node = {str((n.get("metadata") or {}).get("name")): n for n in dr.nodes}
+    fit = _Fit(dr.nodes)
     pools: dict[int, list[PoolNode]] = {}
     out = []
     for w in takeover:
@@ -134,7 +151,8 @@ def needs_of(
         priority = dr.classes.get(str(template_spec.get("priorityClassName") or ""), 0)
         if priority not in pools:
             pools[priority] = pool_nodes(plan, dr.nodes, dr.pods, dr.classes, priority)
-        fits = [n for n in pools[priority] if n.usable and _fits(by_node[n.name], template_spec)]
+        landing = fit.names(template_spec)
+        fits = [n for n in pools[priority] if n.usable and n.name in landing]
         others = total_dr_gpus - gpus[w.key] * w.dr_replicas
         out.append(
             ServiceNeed(

@@ -41,17 +41,24 @@ def prometheus_for(plan: DrillPlan, override: str | None) -> str | None:
     return plan.cost.prometheus if plan.cost is not None else None
 
 
-def _answer(url: str, path: str, form: Mapping[str, str]) -> Any:
+def post(url: str, path: str, form: Mapping[str, str], timeout_s: float = QUERY_TIMEOUT_S) -> Any:
+    """Prometheus's JSON answer to a form POSTed to ``path`` of its HTTP API; TargetError
+    when it does not answer, or answers something that is not JSON."""
     source = f"prometheus ({url})"
     try:
-        with new_client(read_timeout=QUERY_TIMEOUT_S) as client:
+        with new_client(read_timeout=timeout_s) as client:
             response = client.post(url.rstrip("/") + path, data=dict(form))
     except httpx.HTTPError as exc:
         raise translate(source, exc) from None
     try:
-        payload = response.json()
+        return response.json()
     except ValueError:
         raise TargetError(source, f"HTTP {response.status_code}: not a Prometheus answer") from None
+
+
+def _answer(url: str, path: str, form: Mapping[str, str]) -> Any:
+    source = f"prometheus ({url})"
+    payload = post(url, path, form)
     if not isinstance(payload, Mapping) or payload.get("status") != "success":
         error = payload.get("error") if isinstance(payload, Mapping) else None
         raise TargetError(source, f"query failed: {str(error or 'not a Prometheus answer')[:200]}")

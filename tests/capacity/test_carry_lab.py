@@ -26,6 +26,7 @@ from tests.support.checks import run_check
 from tests.support.services import own_lab, require_system_binary
 
 LLM = "serving/llm-server"
+LAB_RESOLUTION = "2s"  # the lab plan's demand.resolution
 
 
 def _query(info: LabInfo, promql: str, at: float | None = None) -> list[dict[str, object]]:
@@ -39,7 +40,8 @@ def wait_for_demand(info: LabInfo, above: float = TROUGH_RPS / 2, seconds: float
     """Until the recorded demand of the primary has been above ``above``."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        result = _query(info, f"max_over_time(({DEMAND_QUERY})[5m:1s])")
+        # As capacity.carry asks it, at the lab plan's resolution.
+        result = _query(info, f"max_over_time(({DEMAND_QUERY})[1d:{LAB_RESOLUTION}])")
         if result and float(result[0]["value"][1]) > above:  # type: ignore[index]
             return
         time.sleep(0.5)
