@@ -140,7 +140,11 @@ def test_carry_passes_on_a_clean_lab_with_its_numbers(capacity_lab: LabInfo) -> 
     nodes = dr_gpus() - takeover_gpus() + 2
     assert row["gpus_available"] == min(nodes, 4 + 8 - 1)
     assert row["gpus_missing"] == 0 and row["seen_at"]
-    assert f"ceil(100% × {row['peak']:.4g} requests/s" in row["formula"]
+    assert row["formula"].startswith("required = ceil(100% × ")
+    assert (
+        f"÷ 20 requests/s per replica ÷ (1 − 0.3)) = {row['replicas_needed']} replicas"
+        in (row["formula"])
+    )
 
 
 def test_prometheus_down_or_no_series_is_an_error(capacity_lab: LabInfo, tmp_path: Path) -> None:
