@@ -49,6 +49,8 @@ def up(
     *,
     drift: bool = False,
     drift_scheduling: bool = False,
+    drift_capacity: bool = False,
+    day_seconds: float | None = None,
     ready_delay: float = 1.0,
     system_services: bool = True,
     checkpoint_every: float = 60.0,
@@ -66,6 +68,7 @@ def up(
             ("--drift", existing.drift, drift),
             ("--drift-scheduling", existing.drift_scheduling, drift_scheduling),
             ("--low-priority-work", existing.low_priority_work, low_priority_work),
+            ("--drift-capacity", existing.drift_capacity, drift_capacity),
         ):
             if have != want:
                 raise LabError(
@@ -86,6 +89,8 @@ def up(
     argv += ["--ready-delay", str(ready_delay), "--checkpoint-every", str(checkpoint_every)]
     argv += ["--drift"] if drift else []
     argv += ["--drift-scheduling"] if drift_scheduling else []
+    argv += ["--drift-capacity"] if drift_capacity else []
+    argv += ["--day-seconds", str(day_seconds)] if day_seconds else []
     argv += [] if system_services else ["--no-system-services"]
     argv += [] if reverse_replication else ["--no-reverse-replication"]
     argv += ["--audit"] if audit else []

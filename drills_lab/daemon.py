@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 from drills.errors import LabError
+from drills_lab.demand import DEFAULT_DAY_S
 from drills_lab.runtime import Lab
 from drills_lab.state import ERROR_FILE, STATE_FILE
 
@@ -23,6 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--drift", action="store_true")
     parser.add_argument("--drift-scheduling", action="store_true")
+    parser.add_argument("--drift-capacity", action="store_true")
+    parser.add_argument("--day-seconds", type=float, default=DEFAULT_DAY_S)
     parser.add_argument("--ready-delay", type=float, default=1.0)
     parser.add_argument("--no-system-services", action="store_true")
     parser.add_argument("--checkpoint-every", type=float, default=60.0)
@@ -43,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         args.state_dir,
         drift=args.drift,
         drift_scheduling=args.drift_scheduling,
+        drift_capacity=args.drift_capacity,
+        day_seconds=args.day_seconds,
         ready_delay=args.ready_delay,
         use_system_services=not args.no_system_services,
         checkpoint_every_s=args.checkpoint_every,

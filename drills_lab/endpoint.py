@@ -2,19 +2,25 @@
 
 It answers 200 with the site's name only while the site really serves: its
 ingress is open (the Ingress keeps the serving class and the controller has
-ready pods) and every critical workload is scaled up and ready. Otherwise 503
+ready pods) and every critical workload is scaled up with a ready replica. Otherwise 503
 with the reason. The smoke probe and the split-brain monitor probe this, so it
 must reflect the Kubernetes state exactly, not a flag of its own.
+
+While it serves, it serves only what its ready inference replicas can (see
+:mod:`drills_lab.load`): past that, latency grows with the queue and 503s appear.
+``/metrics`` gives the site's request, latency and token counters for Prometheus.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 
 from drills_lab import topology
 from drills_lab.httpserve import FastHTTPServer, serve_in_thread
+from drills_lab.load import CONTENT_TYPE, SiteLoad, capacity_rps, ready_replicas
 
 
 class ObjectReader(Protocol):
@@ -22,11 +28,13 @@ class ObjectReader(Protocol):
 
 
 def _workload_ready(obj: dict[str, Any] | None) -> bool:
+    """Scaled up, with a ready replica: a Deployment part-way to more replicas serves with
+    those it has (how much it serves is the capacity model's question)."""
     if obj is None:
         return False
     wanted = int(obj.get("spec", {}).get("replicas", 0) or 0)
     ready = int(obj.get("status", {}).get("readyReplicas", 0) or 0)
-    return wanted > 0 and ready >= wanted
+    return wanted > 0 and ready >= 1
 
 
 def site_state(store: ObjectReader) -> tuple[bool, str]:
@@ -54,24 +62,51 @@ class SiteEndpoint:
         self.store = store
         self.host = host
         self.port = port
+        self.load = SiteLoad(site)
         self._server: FastHTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    def serving_capacity(self) -> float | None:
+        """Requests a second the site serves now; None when it does not serve at all."""
+        serving, _ = site_state(self.store)
+        return capacity_rps(ready_replicas(self.store)) if serving else None
+
+    def metrics(self) -> bytes:
+        ready = ready_replicas(self.store)
+        serving, _ = site_state(self.store)
+        return self.load.exposition(ready, capacity_rps(ready) if serving else 0.0).encode()
+
+    def answer(self) -> tuple[int, bytes, float]:
+        """One request to the service: (status, body, seconds to hold it before answering)."""
+        serving, why = site_state(self.store)
+        if not serving:
+            self.load.refuse()
+            return 503, f"{self.site}: {why}\n".encode(), 0.0
+        status, seconds = self.load.admit(capacity_rps(ready_replicas(self.store)))
+        if status != 200:
+            return status, f"{self.site}: over capacity\n".encode(), seconds
+        return 200, f"{self.site}\n".encode(), seconds
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/healthz"
 
     def start(self) -> None:
-        site, store = self.site, self.store
+        site, endpoint = self.site, self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:
-                serving, why = site_state(store)
-                body = (f"{site}\n" if serving else f"{site}: {why}\n").encode()
-                self.send_response(200 if serving else 503)
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
+                kind = "text/plain; charset=utf-8"
+                if self.path.split("?")[0] == "/metrics":
+                    status, body, kind = 200, endpoint.metrics(), CONTENT_TYPE
+                else:
+                    status, body, hold = endpoint.answer()
+                    if hold > 0:
+                        time.sleep(hold)  # the replicas' latency, and the queue's
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("X-Drills-Site", site)
                 self.end_headers()

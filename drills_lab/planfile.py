@@ -10,6 +10,8 @@ import yaml
 
 from drills.plan import plan_schema_text
 from drills_lab import topology
+from drills_lab.demand import DEMAND_QUERY, PEAK_RPS
+from drills_lab.load import PER_REPLICA_RPS
 
 CREDENTIALS = {
     "access_key_id": "file:aws/access_key_id",
@@ -95,7 +97,20 @@ def _cost(lab: LabEndpoints) -> dict[str, Any]:
     return cost
 
 
-def lab_plan(lab: LabEndpoints, *, drift: bool) -> dict[str, Any]:
+def _demand(recorded: bool) -> dict[str, Any]:
+    """The LLM server's demand: the lab's recorded series when its Prometheus runs, else the
+    generator's peak as a static figure."""
+    where: dict[str, Any] = (
+        {"query": DEMAND_QUERY, "resolution": "2s"} if recorded else {"static": PEAK_RPS}
+    )
+    return {
+        key: {**where, "unit": "requests/s", "per_replica": PER_REPLICA_RPS,
+              "reserve": 0.3, "target_percent": 100}
+        for key in topology.INFERENCE_WORKLOADS
+    }  # fmt: skip
+
+
+def lab_plan(lab: LabEndpoints, *, drift: bool, demand_recorded: bool = False) -> dict[str, Any]:
     host = topology.RECORD.rstrip(".")
     cost = _cost(lab)
     return {
@@ -157,13 +172,16 @@ def lab_plan(lab: LabEndpoints, *, drift: bool) -> dict[str, Any]:
             "max_age": "10m",
         },
         **({"cost": cost} if cost else {}),
+        "demand": _demand(demand_recorded),
     }
 
 
 SCHEMA_FILE = "plan.schema.json"
 
 
-def write_plan(path: Path, lab: LabEndpoints, *, drift: bool) -> None:
+def write_plan(
+    path: Path, lab: LabEndpoints, *, drift: bool, demand_recorded: bool = False
+) -> None:
     """The plan, and beside it the plan schema its first line names, so that an editor with
     the YAML language server completes and checks it wherever the lab's directory is."""
     (path.parent / SCHEMA_FILE).write_text(plan_schema_text())
@@ -172,4 +190,9 @@ def write_plan(path: Path, lab: LabEndpoints, *, drift: bool) -> None:
         "# Written by `drills lab up`: the lab's ports are chosen at start, so this plan\n"
         "# is regenerated each time. Credentials are references to files beside it.\n"
     )
-    path.write_text(header + yaml.safe_dump(lab_plan(lab, drift=drift), sort_keys=False))
+    path.write_text(
+        header
+        + yaml.safe_dump(
+            lab_plan(lab, drift=drift, demand_recorded=demand_recorded), sort_keys=False
+        )
+    )

@@ -2,6 +2,8 @@
 
 The scrape configuration is a list of jobs, each with targets and the labels they get,
 so another exporter (a site's demand metrics, say) is one more :class:`ScrapeJob`.
+Recording rules (record name → expression) give a derived series, such as the demand
+in requests a second, a history of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ log = logging.getLogger("drills_lab.prometheus")
 
 _START_TIMEOUT = 20.0
 SCRAPE_INTERVAL_S = 1
+RULES_FILE = "rules.yml"
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class ScrapeJob:
 class PrometheusServer:
     workdir: Path
     jobs: Sequence[ScrapeJob]
+    rules: Mapping[str, str] = field(default_factory=dict)
     host: str = "127.0.0.1"
     port: int = 0
     _process: ManagedProcess | None = field(default=None, init=False, repr=False)
@@ -58,18 +62,26 @@ class PrometheusServer:
         return f"http://{self.host}:{self.port}"
 
     def config_text(self) -> str:
-        config = {
+        config: dict[str, object] = {
             "global": {"scrape_interval": f"{SCRAPE_INTERVAL_S}s",
                        "evaluation_interval": f"{SCRAPE_INTERVAL_S}s"},
             "scrape_configs": [job.config() for job in self.jobs],
         }  # fmt: skip
+        if self.rules:
+            config["rule_files"] = [RULES_FILE]
         return yaml.safe_dump(config, sort_keys=False)
+
+    def rules_text(self) -> str:
+        rules = [{"record": name, "expr": expr} for name, expr in self.rules.items()]
+        return yaml.safe_dump({"groups": [{"name": "drills-lab", "rules": rules}]}, sort_keys=False)
 
     def start(self) -> None:
         binary = require_binary("prometheus", "prometheus")
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = self.workdir / "prometheus.yml"
         config.write_text(self.config_text())
+        if self.rules:
+            (self.workdir / RULES_FILE).write_text(self.rules_text())
         process = ManagedProcess(
             f"prometheus {self.host}:{self.port}",
             [

@@ -29,6 +29,7 @@ from drills.errors import LabError
 from drills.ports import candidate_port
 from drills_lab import externaldns, externalsecrets, topology
 from drills_lab.dcgm import DcgmExporter
+from drills_lab.demand import DEFAULT_DAY_S, RULES, DemandGenerator, describe
 from drills_lab.endpoint import SiteEndpoint
 from drills_lab.images import build_image, push_ecr, push_oci
 from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
@@ -46,6 +47,7 @@ from drills_lab.seed_aws import (
     seed_aws_secrets,
     seed_datasets,
 )
+from drills_lab.seed_capacity import seed_drift_capacity
 from drills_lab.seed_cluster import cluster_info, seed_site
 from drills_lab.sentinel import SentinelHeartbeat
 from drills_lab.state import STATE_FILE, LabInfo
@@ -126,6 +128,8 @@ class Lab:
         *,
         drift: bool = False,
         drift_scheduling: bool = False,
+        drift_capacity: bool = False,
+        day_seconds: float = DEFAULT_DAY_S,
         ready_delay: float = 1.0,
         use_system_services: bool = True,
         checkpoint_every_s: float = 60.0,
@@ -143,6 +147,8 @@ class Lab:
         self.drift = drift
         self.drift_scheduling = drift_scheduling
         self.low_priority_work = low_priority_work
+        self.drift_capacity = drift_capacity
+        self.day_seconds = day_seconds
         self.ready_delay = ready_delay
         self.use_system_services = use_system_services
         self.checkpoint_every_s = checkpoint_every_s
@@ -186,6 +192,10 @@ class Lab:
                 self.kube["dr"].store, interval_s=topology.SENTINEL_EVERY_S
             )
             self._own(heartbeat).start()
+            loads = {site: e.load for site, e in self.endpoints.items()}
+            capacity = {site: e.serving_capacity for site, e in self.endpoints.items()}
+            demand = DemandGenerator(loads, lambda site: capacity[site](), self.day_seconds)
+            self._own(demand).start()
             if self.reverse_replication:
                 replicator = ReverseReplicator(self.kube["dr"].store, self._aws("s3", "primary"))
                 self._own(replicator).start()
@@ -284,7 +294,11 @@ class Lab:
             log.info("prometheus not installed: no GPU metrics history in this lab")
             return
         dcgm = ScrapeJob("dcgm", {e.target: {"site": s} for s, e in self.dcgm.items()})
-        self.prometheus = self._own(PrometheusServer(self.state_dir / PROMETHEUS_DIR, [dcgm]))
+        # Each site labels its own series with its name, so its target adds no label.
+        sites = ScrapeJob("sites", {f"{e.host}:{e.port}": {} for e in self.endpoints.values()})
+        self.prometheus = self._own(
+            PrometheusServer(self.state_dir / PROMETHEUS_DIR, [dcgm, sites], rules=RULES)
+        )
         self.prometheus.start()
 
     def _aws(self, service: str, site: str) -> Any:
@@ -317,6 +331,8 @@ class Lab:
                 drift=self.drift,
                 drift_scheduling=self.drift_scheduling,
             )
+        if self.drift_capacity:
+            seed_drift_capacity(self.kube["dr"].store, self.registry_host("dr"))
         self._seed_images()
         if self.low_priority_work:  # DR's GPUs busy with work a takeover preempts
             seed_low_priority_work(self.kube["dr"].store, self.registry_host("dr"))
@@ -403,13 +419,16 @@ class Lab:
             ),
         )
         (self.state_dir / PRICING_FILE).write_text(json.dumps(LAB_PRICING, indent=2) + "\n")
-        write_plan(self.state_dir / "plan.yaml", endpoints, drift=self.drift)
+        write_plan(self.state_dir / "plan.yaml", endpoints, drift=self.drift,
+                   demand_recorded=self.prometheus is not None)  # fmt: skip
         info = LabInfo(
             state_dir=str(self.state_dir),
             pid=os.getpid(),
             drift=self.drift,
             drift_scheduling=self.drift_scheduling,
             low_priority_work=self.low_priority_work,
+            drift_capacity=self.drift_capacity,
+            demand=describe(self.day_seconds, recorded=self.prometheus is not None),
             reverse_replication=self.reverse_replication,
             started_at=time.time(),
             dns_provider=(

@@ -37,6 +37,8 @@ class LabInfo:
     low_priority_work: bool = False
     reverse_replication: bool = True  # DR's writes copied back to the primary while DR serves
     prometheus: str = ""  # its URL; "" when Prometheus is not installed
+    drift_capacity: bool = False
+    demand: str = ""  # how the lab's demand is made and recorded, as `lab status` says it
 
 
 def read_info(state_dir: Path) -> LabInfo | None:

@@ -280,6 +280,16 @@ def critical_workloads() -> tuple[LabWorkload, ...]:
     return tuple(w for w in WORKLOADS if w.tier == "critical")
 
 
+# --- what a site can carry (drills_lab.load) -----------------------------------------
+# The critical workloads whose ready replicas decide how many requests a second a site serves.
+INFERENCE_WORKLOADS = ("serving/llm-server",)
+# `drills lab up --drift-capacity`: at DR, work of the critical tier's priority that is not
+# the plan's holds every GPU but the ones the takeover needs at its dr_replicas, so DR starts
+# the minimum but cannot grow to carry the primary's peak.
+DRIFT_CAPACITY_NAMESPACE = "research"
+DRIFT_CAPACITY_NAME = "notebooks"
+
+
 # --- what decides scheduling at a site (readiness v2) ---------------------------------
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 PRIORITY_CLASSES = {

@@ -14,6 +14,7 @@ from drills.capacity.sizing import gpus_for_demand, gpus_for_target
 from drills.checks.cluster_model import Templates, demand_of, plan_templates, taken_over
 from drills.errors import TargetError
 from drills.plan import DrillPlan
+from drills.targets.prometheus_api import prometheus_for as prometheus_for  # where it was
 from drills.targets.sites import Targets
 
 PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
@@ -63,12 +64,6 @@ def pricing_for(plan: DrillPlan, override: str | None) -> tuple[Pricing | None, 
     if plan.cost is not None and plan.cost.pricing is not None:
         return load_pricing(plan.resolve_path(plan.cost.pricing)), None
     return None, NO_PRICING
-
-
-def prometheus_for(plan: DrillPlan, override: str | None) -> str | None:
-    if override:
-        return override
-    return plan.cost.prometheus if plan.cost is not None else None
 
 
 def gather(

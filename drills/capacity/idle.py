@@ -14,10 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from drills.errors import TargetError
-from drills.targets.http import new_client, translate
+from drills.targets.http import new_client
 from drills.targets.prometheus_api import QUERY_PATH, ask
 
 METRIC = "DCGM_FI_DEV_GPU_UTIL"
@@ -113,14 +111,8 @@ def busy_over_time(
         "end": f"{now:.3f}",
         "step": f"{step}s",
     }
-    try:
-        with new_client(read_timeout=QUERY_TIMEOUT_S) as client:
-            response = client.post(url.rstrip("/") + "/api/v1/query_range", data=form)
-        payload = response.json()
-    except httpx.HTTPError as exc:
-        raise translate(source, exc) from None
-    except ValueError:
-        raise TargetError(source, f"HTTP {response.status_code}: not a Prometheus answer") from None
+    with new_client(read_timeout=QUERY_TIMEOUT_S) as client:
+        payload = ask(client, url, "/api/v1/query_range", form).payload
     if not isinstance(payload, Mapping) or payload.get("status") != "success":
         raise TargetError(source, "range query failed")
     result = (payload.get("data") or {}).get("result") or []

@@ -24,13 +24,14 @@ from drills.checks.cluster_model import (
     ZERO,
     Demand,
     Resources,
+    Templates,
     add,
     demand_of,
     plan_templates,
     shown,
     taken_over,
 )
-from drills.plan import Tier
+from drills.plan import Tier, Workload
 from drills.targets.kube_quantity import parse_quantity
 from drills.targets.kube_scheduling import QUEUE_LABEL, cluster_queues, local_queue
 
@@ -84,18 +85,24 @@ def available(name: str, queues: Mapping[str, Mapping[str, Any]]) -> Resources:
     return {r: own[r] + min(lendable[r], borrow_limit.get(r, INFINITE)) for r in RESOURCES}
 
 
+def queue_of(found: Templates, w: Workload) -> str | None:
+    """The LocalQueue the workload (or its pod template) names; None when it uses no Kueue."""
+    obj = found.objects.get(w.key) or {}
+    labels = {**((obj.get("metadata") or {}).get("labels") or {}),
+              **((found.template(w).get("metadata") or {}).get("labels") or {})}  # fmt: skip
+    queue = labels.get(QUEUE_LABEL)
+    return str(queue) if queue else None
+
+
 def _queued(ctx: CheckContext) -> dict[tuple[str, str], list[Demand]]:
     """(namespace, LocalQueue) → the demands of the taken-over workloads that name it."""
     found = plan_templates(ctx.plan, ctx.targets)
     queued: dict[tuple[str, str], list[Demand]] = defaultdict(list)
     for w in taken_over(ctx.plan):
-        obj = found.objects.get(w.key) or {}
-        labels = {**((obj.get("metadata") or {}).get("labels") or {}),
-                  **((found.template(w).get("metadata") or {}).get("labels") or {})}  # fmt: skip
-        if QUEUE_LABEL in labels and w.dr_replicas > 0:
-            queued[(w.namespace, labels[QUEUE_LABEL])].append(
-                demand_of(w, obj or None, found.sources[w.key])
-            )
+        queue = queue_of(found, w)
+        if queue is not None and w.dr_replicas > 0:
+            obj = found.objects.get(w.key)
+            queued[(w.namespace, queue)].append(demand_of(w, obj, found.sources[w.key]))
     return dict(queued)
 
 

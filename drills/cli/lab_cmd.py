@@ -92,6 +92,24 @@ def up(
             "on the batch PriorityClass) that a takeover preempts and a rollback gives back.",
         ),
     ] = False,
+    drift_capacity: Annotated[
+        bool,
+        typer.Option(
+            "--drift-capacity",
+            help="Seed DR with GPUs for the plan's dr_replicas but not for target_percent of "
+            "the primary's peak: work outside the plan, at the critical tier's priority, holds "
+            "the rest.",
+        ),
+    ] = False,
+    day_seconds: Annotated[
+        float,
+        typer.Option(
+            "--day-seconds",
+            min=10.0,
+            help="Seconds of the lab's compressed day: the demand generator drives the primary "
+            "with a daily shape (lowest at midnight, highest at noon) repeated every this long.",
+        ),
+    ] = 240.0,
     ready_delay: Annotated[
         float,
         typer.Option(
@@ -166,6 +184,8 @@ def up(
             state_dir,
             drift=drift,
             drift_scheduling=drift_scheduling,
+            drift_capacity=drift_capacity,
+            day_seconds=day_seconds,
             ready_delay=ready_delay,
             system_services=system_services,
             checkpoint_every=checkpoint_every,
@@ -255,7 +275,12 @@ def inventory(
 
 
 def _print_info(info: LabInfo) -> None:
-    table = Table(title=f"Lab in {info.state_dir}" + (" (drift seeded)" if info.drift else ""))
+    drifts = [
+        name for name, on in (("drift", info.drift), ("capacity drift", info.drift_capacity)) if on
+    ]
+    table = Table(
+        title=f"Lab in {info.state_dir}" + (f" ({', '.join(drifts)} seeded)" if drifts else "")
+    )
     table.add_column("part")
     table.add_column("where")
     for site, url in info.kube.items():
@@ -269,8 +294,10 @@ def _print_info(info: LabInfo) -> None:
     table.add_row("moto (S3, Secrets Manager, Route 53, ECR)", info.moto)
     table.add_row(f"DNS ({info.dns_provider})", info.dns_server)
     table.add_row(
-        "Prometheus (GPU metrics)", info.prometheus or "not installed: idle by allocation"
+        "Prometheus (GPU and site metrics)", info.prometheus or "not installed: idle by allocation"
     )
+    if info.demand:
+        table.add_row("demand", info.demand)
     state = Path(info.state_dir)
     table.add_row("plan", str(state / "plan.yaml"))
     table.add_row("kubeconfigs", f"{state / 'primary.kubeconfig'}, {state / 'dr.kubeconfig'}")

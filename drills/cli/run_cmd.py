@@ -488,6 +488,7 @@ def _row(run: DrillRun) -> dict[str, Any]:
         "client_rto_seconds": run.client_rto_seconds,
         "full_capacity_seconds": run.details.full_capacity_seconds,
         "preemption_seconds": run.preemption_seconds,
+        "carry_seconds": run.carry_seconds,
         "rpo_seconds": run.rpo_seconds,
         # The incident record: an incident names its failback, a failback its incident.
         "incident_run": link.incident_run if link else None,

@@ -103,6 +103,11 @@ SPECS = (
     ),
     _spec("drills_run_last_rpo_seconds", "RPO of each dataset in that run.", P, "mode", "dataset"),
     _spec(
+        "drills_dr_carry_ratio",
+        "Share of the primary's demand at T0 that DR carried in that run (1 = all of it).",
+        P, "mode",
+    ),
+    _spec(
         "drills_run_last_detection_seconds",
         "From detection to declaration (T0) of that run, an incident whose detection is known.",
         P, "mode",
@@ -222,6 +227,8 @@ def _last_run_families(out: Families, plan: str, run: RunFigures) -> None:
         out.add("drills_run_last_rpo_seconds", rpo, plan, run.mode, dataset)
     if run.detection_s is not None:
         out.add("drills_run_last_detection_seconds", run.detection_s, plan, run.mode)
+    if run.carry_ratio is not None:
+        out.add("drills_dr_carry_ratio", run.carry_ratio, plan, run.mode)
 
 
 def _run_families(out: Families, p: PlanMetrics, now: float) -> None:

@@ -57,6 +57,12 @@ MEANING: dict[str, str] = {
         "the last value of the SLO's expression that run read from Prometheus (absent when "
         "it read none)"
     ),
+    "drills_dr_carry_ratio": (
+        "the share of the primary's demand at T0 that DR's ready replicas carried when that run "
+        "stopped waiting for them (ready × per_replica × (1 − reserve) ÷ demand; the least of "
+        "the plan's measured services). Below target_percent ÷ 100, the run's verdict is "
+        "`missed`. Absent for runs of plans without `demand`, or whose demand was not known"
+    ),
     "drills_run_last_detection_seconds": (
         "an incident's `detection_seconds`: its declaration (T0) minus `detected_at`, the "
         "`startsAt` of the alert whose proposal an operator approved, or `--detected-at` given "

@@ -56,6 +56,7 @@ class RunFigures:
     rpo_s: Mapping[str, float]
     detection_s: float | None = None  # an incident's declaration - detection, when known
     preemption_s: float | None = None  # GPUs taken back from DR's low-priority work
+    carry_ratio: float | None = None  # the share of the primary's demand DR carried
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,7 @@ def _last_measured(db: PlanFigures, plan: str, mode: Mode) -> RunFigures | None:
     row = db.last_measured(plan, mode)
     if row is None:
         return None
-    finished_at, rto, client_rto, full_capacity, rpo, detection, preemption = row
+    finished_at, rto, client_rto, full_capacity, rpo, detection, preemption, carry_ratio = row
     return RunFigures(
         mode=str(mode),
         finished_at=_ts(_aware(finished_at)),
@@ -234,6 +235,7 @@ def _last_measured(db: PlanFigures, plan: str, mode: Mode) -> RunFigures | None:
         rpo_s={k: float(v) for k, v in (rpo or {}).items() if isinstance(v, int | float)},
         detection_s=None if detection is None else float(detection),
         preemption_s=None if preemption is None else float(preemption),
+        carry_ratio=None if carry_ratio is None else float(carry_ratio),
     )
 
 

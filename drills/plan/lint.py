@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from drills.errors import located
 from drills.plan import cron
+from drills.plan.demand import demand_findings
 from drills.plan.durations import format_duration
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ Finding = tuple[Loc, str, str]  # (field location, code, message)
 
 def findings(plan: DrillPlan) -> list[Finding]:
     """Every warning about ``plan``, unlocated."""
-    return [*_ttl(plan), *_schedule(plan)]
+    return [*_ttl(plan), *_schedule(plan), *demand_findings(plan.demand, plan.workloads)]
 
 
 def _ttl(plan: DrillPlan) -> list[Finding]:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_valid
 from drills.errors import PlanError, PlanProblem
 from drills.plan.applications import Application, Applications, application_rules, lease_name
 from drills.plan.cost import CostSettings
+from drills.plan.demand import Demands
 from drills.plan.errors import CREDENTIAL_KEY_HINT, translate
 from drills.plan.gates import DeclareSelector, Gates
 from drills.plan.images import ImageRemap, ImagesPolicy
@@ -214,6 +215,9 @@ class DrillPlan(PlanModel):
     load: LoadProbe | None = None
     """A load probe through the public name, run after the switch (and, in a drill, against
     the primary in the preflight as a baseline); a drill is not met over its limits."""
+    demand: Demands = Field(default_factory=dict)
+    """Per workload (``namespace/name``): its measured demand, what one replica carries, and
+    the part DR must carry (`capacity.carry`, and the drill's scale to demand)."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
@@ -569,6 +573,7 @@ _LATER_DEFAULTS: tuple[tuple[tuple[str, ...], object], ...] = (
     (("cost",), None),
     (("slo",), []),
     (("load",), None),
+    (("demand",), {}),
     (("images",), {"remap": []}),
     (("secrets", "store"), []),
     (("secrets", "external_secrets"), []),

@@ -52,6 +52,10 @@ class MeasurementRecord(_Stored):
     rto_target_seconds: float | None = None
     rpo_target_seconds: float | None = None
     verdict: Verdict | None = None
+    # Until DR carried target_percent of the primary's demand at T0 (None: not carried, or
+    # no demand measured), and per service what was needed, reached and carried.
+    carry_seconds: float | None = None
+    capacity: dict[str, Any] | None = None
 
 
 class ForecastRecord(_Stored):

@@ -131,6 +131,8 @@ class DrillRun(Base):
     rto_seconds: Mapped[float | None] = mapped_column(Float)
     client_rto_seconds: Mapped[float | None] = mapped_column(Float)
     preemption_seconds: Mapped[float | None] = mapped_column(Float)
+    # Until DR carried target_percent of the primary's demand (None: not carried, or none).
+    carry_seconds: Mapped[float | None] = mapped_column(Float)
     rpo_seconds: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     verdict: Mapped[Verdict | None] = mapped_column(EnumText(Verdict, 32))
     timeline: Mapped[list[Any]] = mapped_column(JSON, default=list)

@@ -49,6 +49,7 @@ def _newest(mode: Mode, *columns: Any, where: Sequence[Any]) -> Select[Any]:
 # Read in SQL from the one run found, not by loading its details.
 _FULL_CAPACITY = details_value("measurement", "full_capacity_seconds").as_float()
 _DETECTION = details_value("detection", "detection_seconds").as_float()
+_CARRY_RATIO = details_value("measurement", "capacity")["ratio"].as_float()
 _MEASURED = {
     mode: _newest(
         mode,
@@ -59,6 +60,7 @@ _MEASURED = {
         DrillRun.rpo_seconds,
         _DETECTION,
         DrillRun.preemption_seconds,
+        _CARRY_RATIO,
         where=(DrillRun.rto_seconds.is_not(None), DrillRun.finished_at.is_not(None)),
     )
     for mode in Mode
@@ -103,7 +105,7 @@ class PlanFigures:
     def last_measured(self, plan: str, mode: Mode) -> tuple[Any, ...] | None:
         """The newest run of ``mode`` with an RTO measured, not a dry run: (finished_at,
         rto, client rto, full capacity seconds, rpo by dataset, detection seconds, preemption
-        seconds)."""
+        seconds, the share of the primary's demand DR carried)."""
         row = self._conn.execute(_MEASURED[mode], {"plan": plan}).first()
         return None if row is None else tuple(row)
 

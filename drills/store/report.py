@@ -55,6 +55,8 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "client_rto_seconds": run.client_rto_seconds,
         "full_capacity_seconds": details.full_capacity_seconds,
         "preemption_seconds": run.preemption_seconds,
+        "carry_seconds": run.carry_seconds,
+        "capacity": measurement.capacity if measurement else None,
         "rpo_seconds": run.rpo_seconds,
         "approval": asdict(details.approval) if details.approval else None,
         "unfenced": details.unfenced,
@@ -168,9 +170,31 @@ def _objectives(data: dict[str, Any]) -> list[str]:
     lines.append(
         f"| GPUs taken back at DR (preemption) | {_secs(data.get('preemption_seconds'))} | — |"
     )
+    capacity = data.get("capacity")
+    if capacity:
+        carry = _secs(data.get("carry_seconds"))
+        lines.append(f"| carry (DR runs the target's replicas) | {carry} | — |")
     for name, lag in (data.get("rpo_seconds") or {}).items():
         lines.append(f"| RPO {_code(name)} | {_secs(lag)} | {_secs(m.get('rpo_target_seconds'))} |")
-    return lines + _forecast_line(data.get("forecast"))
+    return lines + _forecast_line(data.get("forecast")) + _capacity(capacity)
+
+
+def _capacity(capacity: dict[str, Any] | None) -> list[str]:
+    """What DR carries of the primary's demand at T0, service by service."""
+    if not capacity:
+        return []
+    lines = ["", "## Capacity", "", _text(capacity.get("summary", "")), "",
+             "| service | demand at T0 | needed | reached | carried | target |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for row in capacity.get("services") or []:
+        demand = "unknown" if row.get("demand") is None else f"{row['demand']:g} {row['unit']}"
+        percent = row.get("percent_carried")
+        carried = "unknown" if percent is None else f"{percent:g}%"
+        lines.append(
+            f"| {_code(row['service'])} | {_text(demand)} | {row.get('needed') or '?'} | "
+            f"{row.get('reached')} | {carried} | {row.get('target_percent'):g}% |"
+        )
+    return lines
 
 
 def _forecast_line(f: dict[str, Any] | None) -> list[str]:

@@ -714,6 +714,7 @@ class Drill:
             rto_seconds=m.rto_seconds if m else None,
             client_rto_seconds=m.client_rto_seconds if m else None,
             preemption_seconds=m.preemption_seconds if m else None,
+            carry_seconds=m.carry_seconds if m else None,
             rpo_seconds=m.rpo_seconds if m else {},
             timeline=self.timeline.to_json(),
             readiness=self.readiness.to_json() if self.readiness else {},

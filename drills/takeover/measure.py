@@ -32,6 +32,10 @@ class Measurement:
     rpo_target: float
     verdict: Verdict  # met or missed
     preemption_seconds: float | None = None  # the GPUs taken back at DR; None: not measured
+    # Until DR ran the replicas that carry target_percent of the primary's demand at T0;
+    # None: not carried (or the plan measures no demand). ``capacity`` says which.
+    carry_seconds: float | None = None
+    capacity: dict[str, Any] | None = None
 
     def summary(self) -> str:
         rpo = max((v for v in self.rpo_seconds.values() if v is not None), default=0.0)
@@ -39,8 +43,9 @@ class Measurement:
             f"RTO {duration(self.rto_seconds)} (target {duration(self.rto_target)}), "
             f"client-visible {duration(self.client_rto_seconds)}, "
             f"full capacity {duration(self.full_capacity_seconds)}, "
-            f"worst RPO {duration(rpo)} (target {duration(self.rpo_target)}): "
-            f"{self.verdict}"
+            f"worst RPO {duration(rpo)} (target {duration(self.rpo_target)})"
+            + (f", {self.capacity['summary']}" if self.capacity else "")
+            + f": {self.verdict}"
         )
 
     def record(self) -> MeasurementRecord:
@@ -59,6 +64,8 @@ class Measurement:
             rto_target_seconds=self.rto_target,
             rpo_target_seconds=self.rpo_target,
             verdict=self.verdict,
+            carry_seconds=None if self.carry_seconds is None else round(self.carry_seconds, 3),
+            capacity=self.capacity,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -94,6 +101,8 @@ def measure(
     old_ttl: float,
     readiness: ReadinessReport | None,
     preemption_seconds: float | None = None,
+    carried: dt.datetime | None = None,
+    capacity: dict[str, Any] | None = None,
 ) -> Measurement:
     rto = (restored - t0).total_seconds()
     # Clients may hold the old answer for a TTL after the switch.
@@ -104,6 +113,8 @@ def measure(
     met = rto <= plan.objectives.rto and all(v <= plan.objectives.rpo for v in known)
     if len(known) < len(rpo):
         met = False  # an unmeasured RPO is not a met one
+    if capacity is not None and not capacity.get("carried"):
+        met = False  # DR answers, but does not carry the target of the primary's demand
     return Measurement(
         t0=t0,
         restored=restored,
@@ -118,6 +129,8 @@ def measure(
         rpo_target=plan.objectives.rpo,
         verdict=Verdict.MET if met else Verdict.MISSED,
         preemption_seconds=preemption_seconds,
+        carry_seconds=(carried - t0).total_seconds() if carried is not None else None,
+        capacity=capacity,
     )
 
 
@@ -133,4 +146,5 @@ def measure_facts(
         full_capacity=facts.get("full_capacity_at", restored),
         old_ttl=float(facts.get("old_ttl", 0)), readiness=readiness,
         preemption_seconds=facts.get("preemption_seconds"),
+        carried=facts.get("carry_at"), capacity=facts.get("capacity"),
     )  # fmt: skip

@@ -23,6 +23,7 @@ from drills.errors import RunRefused
 from drills.plan import DrillPlan, SmokeProbe
 from drills.plan.claims import Claim, plan_claims
 from drills.store.kinds import RunStatus
+from drills.takeover import carry
 from drills.takeover.drill import Drill, DrillResult
 from drills.takeover.snapshot import Snapshot
 from drills.takeover.steps.changes import record_address
@@ -178,8 +179,15 @@ def _smoke(ctx: PhaseContext) -> None:
     ctx.facts["restored_at"] = smoke_at_dr(ctx)
 
 
+def _bring_up_minimum(ctx: PhaseContext) -> None:
+    # A practice proves DR answers through its own name; it carries no users' demand, so
+    # it brings the critical tier up at dr_replicas, not scaled to demand.
+    ctx.facts.setdefault(carry.FACT, None)
+    bring_up_critical(ctx)
+
+
 PRACTICE: tuple[TakeoverPhase, ...] = (
-    TakeoverPhase("bring-up", bring_up_critical),
+    TakeoverPhase("bring-up", _bring_up_minimum),
     TakeoverPhase("practice name", point_practice_name),
     TakeoverPhase("smoke at DR", _smoke, changes=False),
 )

@@ -27,13 +27,17 @@ PARSE_PATH = "/api/v1/parse_query"  # Prometheus 2.46 and later; older ones answ
 QUERY_PATH = "/api/v1/query"
 
 
-def prometheus_url(plan: DrillPlan) -> str | None:
-    """The plan's Prometheus: DRILLS_PROMETHEUS_URL, else cost.prometheus (as `drills
-    capacity` reads them)."""
-    override = os.environ.get("DRILLS_PROMETHEUS_URL")
+def prometheus_for(plan: DrillPlan, override: str | None) -> str | None:
+    """The Prometheus an option or the environment names, else the plan's cost.prometheus."""
     if override:
         return override
     return plan.cost.prometheus if plan.cost is not None else None
+
+
+def prometheus_url(plan: DrillPlan) -> str | None:
+    """The plan's Prometheus: DRILLS_PROMETHEUS_URL, else cost.prometheus (as `drills
+    capacity` reads them)."""
+    return prometheus_for(plan, os.environ.get("DRILLS_PROMETHEUS_URL"))
 
 
 @dataclass(frozen=True)

@@ -39,13 +39,14 @@ class RawDatabase:
         self._engine.dispose()
 
 
-# Columns later migrations added to the baseline's tables (0007: drill_runs.preemption_seconds).
-LATER_COLUMNS = {"drill_runs": ("preemption_seconds",)}
+# Columns of the baseline tables that later migrations added (0007: preemption_seconds,
+# 0008: carry_seconds).
+LATER_COLUMNS = (("drill_runs", "preemption_seconds"), ("drill_runs", "carry_seconds"))
 
 
 def as_before_migrations(url: str) -> None:
     """Make a store made by this drills look as one the last release (0.1.0, no migrations)
-    left: no alembic_version, and none of the tables and columns later migrations added."""
+    left: no alembic_version, and none of the tables or columns later migrations added."""
     from sqlalchemy import inspect
 
     from drills.store.schema import BASELINE_TABLES
@@ -53,11 +54,15 @@ def as_before_migrations(url: str) -> None:
     engine = create_engine(url)
     try:
         later = [t for t in inspect(engine).get_table_names() if t not in BASELINE_TABLES]
+        columns = {
+            (table, column)
+            for table, column in LATER_COLUMNS
+            if column in {c["name"] for c in inspect(engine).get_columns(table)}
+        }
     finally:
         engine.dispose()
     with RawDatabase(url) as conn:
         for table in later:  # alembic_version among them
             conn.execute(f"DROP TABLE {table}")
-        for table, columns in LATER_COLUMNS.items():
-            for column in columns:
-                conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        for table, column in sorted(columns):
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")

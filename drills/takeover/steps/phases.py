@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from drills.checks.runner import ReadinessReport
 from drills.checks.wayback import running_writers
 from drills.errors import RunRefused, StepFailed, TargetError, TemporaryError
 from drills.plan import ControllerFence, DrillPlan, Workload
+from drills.takeover import carry
 from drills.takeover.steps import preemption
 from drills.takeover.steps.changes import (
     ingress_address,
@@ -370,9 +372,13 @@ def _writer_pods(ctx: PhaseContext) -> tuple[bool, str]:
 
 # -- 4. bring up DR: the critical tier first, the normal tier once DR serves ------------
 def bring_up_critical(ctx: PhaseContext) -> None:
-    """The least DR needs to serve: the critical tier, ready, before DNS moves to it."""
+    """The least DR needs to serve: the critical tier, ready, before DNS moves to it.
+    Measured services are scaled to carry the primary's demand at T0 (drills.takeover.carry);
+    the service is restored at their dr_replicas, the rest is waited for beside."""
+    carry.size_critical(ctx, os.environ.get("DRILLS_PROMETHEUS_URL"))
     with preemption.watched(ctx):
         _bring_up(ctx, "critical")
+    carry.watch_carry(ctx)
 
 
 def bring_up_normal(ctx: PhaseContext) -> None:
@@ -381,6 +387,7 @@ def bring_up_normal(ctx: PhaseContext) -> None:
     _bring_up(ctx, "normal")
     if not ctx.dry_run:
         ctx.facts["full_capacity_at"] = utc_now()
+    carry.finish_carry(ctx)
     with ctx.timeline.step("batch tier stays paused") as step:
         step.evidence = {"paused": [w.key for w in ctx.plan.workloads_in("batch")]}
         step.status = "skipped"
@@ -396,14 +403,15 @@ def _bring_up_tier(ctx: PhaseContext, tier: str, workloads: list[Workload]) -> N
     deadline = time.monotonic() + ctx.tier_deadline_s
 
     def one(w: Workload) -> None:
-        with ctx.timeline.step(f"{tier}: {w.key} → {w.dr_replicas}") as step:
+        replicas = carry.replicas_for(ctx, w)
+        with ctx.timeline.step(f"{tier}: {w.key} → {replicas}") as step:
             address = workload_address("dr", str(w.kind), w.namespace, w.name)
-            intended = {"replicas": w.dr_replicas}
+            intended = {"replicas": replicas}
             before = persist(
                 ctx, step, lambda: ctx.executor.apply("workload.scale", address, intended),
                 deadline, stop,
             )  # fmt: skip
-            step.evidence = {"before": before.get("replicas"), "replicas": w.dr_replicas}
+            step.evidence = {"before": before.get("replicas"), "replicas": replicas}
             if ctx.dry_run:
                 step.status = "planned"
                 return

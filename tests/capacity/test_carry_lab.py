@@ -1,0 +1,196 @@
+"""The lab that can be overloaded, its site metrics in the lab's real Prometheus, and
+`capacity.carry` against them: numbers recomputed here from the lab's description."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from drills.checks.base import Status
+from drills.checks.demand_query import DAY_S, peak_over
+from drills.plan import load_plan
+from drills_lab import topology
+from drills_lab.demand import DEMAND_QUERY, TROUGH_RPS
+from drills_lab.load import BASE_LATENCY_S, PER_REPLICA_RPS
+from drills_lab.runtime import LabInfo
+from drills_lab.seed_capacity import dr_gpus, takeover_gpus
+from tests.support.checks import run_check
+from tests.support.services import own_lab, require_system_binary
+
+LLM = "serving/llm-server"
+LAB_RESOLUTION = "2s"  # the lab plan's demand.resolution
+
+
+def _query(info: LabInfo, promql: str, at: float | None = None) -> list[dict[str, object]]:
+    params = {"query": promql, "time": f"{at or time.time():.3f}"}
+    answer = httpx.get(f"{info.prometheus}/api/v1/query", params=params).json()
+    assert answer["status"] == "success", answer
+    return list(answer["data"]["result"])
+
+
+def wait_for_demand(info: LabInfo, above: float = TROUGH_RPS / 2, seconds: float = 60) -> None:
+    """Until the recorded demand of the primary has been above ``above``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        # As capacity.carry asks it, at the lab plan's resolution.
+        result = _query(info, f"max_over_time(({DEMAND_QUERY})[1d:{LAB_RESOLUTION}])")
+        if result and float(result[0]["value"][1]) > above:  # type: ignore[index]
+            return
+        time.sleep(0.5)
+    raise AssertionError("Prometheus never recorded the lab's demand")
+
+
+def _primary(info: LabInfo) -> str:
+    return info.endpoints["primary"]
+
+
+def _blast(url: str, rate: float, seconds: float) -> list[tuple[int, float]]:
+    """An open-model load: one request every 1/rate s, whatever the answers take."""
+    count = int(rate * seconds)
+
+    def one(i: int) -> tuple[int, float]:
+        time.sleep(max(0.0, start + i / rate - time.monotonic()))
+        begun = time.monotonic()
+        response = client.get(url)
+        return response.status_code, time.monotonic() - begun
+
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    with httpx.Client(timeout=10, limits=limits) as client, ThreadPoolExecutor(64) as pool:
+        start = time.monotonic()
+        return list(pool.map(one, range(count)))
+
+
+def test_the_endpoint_queues_then_sheds_past_its_capacity(capacity_lab: LabInfo) -> None:
+    url = _primary(capacity_lab)
+    calm = _blast(url, 4, 2)
+    assert {code for code, _ in calm} == {200}
+    calm_median = statistics.median(t for _, t in calm)
+    assert calm_median >= BASE_LATENCY_S
+    # The primary's 2 LLM replicas serve 40 requests/s; the generator already sends up to 30.
+    rush = _blast(url, 150, 2)
+    served = sorted(t for code, t in rush if code == 200)
+    shed = [code for code, _ in rush if code == 503]
+    assert shed, "no 503 at 150 requests/s against 40 requests/s of capacity"
+    assert {code for code, _ in rush} <= {200, 503}
+    slow = served[int(len(served) * 0.9)]
+    assert slow > 5 * calm_median, (slow, calm_median)
+
+
+def test_site_metrics_are_scraped_with_the_site_label(capacity_lab: LabInfo) -> None:
+    wait_for_demand(capacity_lab)
+    capacity = _query(capacity_lab, "drills_lab_capacity_rps")
+    by_site = {r["metric"]["site"]: float(r["value"][1]) for r in capacity}  # type: ignore[index]
+    primary_llm = next(w for w in topology.WORKLOADS if f"{w.namespace}/{w.name}" == LLM)
+    assert by_site == {"primary": primary_llm.primary_replicas * PER_REPLICA_RPS, "dr": 0.0}
+    ready = _query(capacity_lab, f'drills_lab_ready_replicas{{workload="{LLM}"}}')
+    assert {r["metric"]["site"]: float(r["value"][1]) for r in ready} == {  # type: ignore[index]
+        "primary": primary_llm.primary_replicas, "dr": 0.0,
+    }  # fmt: skip
+    for series in ("drills_lab_requests_total{code=\"200\"}",
+                   "drills_lab_request_duration_seconds_bucket{le=\"+Inf\"}",
+                   "drills_lab_request_duration_seconds_count",
+                   "drills_lab_tokens_generated_total"):  # fmt: skip
+        sites = {r["metric"]["site"] for r in _query(capacity_lab, series)}  # type: ignore[index]
+        assert "primary" in sites, series
+    tokens = _query(capacity_lab, 'drills_lab_tokens_generated_total{site="primary"}')
+    assert float(tokens[0]["value"][1]) > 0  # type: ignore[index]
+
+
+def test_the_peak_of_the_last_24h_is_a_real_query(capacity_lab: LabInfo) -> None:
+    wait_for_demand(capacity_lab)
+    now = time.time()
+    peak = peak_over(capacity_lab.prometheus, DEMAND_QUERY, DAY_S, 2.0, now)
+    # At the same moment (a step of the peak's subquery), as demand moves on meanwhile.
+    at = now - now % 2
+    current = float(_query(capacity_lab, DEMAND_QUERY, at)[0]["value"][1])  # type: ignore[index]
+    assert peak.value >= current
+    # Demand is every request the primary gets: the generator's, and any test's rush.
+    assert peak.value > TROUGH_RPS / 2
+    assert peak.seen_at is not None and capacity_lab.started_at - 5 <= peak.seen_at <= now + 0.01
+    # Recomputed from the raw samples Prometheus holds, over the lab's whole life.
+    span = math.ceil(now - capacity_lab.started_at) + 5
+    raw = _query(capacity_lab, f"max_over_time(({DEMAND_QUERY})[{span}s:1s])", now)
+    assert float(raw[0]["value"][1]) == pytest.approx(peak.value, rel=0.25)
+
+
+def _expected_replicas(peak: float) -> int:
+    return math.ceil(round(peak / PER_REPLICA_RPS / 0.7, 9))
+
+
+def test_carry_passes_on_a_clean_lab_with_its_numbers(capacity_lab: LabInfo) -> None:
+    wait_for_demand(capacity_lab)
+    plan = load_plan(Path(capacity_lab.state_dir) / "plan.yaml")
+    result = run_check(plan, "capacity.carry")
+    assert result.status is Status.PASS, result.summary
+    row = result.evidence["services"][0]
+    assert row["service"] == LLM and row["source"] == "prometheus"
+    assert row["replicas_needed"] == _expected_replicas(row["peak"])
+    assert row["gpus_needed"] == row["replicas_needed"]  # one GPU a replica
+    # Every DR GPU is free; the rest of the takeover takes its dr_replicas' GPUs first; the
+    # LLM server's Kueue queue (4 GPUs nominal, borrowing the training queue's unused 8,
+    # as the lab seeds them) is what limits it, the embedding server's GPU counted first.
+    nodes = dr_gpus() - takeover_gpus() + 2
+    assert row["gpus_available"] == min(nodes, 4 + 8 - 1)
+    assert row["gpus_missing"] == 0 and row["seen_at"]
+    assert row["formula"].startswith("required = ceil(100% × ")
+    assert (
+        f"÷ 20 requests/s per replica ÷ (1 − 0.3)) = {row['replicas_needed']} replicas"
+        in (row["formula"])
+    )
+
+
+def test_prometheus_down_or_no_series_is_an_error(capacity_lab: LabInfo, tmp_path: Path) -> None:
+    doc = yaml.safe_load((Path(capacity_lab.state_dir) / "plan.yaml").read_text())
+    closed = httpx.URL(capacity_lab.prometheus).copy_with(port=1)
+    nothing = 'sum(drills_lab_no_such_metric{site="primary"})'
+    for cost, query in ((str(closed), DEMAND_QUERY), (capacity_lab.prometheus, nothing)):
+        doc["cost"]["prometheus"] = cost
+        doc["demand"][LLM]["query"] = query
+        path = Path(capacity_lab.state_dir) / "carry-variant.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        result = run_check(load_plan(path), "capacity.carry")
+        assert result.status is Status.ERROR, result.summary
+        assert LLM in result.summary
+    assert "no series" in result.summary
+    # With a static figure beside the query, the fallback is used and said.
+    doc["demand"][LLM]["static"] = 30
+    path.write_text(yaml.safe_dump(doc))
+    result = run_check(load_plan(path), "capacity.carry")
+    assert result.status is Status.PASS
+    assert result.evidence["fallbacks"] == [LLM]
+    assert result.evidence["services"][0]["peak"] == 30
+
+
+@pytest.fixture(scope="module")
+def drifted_capacity_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+    require_system_binary("prometheus", "prometheus")
+    with own_lab(tmp_path_factory, "carry-drift", ready_delay=0.2, drift_capacity=True) as info:
+        # Until the lab's morning asks for more than the dr_replicas carry within the reserve.
+        llm = next(w for w in topology.WORKLOADS if f"{w.namespace}/{w.name}" == LLM)
+        wait_for_demand(info, above=llm.dr_replicas * PER_REPLICA_RPS * 0.7)
+        yield info
+
+
+def test_carry_fails_on_drift_capacity_naming_the_service_and_gpus(
+    drifted_capacity_lab: LabInfo,
+) -> None:
+    plan = load_plan(Path(drifted_capacity_lab.state_dir) / "plan.yaml")
+    result = run_check(plan, "capacity.carry")
+    assert result.status is Status.FAIL and result.blocking, result.summary
+    row = result.evidence["services"][0]
+    llm = next(w for w in topology.WORKLOADS if f"{w.namespace}/{w.name}" == LLM)
+    assert row["gpus_available"] == llm.dr_replicas * llm.gpu  # room for the minimum only
+    assert row["replicas_needed"] > llm.dr_replicas
+    missing = row["replicas_needed"] - llm.dr_replicas
+    assert row["gpus_missing"] == missing
+    assert LLM in result.summary and f"{missing} GPUs missing" in result.summary
+    # The minimum still fits: DR can start what the plan's dr_replicas ask for.
+    assert run_check(plan, "cluster.gpu_capacity").status is Status.PASS
