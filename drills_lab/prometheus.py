@@ -9,6 +9,7 @@ in requests a second, a history of its own.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from drills.errors import LabError
 from drills_lab.procs import ManagedProcess, free_port, require_binary
 
 log = logging.getLogger("drills_lab.prometheus")
@@ -104,6 +106,21 @@ class PrometheusServer:
             return httpx.get(f"{self.url}/-/ready", timeout=0.5).status_code == 200
         except httpx.HTTPError:
             return False
+
+    def wait_for_series(self, query: str, timeout_s: float = _START_TIMEOUT) -> None:
+        """Return once ``query`` answers a sample: a lab handed out before its first recording
+        would fail the checks that read it (`capacity.carry` errs on a query with no series)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                answer = httpx.get(f"{self.url}/api/v1/query", params={"query": query}, timeout=2)
+                if answer.json().get("data", {}).get("result"):
+                    return
+            except (httpx.HTTPError, ValueError):
+                pass
+            time.sleep(0.25)
+        waited = f"{timeout_s:.0f} s"
+        raise LabError(f"prometheus on {self.url} recorded no sample of {query} in {waited}")
 
     def stop(self) -> None:
         if self._process is not None:

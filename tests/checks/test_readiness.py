@@ -27,7 +27,7 @@ ALL_CHECKS = {
     "cluster.nodes_ready", "cluster.gpu_capacity", "cluster.gpu_driver_parity",
     "cluster.standby_parity", "dns.ttl", "dns.control", "drill.cadence", "sites.distinct",
     "plan.warnings", *V2_CHECKS, "forecast.rto", "orchestrator.placement", "capacity.preemptible",
-    "slo.valid",
+    "slo.valid", "capacity.carry",
 }  # fmt: skip
 
 
