@@ -102,8 +102,11 @@ def test_a_dr_short_of_the_target_serves_what_it_can_and_misses(
     stuck = {"metadata": {"annotations": {NEVER_READY_ON: ",".join(nodes[1:])}}}
     apps.patch_namespaced_deployment(LLM[1], LLM[0], stuck)
 
+    # Small enough that the target needs more replicas than one node holds, large enough
+    # that the target still leaves DR the GPUs of the normal tier: the lab's scheduler
+    # does not overcommit, and a normal tier that cannot start fails the takeover.
     def small_replicas(data: dict[str, Any]) -> None:
-        data["demand"]["serving/llm-server"]["per_replica"] = 2
+        data["demand"]["serving/llm-server"]["per_replica"] = 4
 
     plan = lab_plan(carry_lab, small_replicas)
     before = snapshot(plan)
@@ -118,7 +121,7 @@ def test_a_dr_short_of_the_target_serves_what_it_can_and_misses(
         assert m.carry_seconds is None and not m.capacity["carried"]
         row = m.capacity["services"][0]
         assert DR_REPLICAS <= row["reached"] < row["needed"] == row["scaled_to"]
-        expected = row["reached"] * 2 * 0.7 / row["demand"] * 100
+        expected = row["reached"] * 4 * 0.7 / row["demand"] * 100
         assert row["percent_carried"] == pytest.approx(expected, abs=0.1)
         assert "target not carried" in m.capacity["summary"]
         back_to_normal(plan, history, result.run_id)

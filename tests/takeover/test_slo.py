@@ -81,6 +81,9 @@ def with_slos(
 ) -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
         data.setdefault("cost", {})["prometheus"] = prometheus
+        # The lab's demand is recorded by the lab's own Prometheus, not this one: left in, the
+        # takeover could not read it and the drill would miss its carry, whatever the SLOs.
+        data.pop("demand", None)
         data["slo"] = slos
         if load is not None:
             data["load"] = load
