@@ -49,6 +49,7 @@ def up(
     *,
     drift: bool = False,
     drift_scheduling: bool = False,
+    drift_training: bool = False,
     ready_delay: float = 1.0,
     system_services: bool = True,
     checkpoint_every: float = 60.0,
@@ -62,6 +63,7 @@ def up(
         for flag, have, want in (
             ("--drift", existing.drift, drift),
             ("--drift-scheduling", existing.drift_scheduling, drift_scheduling),
+            ("--drift-training", existing.drift_training, drift_training),
         ):
             if have != want:
                 raise LabError(
@@ -77,6 +79,7 @@ def up(
     argv += ["--ready-delay", str(ready_delay), "--checkpoint-every", str(checkpoint_every)]
     argv += ["--drift"] if drift else []
     argv += ["--drift-scheduling"] if drift_scheduling else []
+    argv += ["--drift-training"] if drift_training else []
     argv += [] if system_services else ["--no-system-services"]
     argv += [] if reverse_replication else ["--no-reverse-replication"]
     argv += ["--audit"] if audit else []

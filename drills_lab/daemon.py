@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--drift", action="store_true")
     parser.add_argument("--drift-scheduling", action="store_true")
+    parser.add_argument("--drift-training", action="store_true")
     parser.add_argument("--ready-delay", type=float, default=1.0)
     parser.add_argument("--no-system-services", action="store_true")
     parser.add_argument("--checkpoint-every", type=float, default=60.0)
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         args.state_dir,
         drift=args.drift,
         drift_scheduling=args.drift_scheduling,
+        drift_training=args.drift_training,
         ready_delay=args.ready_delay,
         use_system_services=not args.no_system_services,
         checkpoint_every_s=args.checkpoint_every,

@@ -92,7 +92,47 @@ def _cost(lab: LabEndpoints) -> dict[str, Any]:
     return cost
 
 
-def lab_plan(lab: LabEndpoints, *, drift: bool) -> dict[str, Any]:
+def _trainer_job(lab: LabEndpoints, *, drift_training: bool) -> dict[str, Any]:
+    """The validation job a drill runs at DR: resume from DR's newest checkpoint, train,
+    and write the next checkpoint there."""
+    trainer = next(w for w in topology.WORKLOADS if w.name == "trainer")
+    checkpoints = next(d for d in topology.DATASETS if d.kind == "checkpoint")
+    registry = lab.registries.get("dr", "").split("://", 1)[-1] or (
+        f"{lab.account}.dkr.ecr.{topology.DR_REGION}.amazonaws.com"
+    )
+    tag = topology.DRIFT_TRAINER_TAG if drift_training else topology.TRAINER_JOB_TAG
+    repository = trainer.image.rsplit(":", 1)[0]
+    container = {
+        "name": "trainer",
+        "image": f"{registry}/{repository}:{tag}",
+        "args": ["--resume", "latest", "--steps", str(topology.TRAINER_JOB_STEPS)],
+        "env": [{"name": "TRAIN_STEPS", "value": str(topology.TRAINER_JOB_STEPS)}],
+        "resources": {"limits": {"nvidia.com/gpu": 1}, "requests": {"nvidia.com/gpu": 1}},
+    }
+    return {
+        "name": topology.TRAINER_JOB,
+        "namespace": trainer.namespace,
+        "deadline": "5m",
+        "output": {"bucket": checkpoints.dr_bucket, "prefix": checkpoints.prefix},
+        "manifest": {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "spec": {
+                "backoffLimit": 0,
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                        "tolerations": [{**topology.GPU_TAINT, "operator": "Equal"}],
+                        "containers": [container],
+                    }
+                },
+            },
+        },
+    }
+
+
+def lab_plan(lab: LabEndpoints, *, drift: bool, drift_training: bool = False) -> dict[str, Any]:
     host = topology.RECORD.rstrip(".")
     cost = _cost(lab)
     return {
@@ -151,13 +191,14 @@ def lab_plan(lab: LabEndpoints, *, drift: bool) -> dict[str, Any]:
             "max_age": "10m",
         },
         **({"cost": cost} if cost else {}),
+        "validation_jobs": [_trainer_job(lab, drift_training=drift_training)],
     }
 
 
 SCHEMA_FILE = "plan.schema.json"
 
 
-def write_plan(path: Path, lab: LabEndpoints, *, drift: bool) -> None:
+def write_plan(path: Path, lab: LabEndpoints, *, drift: bool, drift_training: bool = False) -> None:
     """The plan, and beside it the plan schema its first line names, so that an editor with
     the YAML language server completes and checks it wherever the lab's directory is."""
     (path.parent / SCHEMA_FILE).write_text(plan_schema_text())
@@ -166,4 +207,7 @@ def write_plan(path: Path, lab: LabEndpoints, *, drift: bool) -> None:
         "# Written by `drills lab up`: the lab's ports are chosen at start, so this plan\n"
         "# is regenerated each time. Credentials are references to files beside it.\n"
     )
-    path.write_text(header + yaml.safe_dump(lab_plan(lab, drift=drift), sort_keys=False))
+    path.write_text(
+        header
+        + yaml.safe_dump(lab_plan(lab, drift=drift, drift_training=drift_training), sort_keys=False)
+    )

@@ -49,6 +49,8 @@ from drills_lab.seed_cluster import cluster_info, seed_site
 from drills_lab.sentinel import SentinelHeartbeat
 from drills_lab.state import STATE_FILE, LabInfo
 from drills_lab.trainer import CheckpointWriter
+from drills_lab.trainer_job import CHECKPOINTS, TrainerJob
+from drills_lab.trainer_job import REPOSITORY as TRAINER_REPOSITORY
 
 log = logging.getLogger("drills_lab")
 
@@ -124,6 +126,7 @@ class Lab:
         *,
         drift: bool = False,
         drift_scheduling: bool = False,
+        drift_training: bool = False,
         ready_delay: float = 1.0,
         use_system_services: bool = True,
         checkpoint_every_s: float = 60.0,
@@ -134,6 +137,7 @@ class Lab:
         self.audit = audit
         self.drift = drift
         self.drift_scheduling = drift_scheduling
+        self.drift_training = drift_training
         self.ready_delay = ready_delay
         self.use_system_services = use_system_services
         self.checkpoint_every_s = checkpoint_every_s
@@ -167,6 +171,10 @@ class Lab:
         try:
             self._start_services()
             self._seed()
+            for site in SITE_ADDR:
+                bucket = getattr(CHECKPOINTS, f"{site}_bucket")
+                runner = TrainerJob(self._aws("s3", site), bucket)
+                self.kube[site].runners.register(TRAINER_REPOSITORY, runner)
             trainer = CheckpointWriter(
                 self.kube["primary"].store,
                 interval_s=self.checkpoint_every_s,
@@ -358,12 +366,18 @@ class Lab:
             pricing=PRICING_FILE,
         )
         (self.state_dir / PRICING_FILE).write_text(json.dumps(LAB_PRICING, indent=2) + "\n")
-        write_plan(self.state_dir / "plan.yaml", endpoints, drift=self.drift)
+        write_plan(
+            self.state_dir / "plan.yaml",
+            endpoints,
+            drift=self.drift,
+            drift_training=self.drift_training,
+        )
         info = LabInfo(
             state_dir=str(self.state_dir),
             pid=os.getpid(),
             drift=self.drift,
             drift_scheduling=self.drift_scheduling,
+            drift_training=self.drift_training,
             reverse_replication=self.reverse_replication,
             started_at=time.time(),
             dns_provider="rfc2136" if self.named else "route53",

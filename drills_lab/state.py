@@ -34,6 +34,7 @@ class LabInfo:
     dns_server: str = ""
     startup_seconds: float = 0.0
     drift_scheduling: bool = False
+    drift_training: bool = False  # the validation job's trainer tag fails its driver check at DR
     reverse_replication: bool = True  # DR's writes copied back to the primary while DR serves
     prometheus: str = ""  # its URL; "" when Prometheus is not installed
 

@@ -77,6 +77,15 @@ def up(
             "pod not ready on one GPU node, a GPU node taint the LLM server does not tolerate.",
         ),
     ] = False,
+    drift_training: Annotated[
+        bool,
+        typer.Option(
+            "--drift-training",
+            help="At DR, the plan's validation job runs the trainer under an image tag built "
+            "for CUDA 12.8, whose driver check fails on DR's driver-550 GPU nodes: the Job "
+            "ends Failed, its log names the mismatch, and a drill is not met and rolls back.",
+        ),
+    ] = False,
     ready_delay: Annotated[
         float,
         typer.Option(
@@ -132,6 +141,7 @@ def up(
             state_dir,
             drift=drift,
             drift_scheduling=drift_scheduling,
+            drift_training=drift_training,
             ready_delay=ready_delay,
             system_services=system_services,
             checkpoint_every=checkpoint_every,

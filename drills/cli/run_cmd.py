@@ -487,6 +487,7 @@ def _row(run: DrillRun) -> dict[str, Any]:
         "client_rto_seconds": run.client_rto_seconds,
         "full_capacity_seconds": run.details.full_capacity_seconds,
         "rpo_seconds": run.rpo_seconds,
+        "validation_jobs": [j.model_dump(mode="json") for j in run.details.validation_jobs],
         # The incident record: an incident names its failback, a failback its incident.
         "incident_run": link.incident_run if link else None,
         "failback_run": link.failback_run if link else None,

@@ -74,6 +74,7 @@ from drills.plan.refs import SecretRef, find_literal_credentials, resolve_secret
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
 from drills.plan.types import PlanName, Text
 from drills.plan.urls import same_storage
+from drills.plan.validation_jobs import ValidationJob
 from drills.plan.yamlfile import Loc, Position, YamlDocument, format_loc, parse_yaml, read_plan_text
 from drills.text import for_terminal
 
@@ -196,6 +197,15 @@ class DrillPlan(PlanModel):
     over or practises one at a time; what no application lists belongs to every run."""
     cost: CostSettings | None = None
     """Prices, GPU metrics and demand, for `drills capacity` (what the DR pool costs)."""
+    validation_jobs: Annotated[
+        tuple[ValidationJob, ...],
+        Field(max_length=20),
+        unique_by("validation job", key_of("namespace", "name"), "name", "validation_jobs"),
+    ] = ()
+    """Kubernetes Jobs a drill runs to completion at DR once its critical tier is ready
+    (resume from the newest replicated checkpoint, train a few steps, write a checkpoint):
+    one that fails, passes its deadline or writes nothing where it should makes the drill
+    not met, and it rolls back."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
@@ -548,6 +558,7 @@ _LATER_DEFAULTS: tuple[tuple[tuple[str, ...], object], ...] = (
     (("applications",), []),
     (("cost",), None),
     (("images",), {"remap": []}),
+    (("validation_jobs",), []),
     (("secrets", "store"), []),
     *(
         (("sites", role, *field), value)

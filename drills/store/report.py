@@ -15,6 +15,7 @@ from drills.store.history import HistoryStore
 from drills.store.incident_record import incident_markdown, incident_record
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun
+from drills.store.validation_report import validation_jobs_markdown
 from drills.text import for_markdown, for_terminal
 from drills.timefmt import duration, moment
 
@@ -67,6 +68,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "detection": details.detection.model_dump(mode="json") if details.detection else None,
         "detection_seconds": detection_seconds(run),
         "detection_chain": detection_chain(run),
+        "validation_jobs": [job.model_dump(mode="json") for job in details.validation_jobs],
     }
 
 
@@ -100,6 +102,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         *_objectives(data),
         *chain_markdown(data.get("detection_chain") or []),
         *incident_markdown(data.get("incident")),
+        *validation_jobs_markdown(data.get("validation_jobs") or []),
         *_phases(data["phases"] or []),
         *_journal(data["journal"]),
         *_intended_changes(data["planned_changes"]),
