@@ -284,6 +284,12 @@ def _url_with_password(text: str) -> bool:
 Path_ = tuple[Any, ...]
 
 
+def _kubernetes_manifest(path: Path_) -> bool:
+    """A validation job's inline Job: Kubernetes' own keys there (a toleration's or a
+    secretKeyRef's ``key``) name no credential of ours; its strings are still checked."""
+    return len(path) >= 3 and path[0] == "validation_jobs" and path[2] == "manifest"
+
+
 def find_literal_credentials(data: Any, path: Path_ = ()) -> Iterator[tuple[Path_, str, bool]]:
     """Yield ``(path, message, at_key)`` for every inline credential anywhere in plan data.
 
@@ -300,7 +306,8 @@ def find_literal_credentials(data: Any, path: Path_ = ()) -> Iterator[tuple[Path
                 if found:
                     yield here, f"this key {found}", True
                     continue
-                if is_credential_key(key) and _is_literal(value):
+                named = is_credential_key(key) and not _kubernetes_manifest(here)
+                if named and _is_literal(value):
                     yield here, LITERAL_CREDENTIAL, False
                     continue
             yield from find_literal_credentials(value, here)

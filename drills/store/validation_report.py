@@ -44,7 +44,7 @@ def _job(job: dict[str, Any]) -> list[str]:
 def validation_jobs_markdown(jobs: list[dict[str, Any]]) -> list[str]:
     if not jobs:
         return []
-    lines = ["## Validation jobs at DR", ""]
+    lines = ["", "## Validation jobs at DR", ""]
     for job in jobs:
         lines += _job(job)
     return lines

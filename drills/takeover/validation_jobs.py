@@ -125,7 +125,9 @@ class JobRun:
             )
             return
         if _ended(obj) == "Failed":
-            self.record.verdict, self.record.reason = "failed", _failure_reason(obj)
+            # Its last words say why (a driver check, an unreadable checkpoint).
+            said = f"; its log ends: {self.record.log_tail[-1]}" if self.record.log_tail else ""
+            self.record.verdict, self.record.reason = "failed", _failure_reason(obj) + said
             return
         if self.job.output is not None:
             new = sorted(self._outputs() - before)
