@@ -19,6 +19,7 @@ import datetime as dt
 import logging
 import math
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from drills_lab.kubeapi import pods as podlib
@@ -48,6 +49,15 @@ def _condition(kind: str, reason: str = "", message: str = "") -> dict[str, Any]
     now = now_rfc3339()
     c = {"type": kind, "status": "True", "lastProbeTime": now, "lastTransitionTime": now}
     return c | ({"reason": reason, "message": message} if reason else {})
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """What one reconcile pass sees: the time, every node, every pod."""
+
+    now: float
+    nodes: list[dict[str, Any]]
+    pods: list[dict[str, Any]]
 
 
 class JobController:
@@ -82,9 +92,10 @@ class JobController:
                 continue
             owned.setdefault(uid, []).append(pod)
         due = math.inf
+        seen = _Pass(now, nodes, pods)
         for uid, job in jobs.items():
             try:
-                due = min(due, self._sync(job, owned.get(uid, []), nodes, pods, now))
+                due = min(due, self._sync(job, owned.get(uid, []), seen))
             except ApiError as exc:
                 log.debug("sync of job %s failed: %s", job["metadata"]["name"], exc.reason)
                 due = min(due, now + 0.05)
@@ -92,34 +103,26 @@ class JobController:
 
     # -- one Job -----------------------------------------------------------------
 
-    def _sync(
-        self,
-        job: dict[str, Any],
-        mine: list[dict[str, Any]],
-        nodes: list[dict[str, Any]],
-        every_pod: list[dict[str, Any]],
-        now: float,
-    ) -> float:
+    def _sync(self, job: dict[str, Any], mine: list[dict[str, Any]], seen: _Pass) -> float:
+        now = seen.now
         if finished(job):
             for pod in mine:
                 if dig(pod, "status", "phase") not in _DONE:
                     self._delete(pod)
             return math.inf
         due = math.inf
-        mine = [self._step(p, nodes, every_pod, now) for p in mine]
+        mine = [self._step(p, seen) for p in mine]
         due = min([due, *(self._due(p, now) for p in mine)])
         status = self._status(job, mine)
         if finished({"status": status}) is None and not status.get("active"):
             pod = podlib.new_pod(job, f"{job['metadata']['name']}-{random_suffix()}", {}, None)
             created = self._store.create("pods", pod)
-            self._step(created, nodes, [*every_pod, created], now)
+            self._step(created, _Pass(now, seen.nodes, [*seen.pods, created]))
             status["active"] = 1
             due = min(due, now + _UNSCHEDULABLE_RETRY_S)
         deadline = self._deadline_left(job)
         if deadline is not None:
             due = min(due, now + max(deadline, 0.0))
-        if finished({"status": status}) is None:
-            status.pop("completionTime", None)
         if job.get("status") != status:
             m = job["metadata"]
             self._store.patch(
@@ -174,33 +177,27 @@ class JobController:
             status.pop("active", None)
         if ended is not None:
             status["conditions"].append(ended)
-            status["completionTime"] = ended["lastTransitionTime"]
-            if ended["type"] == "Failed":
-                status.pop("completionTime")  # only a Job that succeeded has one
+            if ended["type"] == "Complete":  # only a Job that succeeded has one
+                status["completionTime"] = ended["lastTransitionTime"]
         return status
 
     # -- one pod: schedule, start, run, end --------------------------------------
 
-    def _step(
-        self,
-        pod: dict[str, Any],
-        nodes: list[dict[str, Any]],
-        every_pod: list[dict[str, Any]],
-        now: float,
-    ) -> dict[str, Any]:
-        uid = pod["metadata"]["uid"]
+    def _step(self, pod: dict[str, Any], seen: _Pass) -> dict[str, Any]:
+        now, uid = seen.now, pod["metadata"]["uid"]
         phase = dig(pod, "status", "phase")
         if phase in _DONE:
             return pod
         if not dig(pod, "spec", "nodeName"):
-            return self._schedule(pod, nodes, every_pod, now)
+            return self._schedule(pod, seen)
         future = self._running.get(uid)
         if future is not None:
             return self._end(pod, future.result()) if future.done() else pod
         start = self._start_at.get(uid)
         if start is not None and start <= now:
             self._start_at.pop(uid)
-            node = next((n for n in nodes if n["metadata"]["name"] == pod["spec"]["nodeName"]), {})
+            bound_to = pod["spec"]["nodeName"]
+            node = next((n for n in seen.nodes if n["metadata"]["name"] == bound_to), {})
             runner = self._runners.for_pod(pod)
             self._running[uid] = self._pool.submit(self._run, runner, pod, node)
             return self._set_status(pod, podlib.pod_status(pod, ready=True))
@@ -215,12 +212,10 @@ class JobController:
             log.exception("runner of pod %s failed", pod["metadata"]["name"])
             return PodRun(1, [f"lab runner failed: {type(exc).__name__}: {exc}"])
 
-    def _schedule(
-        self, pod: dict[str, Any], nodes: list[dict[str, Any]], every_pod: list[dict[str, Any]],
-        now: float,
-    ) -> dict[str, Any]:  # fmt: skip
+    def _schedule(self, pod: dict[str, Any], seen: _Pass) -> dict[str, Any]:
         spec = pod.get("spec") or {}
-        node, message = place(spec, nodes, [p for p in every_pod if p is not pod])
+        others = [p for p in seen.pods if p["metadata"]["uid"] != pod["metadata"]["uid"]]
+        node, message = place(spec, seen.nodes, others)
         m = pod["metadata"]
         if node is None:
             status = {
@@ -238,7 +233,7 @@ class JobController:
             "pods", m["namespace"], m["name"],
             lambda p: {**p, "spec": {**p["spec"], "nodeName": node}},
         )  # fmt: skip
-        self._start_at[bound["metadata"]["uid"]] = now + self._delay
+        self._start_at[bound["metadata"]["uid"]] = seen.now + self._delay
         return self._set_status(bound, podlib.pod_status(bound, ready=False))
 
     def _end(self, pod: dict[str, Any], run: PodRun) -> dict[str, Any]:
