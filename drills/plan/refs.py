@@ -284,10 +284,12 @@ def _url_with_password(text: str) -> bool:
 Path_ = tuple[Any, ...]
 
 
-def _kubernetes_manifest(path: Path_) -> bool:
-    """A validation job's inline Job: Kubernetes' own keys there (a toleration's or a
-    secretKeyRef's ``key``) name no credential of ours; its strings are still checked."""
-    return len(path) >= 3 and path[0] == "validation_jobs" and path[2] == "manifest"
+def _kubernetes_key(path: Path_) -> bool:
+    """``key`` in a validation job's inline Job is Kubernetes' own (a toleration's, a
+    secretKeyRef's), never a credential; every other name and string is still checked."""
+    return len(path) >= 4 and path[0] == "validation_jobs" and path[2] == "manifest" and (
+        path[-1] == "key"
+    )
 
 
 def find_literal_credentials(data: Any, path: Path_ = ()) -> Iterator[tuple[Path_, str, bool]]:
@@ -306,7 +308,7 @@ def find_literal_credentials(data: Any, path: Path_ = ()) -> Iterator[tuple[Path
                 if found:
                     yield here, f"this key {found}", True
                     continue
-                named = is_credential_key(key) and not _kubernetes_manifest(here)
+                named = is_credential_key(key) and not _kubernetes_key(here)
                 if named and _is_literal(value):
                     yield here, LITERAL_CREDENTIAL, False
                     continue

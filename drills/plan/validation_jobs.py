@@ -16,6 +16,7 @@ from drills.plan.durations import PositiveDuration
 from drills.plan.model_base import PlanModel, StrictBool
 from drills.plan.rules import raise_rules
 from drills.plan.types import BucketName, FilePath, K8sName, K8sNamespace, ObjectPrefix
+from drills.text import is_credential_name
 
 DEFAULT_DEADLINE_S = 1800.0
 
@@ -75,5 +76,20 @@ def job_problems(manifest: Any) -> list[str]:
         else None
     )
     if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
-        problems.append("spec.template.spec (the pod) is missing")
-    return problems
+        return [*problems, "spec.template.spec (the pod) is missing"]
+    return problems + _literal_secrets(template["spec"])
+
+
+def _literal_secrets(pod: dict[str, Any]) -> list[str]:
+    """Env vars named like a credential with a value written in: the plan, the run's
+    journal and its report would all hold it. It belongs in a Secret at DR."""
+    found = []
+    for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+        for var in (container.get("env") or []) if isinstance(container, dict) else []:
+            name = var.get("name") if isinstance(var, dict) else None
+            if isinstance(name, str) and is_credential_name(name) and var.get("value"):
+                found.append(
+                    f"env {name} holds a literal value: take it from a Secret at DR "
+                    "(valueFrom.secretKeyRef)"
+                )
+    return found
