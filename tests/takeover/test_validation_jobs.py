@@ -204,3 +204,28 @@ def _wait_for(test: Any, timeout: float = 10.0) -> None:
     while not test():
         assert time.monotonic() < end, "not so after 10 s"
         time.sleep(0.1)
+
+
+def test_a_job_that_fits_no_node_at_dr_passes_its_deadline_and_the_drill_rolls_back(
+    jobs_lab: LabInfo, tmp_path: Path
+) -> None:
+    def change(data: dict[str, Any]) -> None:
+        job = data["validation_jobs"][0]
+        job["deadline"] = "3s"
+        container = job["manifest"]["spec"]["template"]["spec"]["containers"][0]
+        container["resources"] = {"limits": {"nvidia.com/gpu": 99}}
+
+    plan = lab_plan(jobs_lab, change)
+    before = snapshot(plan)
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    result = drill(plan, db)
+    assert (result.status, result.verdict) == (RunStatus.ROLLED_BACK, Verdict.FAILED)
+    stored = HistoryStore(db).get_run(result.run_id)
+    assert stored is not None
+    [job] = stored.details.validation_jobs
+    assert job.verdict == "deadline passed" and job.deleted and job.node is None
+    # The scheduler's own words: why the pod stayed Pending.
+    assert "Unschedulable: 0/5 nodes are available:" in job.reason
+    assert "Insufficient nvidia.com/gpu" in job.reason
+    assert snapshot(plan) == before
+    _wait_for(lambda: job_left(plan) == (False, 0))
