@@ -287,8 +287,11 @@ Path_ = tuple[Any, ...]
 def _kubernetes_key(path: Path_) -> bool:
     """``key`` in a validation job's inline Job is Kubernetes' own (a toleration's, a
     secretKeyRef's), never a credential; every other name and string is still checked."""
-    return len(path) >= 4 and path[0] == "validation_jobs" and path[2] == "manifest" and (
-        path[-1] == "key"
+    return (
+        len(path) >= 4
+        and path[0] == "validation_jobs"
+        and path[2] == "manifest"
+        and (path[-1] == "key")
     )
 
 

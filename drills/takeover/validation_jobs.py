@@ -115,10 +115,13 @@ class JobRun:
     def _run(self, deadline: float) -> None:
         before = self._outputs()
         manifest = job_manifest(self.ctx.plan, self.job, self.run_id)
+        if self.stop.is_set():  # the run stopped meanwhile: no Job to start, nor to delete
+            raise StepFailed(f"validation job {self.job.name}", "not started: the run is stopping")
         self.ctx.executor.apply(KIND, self.address, {"present": True, "manifest": manifest})
         obj, waited_on = self._wait(deadline)
         self._describe_pod()
-        if obj is None or _ended(obj) is None:
+        # The cluster may stop it at the same deadline (activeDeadlineSeconds) first.
+        if obj is None or _ended(obj) is None or _failure_reason(obj).startswith("DeadlineExc"):
             self.record.verdict = "deadline passed"
             self.record.reason = f"not finished after {self.job.deadline:g}s" + (
                 f" ({waited_on})" if waited_on else ""
@@ -158,7 +161,7 @@ class JobRun:
                 if obj is None:
                     raise StepFailed(f"validation job {self.job.name}", "the Job disappeared")
                 if _ended(obj):
-                    return obj, ""
+                    return obj, waited_on
                 pods = kube_jobs.job_pods(self.kube, self.job.namespace, self.job.name)
                 waited_on = next(filter(None, map(_unschedulable, pods)), "")
             except TemporaryError as exc:

@@ -211,7 +211,7 @@ def test_a_job_that_fits_no_node_at_dr_passes_its_deadline_and_the_drill_rolls_b
 ) -> None:
     def change(data: dict[str, Any]) -> None:
         job = data["validation_jobs"][0]
-        job["deadline"] = "3s"
+        job["deadline"] = "6s"  # long enough to see the pod Pending, even on a busy host
         container = job["manifest"]["spec"]["template"]["spec"]["containers"][0]
         container["resources"] = {"limits": {"nvidia.com/gpu": 99}}
 
