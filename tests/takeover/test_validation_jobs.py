@@ -34,16 +34,25 @@ NAMESPACE = "training"
 @pytest.fixture(scope="module")
 def jobs_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     """A lab of its own: each test's drill changes it and must put it back."""
-    with own_lab(tmp_path_factory, "jobs-lab", ready_delay=0.2) as info:
-        yield info
+    yield from _lab(tmp_path_factory, drift_training=False)
 
 
 @pytest.fixture(scope="module")
 def training_drift_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
-    with own_lab(
-        tmp_path_factory, "training-drift-lab", drift_training=True, ready_delay=0.2
-    ) as info:
+    """A lab up with `--drift-training`: the trainer's tag at DR fails its driver check."""
+    yield from _lab(tmp_path_factory, drift_training=True)
+
+
+def _lab(factory: pytest.TempPathFactory, *, drift_training: bool) -> Iterator[LabInfo]:
+    name = "training-drift-lab" if drift_training else "jobs-lab"
+    with own_lab(factory, name, drift_training=drift_training, ready_delay=0.2) as info:
         yield info
+
+
+def _before(info: LabInfo, tmp_path: Path, change: Any = None) -> tuple[DrillPlan, Any, str]:
+    """The plan (changed by ``change``), the state before the run, and a fresh store's URL."""
+    plan = lab_plan(info, change)
+    return plan, snapshot(plan), f"sqlite:///{tmp_path / 'history.db'}"
 
 
 def drill(plan: DrillPlan, db: str, **kwargs: Any) -> DrillResult:
@@ -76,9 +85,8 @@ def job_left(plan: DrillPlan) -> tuple[bool, int]:
 def test_a_drill_runs_the_trainer_at_dr_which_writes_the_next_checkpoint(
     jobs_lab: LabInfo, tmp_path: Path
 ) -> None:
-    plan = lab_plan(jobs_lab)
-    before, checkpoints = snapshot(plan), dr_checkpoints(jobs_lab)
-    db = f"sqlite:///{tmp_path / 'history.db'}"
+    checkpoints = dr_checkpoints(jobs_lab)
+    plan, before, db = _before(jobs_lab, tmp_path)
     result = drill(plan, db)
     assert (result.status, result.verdict) == (RunStatus.SUCCEEDED, Verdict.MET), result.error
     stored = HistoryStore(db).get_run(result.run_id)
@@ -98,8 +106,9 @@ def test_a_drill_runs_the_trainer_at_dr_which_writes_the_next_checkpoint(
     # Started once the critical tier was ready, waited for after full capacity: the RTO
     # (the smoke) never waited for it.
     phases = {p.name: p for p in result.timeline.phases}
-    assert job.started_at is not None
-    assert phases["bring-up"].ended_at <= job.started_at
+    bring_up_ended = phases["bring-up"].ended_at
+    assert job.started_at is not None and bring_up_ended is not None
+    assert bring_up_ended <= job.started_at
     assert [p.name for p in result.timeline.phases].index("validation jobs") == [
         p.name for p in result.timeline.phases
     ].index("full-capacity") + 1
@@ -119,9 +128,7 @@ def test_a_drill_runs_the_trainer_at_dr_which_writes_the_next_checkpoint(
 def test_a_driver_mismatch_at_dr_fails_the_drill_which_rolls_back_with_no_job_left(
     training_drift_lab: LabInfo, tmp_path: Path
 ) -> None:
-    plan = lab_plan(training_drift_lab)
-    before = snapshot(plan)
-    db = f"sqlite:///{tmp_path / 'history.db'}"
+    plan, before, db = _before(training_drift_lab, tmp_path)
     result = drill(plan, db)
     assert (result.status, result.verdict) == (RunStatus.ROLLED_BACK, Verdict.FAILED)
     assert result.error is not None and "trainer-resume failed" in result.error
@@ -215,9 +222,7 @@ def test_a_job_that_fits_no_node_at_dr_passes_its_deadline_and_the_drill_rolls_b
         container = job["manifest"]["spec"]["template"]["spec"]["containers"][0]
         container["resources"] = {"limits": {"nvidia.com/gpu": 99}}
 
-    plan = lab_plan(jobs_lab, change)
-    before = snapshot(plan)
-    db = f"sqlite:///{tmp_path / 'history.db'}"
+    plan, before, db = _before(jobs_lab, tmp_path, change)
     result = drill(plan, db)
     assert (result.status, result.verdict) == (RunStatus.ROLLED_BACK, Verdict.FAILED)
     stored = HistoryStore(db).get_run(result.run_id)
