@@ -51,6 +51,7 @@ def up(
     drift_scheduling: bool = False,
     drift_capacity: bool = False,
     day_seconds: float | None = None,
+    drift_training: bool = False,
     ready_delay: float = 1.0,
     system_services: bool = True,
     checkpoint_every: float = 60.0,
@@ -69,6 +70,7 @@ def up(
             ("--drift-scheduling", existing.drift_scheduling, drift_scheduling),
             ("--low-priority-work", existing.low_priority_work, low_priority_work),
             ("--drift-capacity", existing.drift_capacity, drift_capacity),
+            ("--drift-training", existing.drift_training, drift_training),
         ):
             if have != want:
                 raise LabError(
@@ -91,6 +93,7 @@ def up(
     argv += ["--drift-scheduling"] if drift_scheduling else []
     argv += ["--drift-capacity"] if drift_capacity else []
     argv += ["--day-seconds", str(day_seconds)] if day_seconds else []
+    argv += ["--drift-training"] if drift_training else []
     argv += [] if system_services else ["--no-system-services"]
     argv += [] if reverse_replication else ["--no-reverse-replication"]
     argv += ["--audit"] if audit else []

@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drift-scheduling", action="store_true")
     parser.add_argument("--drift-capacity", action="store_true")
     parser.add_argument("--day-seconds", type=float, default=DEFAULT_DAY_S)
+    parser.add_argument("--drift-training", action="store_true")
     parser.add_argument("--ready-delay", type=float, default=1.0)
     parser.add_argument("--no-system-services", action="store_true")
     parser.add_argument("--checkpoint-every", type=float, default=60.0)
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         drift_scheduling=args.drift_scheduling,
         drift_capacity=args.drift_capacity,
         day_seconds=args.day_seconds,
+        drift_training=args.drift_training,
         ready_delay=args.ready_delay,
         use_system_services=not args.no_system_services,
         checkpoint_every_s=args.checkpoint_every,

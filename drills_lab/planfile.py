@@ -110,7 +110,49 @@ def _demand(recorded: bool) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def lab_plan(lab: LabEndpoints, *, drift: bool, demand_recorded: bool = False) -> dict[str, Any]:
+def _trainer_job(lab: LabEndpoints, *, drift_training: bool) -> dict[str, Any]:
+    """The validation job a drill runs at DR: resume from DR's newest checkpoint, train,
+    and write the next checkpoint there."""
+    trainer = next(w for w in topology.WORKLOADS if w.name == "trainer")
+    checkpoints = next(d for d in topology.DATASETS if d.kind == "checkpoint")
+    registry = lab.registries.get("dr", "").split("://", 1)[-1] or (
+        f"{lab.account}.dkr.ecr.{topology.DR_REGION}.amazonaws.com"
+    )
+    tag = topology.DRIFT_TRAINER_TAG if drift_training else topology.TRAINER_JOB_TAG
+    repository = trainer.image.rsplit(":", 1)[0]
+    container = {
+        "name": "trainer",
+        "image": f"{registry}/{repository}:{tag}",
+        "args": ["--resume", "latest", "--steps", str(topology.TRAINER_JOB_STEPS)],
+        "env": [{"name": "TRAIN_STEPS", "value": str(topology.TRAINER_JOB_STEPS)}],
+        "resources": {"limits": {"nvidia.com/gpu": 1}, "requests": {"nvidia.com/gpu": 1}},
+    }
+    return {
+        "name": topology.TRAINER_JOB,
+        "namespace": trainer.namespace,
+        "deadline": "5m",
+        "output": {"bucket": checkpoints.dr_bucket, "prefix": checkpoints.prefix},
+        "manifest": {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "spec": {
+                "backoffLimit": 0,
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                        "tolerations": [{**topology.GPU_TAINT, "operator": "Equal"}],
+                        "containers": [container],
+                    }
+                },
+            },
+        },
+    }
+
+
+def lab_plan(
+    lab: LabEndpoints, *, drift: bool, demand_recorded: bool = False, drift_training: bool = False
+) -> dict[str, Any]:
     host = topology.RECORD.rstrip(".")
     cost = _cost(lab)
     return {
@@ -173,6 +215,7 @@ def lab_plan(lab: LabEndpoints, *, drift: bool, demand_recorded: bool = False) -
         },
         **({"cost": cost} if cost else {}),
         "demand": _demand(demand_recorded),
+        "validation_jobs": [_trainer_job(lab, drift_training=drift_training)],
     }
 
 
@@ -180,7 +223,12 @@ SCHEMA_FILE = "plan.schema.json"
 
 
 def write_plan(
-    path: Path, lab: LabEndpoints, *, drift: bool, demand_recorded: bool = False
+    path: Path,
+    lab: LabEndpoints,
+    *,
+    drift: bool,
+    demand_recorded: bool = False,
+    drift_training: bool = False,
 ) -> None:
     """The plan, and beside it the plan schema its first line names, so that an editor with
     the YAML language server completes and checks it wherever the lab's directory is."""
@@ -193,6 +241,9 @@ def write_plan(
     path.write_text(
         header
         + yaml.safe_dump(
-            lab_plan(lab, drift=drift, demand_recorded=demand_recorded), sort_keys=False
+            lab_plan(
+                lab, drift=drift, demand_recorded=demand_recorded, drift_training=drift_training
+            ),
+            sort_keys=False,
         )
     )

@@ -52,6 +52,8 @@ from drills_lab.seed_cluster import cluster_info, seed_site
 from drills_lab.sentinel import SentinelHeartbeat
 from drills_lab.state import STATE_FILE, LabInfo
 from drills_lab.trainer import CheckpointWriter
+from drills_lab.trainer_job import CHECKPOINTS, TrainerJob
+from drills_lab.trainer_job import REPOSITORY as TRAINER_REPOSITORY
 
 log = logging.getLogger("drills_lab")
 
@@ -130,6 +132,7 @@ class Lab:
         drift_scheduling: bool = False,
         drift_capacity: bool = False,
         day_seconds: float = DEFAULT_DAY_S,
+        drift_training: bool = False,
         ready_delay: float = 1.0,
         use_system_services: bool = True,
         checkpoint_every_s: float = 60.0,
@@ -149,6 +152,7 @@ class Lab:
         self.low_priority_work = low_priority_work
         self.drift_capacity = drift_capacity
         self.day_seconds = day_seconds
+        self.drift_training = drift_training
         self.ready_delay = ready_delay
         self.use_system_services = use_system_services
         self.checkpoint_every_s = checkpoint_every_s
@@ -182,6 +186,10 @@ class Lab:
         try:
             self._start_services()
             self._seed()
+            for site in SITE_ADDR:
+                bucket = getattr(CHECKPOINTS, f"{site}_bucket")
+                runner = TrainerJob(self._aws("s3", site), bucket)
+                self.kube[site].runners.register(TRAINER_REPOSITORY, runner)
             trainer = CheckpointWriter(
                 self.kube["primary"].store,
                 interval_s=self.checkpoint_every_s,
@@ -422,7 +430,8 @@ class Lab:
         )
         (self.state_dir / PRICING_FILE).write_text(json.dumps(LAB_PRICING, indent=2) + "\n")
         write_plan(self.state_dir / "plan.yaml", endpoints, drift=self.drift,
-                   demand_recorded=self.prometheus is not None)  # fmt: skip
+                   demand_recorded=self.prometheus is not None,
+                   drift_training=self.drift_training)  # fmt: skip
         info = LabInfo(
             state_dir=str(self.state_dir),
             pid=os.getpid(),
@@ -431,6 +440,7 @@ class Lab:
             low_priority_work=self.low_priority_work,
             drift_capacity=self.drift_capacity,
             demand=describe(self.day_seconds, recorded=self.prometheus is not None),
+            drift_training=self.drift_training,
             reverse_replication=self.reverse_replication,
             started_at=time.time(),
             dns_provider=(

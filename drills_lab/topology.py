@@ -276,6 +276,15 @@ DRIFT_NEVER_READY = ("serving", "embedding-server")
 DRIFT_FAILING_EXTERNAL_SECRET = ("training", "feature-store")
 
 
+# The lab plan's validation job: the trainer resumes from DR's newest checkpoint, trains
+# TRAINER_JOB_STEPS steps and writes the next checkpoint there. `--drift-training` runs it
+# with DRIFT_TRAINER_TAG, built for a CUDA whose driver DR's GPU nodes do not have.
+TRAINER_JOB = "trainer-resume"
+TRAINER_JOB_TAG = "2024.11"
+DRIFT_TRAINER_TAG = "2025.02-cuda12.8"
+TRAINER_JOB_STEPS = 50
+
+
 def critical_workloads() -> tuple[LabWorkload, ...]:
     return tuple(w for w in WORKLOADS if w.tier == "critical")
 

@@ -110,6 +110,15 @@ def up(
             "with a daily shape (lowest at midnight, highest at noon) repeated every this long.",
         ),
     ] = 240.0,
+    drift_training: Annotated[
+        bool,
+        typer.Option(
+            "--drift-training",
+            help="At DR, the plan's validation job runs the trainer under an image tag built "
+            "for CUDA 12.8, whose driver check fails on DR's driver-550 GPU nodes: the Job "
+            "ends Failed, its log names the mismatch, and a drill is not met and rolls back.",
+        ),
+    ] = False,
     ready_delay: Annotated[
         float,
         typer.Option(
@@ -186,6 +195,7 @@ def up(
             drift_scheduling=drift_scheduling,
             drift_capacity=drift_capacity,
             day_seconds=day_seconds,
+            drift_training=drift_training,
             ready_delay=ready_delay,
             system_services=system_services,
             checkpoint_every=checkpoint_every,

@@ -490,6 +490,7 @@ def _row(run: DrillRun) -> dict[str, Any]:
         "preemption_seconds": run.preemption_seconds,
         "carry_seconds": run.carry_seconds,
         "rpo_seconds": run.rpo_seconds,
+        "validation_jobs": [j.model_dump(mode="json") for j in run.details.validation_jobs],
         # The incident record: an incident names its failback, a failback its incident.
         "incident_run": link.incident_run if link else None,
         "failback_run": link.failback_run if link else None,

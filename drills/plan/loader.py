@@ -80,6 +80,7 @@ from drills.plan.slo import LoadProbe, Slo
 from drills.plan.stores import dataset_store_rules
 from drills.plan.types import PlanName, Text
 from drills.plan.urls import same_storage
+from drills.plan.validation_jobs import ValidationJob
 from drills.plan.yamlfile import Loc, Position, YamlDocument, format_loc, parse_yaml, read_plan_text
 from drills.text import for_terminal
 
@@ -218,6 +219,15 @@ class DrillPlan(PlanModel):
     demand: Demands = Field(default_factory=dict)
     """Per workload (``namespace/name``): its measured demand, what one replica carries, and
     the part DR must carry (`capacity.carry`, and the drill's scale to demand)."""
+    validation_jobs: Annotated[
+        tuple[ValidationJob, ...],
+        Field(max_length=20),
+        unique_by("validation job", key_of("namespace", "name"), "name", "validation_jobs"),
+    ] = ()
+    """Kubernetes Jobs a drill runs to completion at DR once its critical tier is ready
+    (resume from the newest replicated checkpoint, train a few steps, write a checkpoint):
+    one that fails, passes its deadline or writes nothing where it should makes the drill
+    not met, and it rolls back."""
 
     # Where the plan came from, for relative paths and for locating warnings; not part
     # of the plan itself.
@@ -575,6 +585,7 @@ _LATER_DEFAULTS: tuple[tuple[tuple[str, ...], object], ...] = (
     (("load",), None),
     (("demand",), {}),
     (("images",), {"remap": []}),
+    (("validation_jobs",), []),
     (("secrets", "store"), []),
     (("secrets", "external_secrets"), []),
     *(

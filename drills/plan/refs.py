@@ -284,6 +284,17 @@ def _url_with_password(text: str) -> bool:
 Path_ = tuple[Any, ...]
 
 
+def _kubernetes_key(path: Path_) -> bool:
+    """``key`` in a validation job's inline Job is Kubernetes' own (a toleration's, a
+    secretKeyRef's), never a credential; every other name and string is still checked."""
+    return (
+        len(path) >= 4
+        and path[0] == "validation_jobs"
+        and path[2] == "manifest"
+        and (path[-1] == "key")
+    )
+
+
 def find_literal_credentials(data: Any, path: Path_ = ()) -> Iterator[tuple[Path_, str, bool]]:
     """Yield ``(path, message, at_key)`` for every inline credential anywhere in plan data.
 
@@ -300,7 +311,8 @@ def find_literal_credentials(data: Any, path: Path_ = ()) -> Iterator[tuple[Path
                 if found:
                     yield here, f"this key {found}", True
                     continue
-                if is_credential_key(key) and _is_literal(value):
+                named = is_credential_key(key) and not _kubernetes_key(here)
+                if named and _is_literal(value):
                     yield here, LITERAL_CREDENTIAL, False
                     continue
             yield from find_literal_credentials(value, here)

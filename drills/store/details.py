@@ -140,6 +140,26 @@ class IncidentLink(_Stored):
     closed_by: str | None = None  # "failback" or "recover --fail-back"
 
 
+class ValidationJobRecord(_Stored):
+    """One validation job of a run (the plan's validation_jobs): how it ended, and where."""
+
+    name: str
+    namespace: str
+    verdict: str  # "succeeded", "failed", "deadline passed", "no output" or "error"
+    reason: str = ""  # why it did not succeed, in one line
+    started_at: IsoDatetime | None = None
+    duration_seconds: float | None = None  # from the Job's creation to its end
+    node: str | None = None  # the node its (last) pod ran on
+    gpu_labels: dict[str, str] = Field(default_factory=dict)  # that node's GPU and driver labels
+    output: str | None = None  # the new object seen at DR, as s3://bucket/key
+    log_tail: list[str] = Field(default_factory=list)  # the last lines its pod printed
+    deleted: bool = False  # the Job (and its pods) deleted after the run
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "succeeded"
+
+
 class DetectionRecord(_Stored):
     """When an incident's trouble was detected, before a person declared it (T0)."""
 
@@ -186,6 +206,8 @@ class RunDetails(_Stored):
     # {"primary": baseline, "dr": after the switch, "limits", "overhead_seconds"}.
     slo: list[dict[str, Any]] = Field(default_factory=list)
     load: dict[str, Any] | None = None
+    # The plan's validation jobs, as they ran at DR (drills.takeover.validation_jobs).
+    validation_jobs: list[ValidationJobRecord] = Field(default_factory=list)
 
     @property
     def full_capacity_seconds(self) -> float | None:
@@ -208,4 +230,5 @@ __all__ = [
     "RecoverAttempt",
     "RunDetails",
     "StuckRecord",
+    "ValidationJobRecord",
 ]

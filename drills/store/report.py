@@ -16,6 +16,7 @@ from drills.store.incident_record import incident_markdown, incident_record
 from drills.store.kinds import Mode, RunStatus
 from drills.store.models import DrillRun
 from drills.store.report_slo import load_markdown, slo_markdown
+from drills.store.validation_report import validation_jobs_markdown
 from drills.text import for_markdown, for_terminal
 from drills.timefmt import duration, moment
 
@@ -73,6 +74,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "detection_chain": detection_chain(run),
         "slo": details.slo,
         "load": details.load,
+        "validation_jobs": [job.model_dump(mode="json") for job in details.validation_jobs],
     }
 
 
@@ -108,6 +110,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         *load_markdown(data.get("load")),
         *chain_markdown(data.get("detection_chain") or []),
         *incident_markdown(data.get("incident")),
+        *validation_jobs_markdown(data.get("validation_jobs") or []),
         *_phases(data["phases"] or []),
         *_journal(data["journal"]),
         *_intended_changes(data["planned_changes"]),

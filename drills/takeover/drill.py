@@ -56,6 +56,7 @@ from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import TAKEOVER, list_changes
 from drills.takeover.stuck import continue_command, hold_stuck, transient
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, Timeline, utc_now
+from drills.takeover.validation_jobs import ValidationJobs, validation_jobs
 from drills.takeover.write_ahead import (
     Backlog,
     WriteAheadJournal,
@@ -447,27 +448,44 @@ class Drill:
             pool.shutdown(wait=False, cancel_futures=True)
 
     def _take_over(self, ctx: PhaseContext, before: Snapshot) -> DrillResult:
-        for phase in TAKEOVER:
-            self._phase(phase.name, partial(phase.run, ctx))
-            if phase.name == "smoke":  # DNS answers DR: the SLOs' clock runs from T0
-                assert self.t0 is not None
-                self.after_switch.start(self.t0)
-        # The RPO at T0 comes from the readiness checks, which an incident runs beside
-        # the takeover: the RTO is already fixed by the smoke, so waiting costs it nothing.
-        self._await_readiness(READINESS_WAIT_S)
-        with self.timeline.phase("measure"), self.timeline.step("RTO and RPO") as step:
-            measurement = self._measure(ctx)
-            step.evidence = measurement.to_json()
-            step.result = measurement.summary()
-        if self.after_switch.active:  # a drill not met raises here, and so rolls back
-            self._phase("after the switch", partial(self.after_switch.finish, ctx.targets,
-                                                    self.timeline))  # fmt: skip
+        drill = self.request.mode == Mode.DRILL
+        # Deleted however the run leaves this (a failure's rollback deletes them too).
+        with validation_jobs(ctx, self.run_id, incident=not drill) as jobs:
+            for phase in TAKEOVER:
+                self._phase(phase.name, partial(phase.run, ctx))
+                if phase.name == "bring-up" and drill:
+                    jobs.start()  # beside the normal tier, off the RTO's path
+                if phase.name == "smoke":  # DNS answers DR: the SLOs' clock runs from T0
+                    assert self.t0 is not None
+                    self.after_switch.start(self.t0)
+            if drill:
+                self._validate(jobs, judge=True)
+            # The RPO at T0 comes from the readiness checks, which an incident runs beside
+            # the takeover: the RTO is already fixed by the smoke, so waiting costs it nothing.
+            self._await_readiness(READINESS_WAIT_S)
+            with self.timeline.phase("measure"), self.timeline.step("RTO and RPO") as step:
+                measurement = self._measure(ctx)
+                step.evidence = measurement.to_json()
+                step.result = measurement.summary()
+            if self.after_switch.active:  # a drill not met raises here, and so rolls back
+                self._phase("after the switch", partial(self.after_switch.finish, ctx.targets,
+                                                        self.timeline))  # fmt: skip
+            if self.request.mode == Mode.INCIDENT:
+                self._validate(jobs, judge=False)  # after its RTO; reported, never rolled back
         if self.request.mode != Mode.DRILL:
             return self._result(RunStatus.SUCCEEDED, measurement)
         self._phase("failback", partial(self._failback, ctx))
         drift = self._verify(ctx, before, "verify failback")
         status = RunStatus.SUCCEEDED if not drift else RunStatus.FAILBACK_DRIFT
         return self._result(status, measurement, drift=drift)
+
+    def _validate(self, jobs: ValidationJobs, *, judge: bool) -> None:
+        if jobs.jobs:
+            self._phase("validation jobs", partial(jobs.finish, self._keep_jobs, judge=judge))
+
+    def _keep_jobs(self, records: list[Any]) -> None:
+        self.details.validation_jobs = records
+        self._update(details=self.details)
 
     def _interrupted(
         self, ctx: PhaseContext, before: Snapshot, exc: KeyboardInterrupt

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drills.plan import ControllerFence, DrillPlan
+from drills.takeover.steps import job_changes
 from drills.takeover.steps.changes import (
     KINDS,
     ingress_address,
@@ -39,6 +40,11 @@ def touched(plan: DrillPlan) -> list[tuple[str, str]]:
     found.append(("dns.record", record_address(plan.dns.record.name, rtype)))
     if plan.practice.record is not None:  # a practice points it at DR, then restores it
         found.append(("dns.name", record_address(plan.practice.record, rtype)))
+    # A validation Job exists only during the run: after it, none may be left behind.
+    found += [
+        (job_changes.KIND, job_changes.job_address("dr", j.namespace, j.name))
+        for j in plan.validation_jobs
+    ]
     return found
 
 

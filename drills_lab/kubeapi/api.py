@@ -13,6 +13,7 @@ from typing import Any
 from drills_lab.kubeapi import discovery
 from drills_lab.kubeapi.audit import AuditEvent, AuditLog, resource_verb
 from drills_lab.kubeapi.patch import apply_patch, decode
+from drills_lab.kubeapi.podrun import LogBook
 from drills_lab.kubeapi.resources import ResourceType, lookup
 from drills_lab.kubeapi.scale import scale_of, scale_patch, scale_update
 from drills_lab.kubeapi.selectors import (
@@ -129,6 +130,7 @@ class KubeApi:
         self.max_watch = max_watch
         self.server_address = ""
         self.audit: AuditLog | None = None
+        self.logs = LogBook()
 
     def handle(self, req: Request) -> Reply | WatchRequest:
         try:
@@ -232,6 +234,8 @@ class KubeApi:
 
     def _verb(self, req: Request, t: _Target) -> Reply | WatchRequest:
         dry_run = self._dry_run(req.query)
+        if t.subresource == "log":
+            return self._log(req, t)
         if req.method == "GET":
             if t.name is None:
                 return self._list(req, t)
@@ -268,6 +272,19 @@ class KubeApi:
             rv = int(obj["metadata"]["resourceVersion"])
             return Reply(200, to_table(t.rt, [obj], rv, req.query.get("includeObject", "Metadata")))
         return Reply(200, obj)
+
+    def _log(self, req: Request, t: _Target) -> Reply:
+        """``pods/NAME/log``: what the pod's container printed (``tailLines`` honoured)."""
+        if req.method != "GET":
+            raise method_not_allowed(req.method)
+        assert t.name is not None and t.namespace is not None
+        if self.store.get("pods", t.namespace, t.name) is None:
+            raise not_found(t.rt, t.name)
+        tail = req.query.get("tailLines", "")
+        if tail and not tail.lstrip("-").isdigit():
+            raise bad_request(f"tailLines: invalid value {tail!r}")
+        text = self.logs.read(t.namespace, t.name, int(tail) if tail else None)
+        return Reply(200, text.encode(), "text/plain")
 
     def _list(self, req: Request, t: _Target) -> Reply | WatchRequest:
         labels = parse_label_selector(req.query.get("labelSelector"))

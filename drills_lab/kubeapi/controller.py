@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from drills_lab.kubeapi import daemonsets as dslib
+from drills_lab.kubeapi import jobs as joblib
 from drills_lab.kubeapi import pods as podlib
 from drills_lab.kubeapi import workload_status
 from drills_lab.kubeapi.kueue import KueueModel
@@ -42,8 +43,15 @@ _RETRY = 0.05  # after a failed write
 
 
 class RolloutController:
-    def __init__(self, store: ResourceStore, ready_delay: float, name: str = "lab") -> None:
+    def __init__(
+        self,
+        store: ResourceStore,
+        ready_delay: float,
+        name: str = "lab",
+        jobs: joblib.JobController | None = None,
+    ) -> None:
         self._store = store
+        self._jobs = jobs
         self._delay = ready_delay
         self._name = name
         self._stop = threading.Event()
@@ -68,6 +76,8 @@ class RolloutController:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        if self._jobs is not None:
+            self._jobs.stop()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -117,6 +127,8 @@ class RolloutController:
         for orphans in owned.values():  # their owner is gone: garbage-collect
             for pod in orphans:
                 self._delete(pod)
+        if self._jobs is not None:
+            due = min(due, self._jobs.reconcile(now, pods, self._all_nodes))
         return due - now
 
     def _workload_delay(self, w: dict[str, Any]) -> float:

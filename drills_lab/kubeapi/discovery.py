@@ -104,6 +104,8 @@ def _entries(rt: ResourceType) -> list[dict[str, Any]]:
         }
         if sub == "scale":
             entry |= {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+        if sub == "log":  # a read of the container's output, as the real server lists it
+            entry |= {"kind": "Pod", "verbs": ["get"]}
         entries.append(entry)
     return entries
 

@@ -66,7 +66,7 @@ CATALOGUE: tuple[ResourceType, ...] = (
         field_labels=("spec.unschedulable",),
     ),
     ResourceType(
-        "", "v1", "Pod", "pods", "pod", True, ("po",), ("status",), ("all",),
+        "", "v1", "Pod", "pods", "pod", True, ("po",), ("status", "log"), ("all",),
         field_labels=(
             "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
             "spec.serviceAccountName", "status.phase", "status.podIP", "status.nominatedNodeName",

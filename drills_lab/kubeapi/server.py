@@ -11,6 +11,8 @@ from drills_lab.kubeapi.api import KubeApi
 from drills_lab.kubeapi.audit import AuditLog
 from drills_lab.kubeapi.controller import RolloutController
 from drills_lab.kubeapi.http import ApiHTTPServer
+from drills_lab.kubeapi.jobs import JobController
+from drills_lab.kubeapi.podrun import LogBook, Runners
 from drills_lab.kubeapi.store import ResourceStore
 from drills_lab.kubeapi.tls import Certificate, self_signed, server_context
 
@@ -62,7 +64,13 @@ class KubeApiServer:
         self._api = KubeApi(self.store, version)
         self._api.audit = audit
         self.audit = audit
-        self._controller = RolloutController(self.store, ready_delay, name)
+        # What a Job's pod does, by its image (the lab's trainer registers its own), and
+        # what it printed, served as pods/log.
+        self.runners = Runners()
+        self.logs = LogBook()
+        self._api.logs = self.logs
+        jobs = JobController(self.store, ready_delay, self.runners, self.logs)
+        self._controller = RolloutController(self.store, ready_delay, name, jobs)
         self._httpd: ApiHTTPServer | None = None
         self._lock = threading.Lock()
 

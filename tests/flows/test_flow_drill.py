@@ -134,6 +134,7 @@ def test_flow_waits_for_approval_then_drills_and_publishes_its_report(flow_lab: 
         "dns",
         "smoke",
         "full-capacity",
+        "validation jobs",
         "failback",
     ]
 
@@ -143,6 +144,8 @@ def test_flow_waits_for_approval_then_drills_and_publishes_its_report(flow_lab: 
     assert "Approval:** approved by lead-sre" in report
     assert "Identical to the snapshot taken before the drill." in report
     assert "| full capacity (normal tier ready) |" in report
+    # The lab plan's validation job, in the report artifact as in the report.
+    assert "## Validation jobs at DR" in report and "wrote s3://ckpt-dr/" in report
     table = artifacts[artifact_key("drill-phases", "lab")].data
     rows = json.loads(table) if isinstance(table, str) else table
     assert [r["phase"] for r in rows] == [p["name"] for p in stored.timeline]

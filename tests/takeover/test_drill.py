@@ -28,7 +28,8 @@ from tests.support.postgres import PostgresServer
 from tests.support.services import own_lab
 
 SUCCEEDED_PHASES = [
-    "preflight", "declare", "fence", "bring-up", "dns", "smoke", "full-capacity", "measure",
+    "preflight", "declare", "fence", "bring-up", "dns", "smoke", "full-capacity",
+    "validation jobs", "measure",
     "failback", "verify failback",
 ]  # fmt: skip
 

@@ -122,7 +122,9 @@ def test_recover_cli_on_a_drill_that_died_between_journal_and_write(
     plan = lab_plan(recover_lab)
     original = snapshot(plan)
     run_id = crash_at(recover_lab, history, "dns.record api.drills.test./A journalled")
-    assert Journal(history, run_id).changes()[-1].state == "pending"
+    # The newest DNS entry: a validation Job started beside the takeover may come after it.
+    dns = [c for c in Journal(history, run_id).changes() if c.kind == "dns.record"]
+    assert dns[-1].state == "pending"
     db = history.url
     out = CliRunner().invoke(app, ["recover", run_id[:8], "--db", db])
     assert out.exit_code == 0, out.output

@@ -264,11 +264,14 @@ def test_recover_undoes_from_the_snapshot_what_the_journal_lost(
     report = recover(pg_history, plan_of(run_record), run_record, deadline_s=30)
 
     assert report.status == RecoverStatus.RECOVERED, report.error
-    assert sorted(report.from_snapshot) == sorted({e.target for e in lost})
+    # A validation Job the interrupted run deleted on its way out is undone already.
+    left = {e.target for e in lost if e.state != EntryState.UNDONE}
+    assert sorted(report.from_snapshot) == sorted(left)
     assert snapshot(plan) == before and report.drift == {}
     assert serving(outage_lab.endpoints["primary"]) and not serving(outage_lab.endpoints["dr"])
     stored = pg_history.get_run(drill.run_id)
     assert stored is not None and stored.details.recover[-1].from_snapshot == report.from_snapshot
     steps = {s["name"]: s for p in stored.timeline for s in p["steps"]}
     said = steps["journal against the snapshot before the run"]["result"]
-    assert "journal is incomplete: 4 change(s)" in said and "snapshot before the run" in said
+    assert f"journal is incomplete: {len(left)} change(s)" in said
+    assert "snapshot before the run" in said

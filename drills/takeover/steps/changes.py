@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drills.errors import DrillError, StepFailed
+from drills.takeover.steps import job_changes
 from drills.targets.sites import Role, Targets
 
 State = dict[str, Any]
@@ -159,5 +160,6 @@ KINDS: dict[str, ChangeKind] = {
         ChangeKind("ingress.class", _read_ingress, _write_ingress),
         ChangeKind("dns.record", _read_record, _write_record, _restorable_record),
         ChangeKind("dns.name", _read_name, _write_name, _restorable_name),
+        ChangeKind(job_changes.KIND, job_changes.read_job, job_changes.write_job),
     )
 }
