@@ -78,6 +78,13 @@ def is_waiting(pod: dict[str, Any]) -> bool:
     )
 
 
+def _of_a_job(pod: dict[str, Any]) -> bool:
+    """A Job's pod: the Job controller binds it by every filter (drills_lab.kubeapi.jobs),
+    where this sweep knows GPUs only and would bind a pod no node fits."""
+    refs = dig(pod, "metadata", "ownerReferences") or []
+    return any(r.get("kind") == "Job" and r.get("controller") for r in refs)
+
+
 def _nominated_room(
     pod: dict[str, Any],
     nodes: list[dict[str, Any]],
@@ -231,7 +238,10 @@ class PriorityScheduler:
         waiting = [
             p
             for p in self._store.list("pods")
-            if is_waiting(p) and not dig(p, "spec", "schedulingGates") and not is_terminating(p)
+            if is_waiting(p)
+            and not dig(p, "spec", "schedulingGates")
+            and not is_terminating(p)
+            and not _of_a_job(p)
         ]
         waiting.sort(key=lambda p: (-priority(p), p["metadata"]["creationTimestamp"]))
         for pod in waiting:
