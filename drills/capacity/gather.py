@@ -11,6 +11,8 @@ from drills.capacity.pool import critical_priority, pool_nodes, priority_classes
 from drills.capacity.pricing import Pricing, load_pricing
 from drills.capacity.report import Inputs, Needs
 from drills.capacity.sizing import gpus_for_demand, gpus_for_target
+from drills.checks.carry import demand_figures
+from drills.checks.carry_model import formula, replicas_needed
 from drills.checks.cluster_model import Templates, demand_of, plan_templates, taken_over
 from drills.errors import TargetError
 from drills.plan import DrillPlan
@@ -35,9 +37,11 @@ def plan_needs(plan: DrillPlan, templates: Templates) -> Needs:
             by_tier.get(w.tier.value, 0) + demand.gpus_per_replica * w.dr_replicas
         )
     demand_model = plan.cost.demand if plan.cost else None
+    if demand_model is None and plan.demand:
+        return _measured_needs(plan, templates, by_tier)
     if demand_model is None:
-        return Needs(sum(by_tier.values()), by_tier, None, None,
-                     "the plan states no demand (cost.demand), so there is no target")  # fmt: skip
+        why = "the plan states no demand (cost.demand or demand), so there is no target"
+        return Needs(sum(by_tier.values()), by_tier, None, None, why)
     all_demand = gpus_for_demand(
         demand_model.requests_per_day,
         demand_model.output_per_request,
@@ -54,6 +58,32 @@ def plan_needs(plan: DrillPlan, templates: Templates) -> Needs:
         f"{demand_model.reserve:.0%} reserve, {demand_model.availability:.0%} available"
     )
     return Needs(sum(by_tier.values()), by_tier, target, demand_model.target_percent, note)
+
+
+def _measured_needs(plan: DrillPlan, templates: Templates, by_tier: dict[str, int]) -> Needs:
+    """The target from the services' measured demand (the plan's ``demand``, as
+    `capacity.carry` sizes it): each measured service at the replicas that carry its
+    target_percent of the primary's 24 h peak, the rest of the takeover at dr_replicas."""
+    figures = demand_figures(plan)
+    target, notes, percents = 0, [], set()
+    for w in taken_over(plan):
+        per_replica = demand_of(
+            w, templates.objects.get(w.key), templates.sources.get(w.key, "")
+        ).gpus_per_replica
+        spec, figure = plan.demand.get(w.key), figures.get(w.key)
+        if spec is None or figure is None:
+            target += per_replica * w.dr_replicas
+            continue
+        if figure.peak is None:
+            return Needs(sum(by_tier.values()), by_tier, None, None,
+                         f"no trustworthy demand for {w.key}: {figure.note}")  # fmt: skip
+        replicas = max(w.dr_replicas, replicas_needed(figure.peak.value, spec))
+        target += per_replica * replicas
+        percents.add(spec.target_percent)
+        notes.append(f"{w.key}: {formula(figure.peak.value, spec, per_replica)}")
+    percent = percents.pop() if len(percents) == 1 else None
+    note = "the 24 h peak of each measured service; " + "; ".join(notes)
+    return Needs(sum(by_tier.values()), by_tier, target, percent, note)
 
 
 def pricing_for(plan: DrillPlan, override: str | None) -> tuple[Pricing | None, str | None]:

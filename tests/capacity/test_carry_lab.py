@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import time
@@ -13,9 +14,11 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from typer.testing import CliRunner
 
 from drills.checks.base import Status
 from drills.checks.demand_query import DAY_S, peak_over
+from drills.cli.app import app
 from drills.plan import load_plan
 from drills_lab import topology
 from drills_lab.demand import DEMAND_QUERY, TROUGH_RPS
@@ -194,3 +197,24 @@ def test_carry_fails_on_drift_capacity_naming_the_service_and_gpus(
     assert LLM in result.summary and f"{missing} GPUs missing" in result.summary
     # The minimum still fits: DR can start what the plan's dr_replicas ask for.
     assert run_check(plan, "cluster.gpu_capacity").status is Status.PASS
+
+
+def test_the_capacity_report_sizes_the_target_from_measured_demand_and_says_what_is_missing(
+    drifted_capacity_lab: LabInfo,
+) -> None:
+    """`drills capacity` on a DR short of the peak: its target is the one capacity.carry
+    sizes (the measured services at the replicas their peak needs, the rest at dr_replicas),
+    more than DR can schedule, and the recommendation names the GPUs missing."""
+    plan_path = Path(drifted_capacity_lab.state_dir) / "plan.yaml"
+    carry = run_check(load_plan(plan_path), "capacity.carry").evidence["services"][0]
+    answer = CliRunner().invoke(app, ["capacity", str(plan_path), "--json"])
+    assert answer.exit_code in (0, 1), answer.output
+    report = json.loads(answer.output)
+    llm = next(w for w in topology.WORKLOADS if f"{w.namespace}/{w.name}" == LLM)
+    minimum = report["needed_minimum_gpus"]
+    extra = (max(llm.dr_replicas, carry["replicas_needed"]) - llm.dr_replicas) * llm.gpu
+    assert report["needed_target_gpus"] == minimum + extra > minimum
+    recommendation = report["recommendation"]
+    assert recommendation["missing_gpus"] > 0
+    assert f"add {recommendation['missing_gpus']} GPUs at DR" in recommendation["text"]
+    assert LLM in report["needed_target_note"]
