@@ -20,6 +20,7 @@ from drills.plan.cron import next_fire_times
 from drills.store.fleet import PlanFacts
 
 FORECAST_CHECK = "forecast.rto"
+CARRY_CHECK = "capacity.carry"
 STALE_READINESS = dt.timedelta(hours=24)
 CADENCE_WARN_DAYS = 14
 CALENDAR_DAYS = 35
@@ -43,6 +44,7 @@ class FleetRow:
     open_findings: int
     forecast_rto: float | None
     dr_cost: str = "—"  # the standby's cost a month (dr_cost_text)
+    dr_can_carry: str = "—"  # from the newest readiness's capacity.carry (dr_carry_text)
 
     @property
     def severity(self) -> int:
@@ -140,6 +142,26 @@ def fleet_style(frame: Any) -> Any:
     )
 
 
+def dr_carry_text(plan: DrillPlan, report: Mapping[str, Any] | None) -> str:
+    """Whether DR can carry the plan's measured demand, as the newest readiness found it: '—'
+    for a plan that measures none; an errored check is "unknown", never a yes."""
+    if not plan.demand:
+        return "—"
+    result = next(
+        (r for r in (report or {}).get("results") or () if r.get("id") == CARRY_CHECK), None
+    )
+    if result is None:
+        return "not checked"
+    services = (result.get("evidence") or {}).get("services") or []
+    missing = sum(int(s.get("gpus_missing") or 0) for s in services)
+    status = result.get("status")
+    if status == "pass":
+        return f"yes ({len(services)} service(s))"
+    if status in ("fail", "warn") and missing:
+        return f"no: {missing} GPUs missing"
+    return f"unknown: the check {'errored' if status == 'error' else status}"
+
+
 def dr_cost_text(plan: DrillPlan, figures: DrFigures | None) -> str:
     """The DR standby's cost a month for the Fleet table: '—' for a plan without a cost
     section, and never a blank that could read as free."""
@@ -179,7 +201,12 @@ def fleet_row(
         "open_findings": facts.open_findings,
         "forecast_rto": _forecast(report),
     }
-    return FleetRow(problems=_problems(row, now), dr_cost=dr_cost_text(plan, dr), **row)
+    return FleetRow(
+        problems=_problems(row, now),
+        dr_cost=dr_cost_text(plan, dr),
+        dr_can_carry=dr_carry_text(plan, report),
+        **row,
+    )
 
 
 def invalid_row(name: str, problems: int) -> FleetRow:

@@ -40,6 +40,7 @@ def _frame(rows: list[FleetRow]) -> pd.DataFrame:
                 "cadence limit in": _days(r.cadence_days_left),
                 "open findings": r.open_findings,
                 "forecast RTO": components.seconds(r.forecast_rto),
+                "DR can carry": r.dr_can_carry,
                 "DR cost / month": r.dr_cost,
                 "readiness link": f"/readiness?plan={quote(r.plan)}",
                 "history link": f"/history?plan={quote(r.plan)}",
