@@ -67,6 +67,9 @@ class Forecast:
     # Within the bring-up: how long the critical tier waited for DR's low-priority work to
     # give its GPUs back, in the runs that measured it.
     preemption: Interval | None = None
+    # Until DR ran the replicas that carry target_percent of the primary's demand, in the
+    # runs that carried it (a run that did not is no sample of how long carrying takes).
+    carry: Interval | None = None
 
     @property
     def verified(self) -> bool:
@@ -102,6 +105,9 @@ class Forecast:
             "preemption_interval": [round(self.preemption.low, 1),
                                     round(self.preemption.high, 1)]
             if self.preemption else None,
+            "carry_seconds": round(self.carry.point, 1) if self.carry else None,
+            "carry_interval": [round(self.carry.low, 1), round(self.carry.high, 1)]
+            if self.carry else None,
             "basis": self.basis,
             "drills": self.drills,
             "completes": self.completes,
@@ -195,6 +201,7 @@ def _from_history(plan: DrillPlan, samples: Sequence[RunSample], state: CurrentS
              "window), the newest weighted most; adjusted for the state now")  # fmt: skip
     full_weights = _weights(len(fulls))
     preempted = [s.preemption_s for s in samples if s.preemption_s is not None]
+    carried = [s.carry_s for s in samples if s.carry_s is not None]
     return Forecast(
         rto=_spread(rtos, weights),
         client_rto=_spread(clients, weights),
@@ -208,6 +215,7 @@ def _from_history(plan: DrillPlan, samples: Sequence[RunSample], state: CurrentS
         state=state,
         phases=phases,
         preemption=_spread(preempted, _weights(len(preempted))) if preempted else None,
+        carry=_spread(carried, _weights(len(carried))) if carried else None,
     )
 
 

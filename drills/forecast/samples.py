@@ -32,6 +32,7 @@ class RunSample:
     full_capacity_s: float | None  # seconds from T0 until the last tier was Ready
     forecast: Mapping[str, Any] | None = None  # what was forecast before it ran
     preemption_s: float | None = None  # GPUs taken back from DR's low-priority work
+    carry_s: float | None = None  # until DR ran the replicas that carry the demand's target
 
 
 def _when(text: Any) -> dt.datetime | None:
@@ -87,6 +88,7 @@ def sample_of(run: DrillRun) -> RunSample | None:
         full_capacity_s=float(full) if full is not None else (max(ends) if ends else None),
         forecast=recorded.model_dump(mode="json") if recorded is not None else None,
         preemption_s=run.preemption_seconds,
+        carry_s=run.carry_seconds,
     )
 
 

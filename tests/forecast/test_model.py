@@ -118,3 +118,18 @@ def test_preemption_is_forecast_from_the_drills_that_measured_it() -> None:
     assert low < 2.0 and high > 4.0
     none = forecast(_plan(), [_sample(30.0)], CurrentState()).to_json()
     assert none["preemption_seconds"] is None and none["preemption_interval"] is None
+
+
+def test_carry_is_forecast_from_the_drills_that_carried_the_demand() -> None:
+    from dataclasses import replace
+
+    measured = [replace(_sample(30.0, days_ago=1), carry_s=9.0),
+                replace(_sample(20.0, days_ago=5), carry_s=3.0),
+                _sample(25.0, days_ago=7)]  # fmt: skip
+    f = forecast(_plan(), measured, CurrentState()).to_json()
+    # Weighted 2:1 toward the newer of the two runs that carried it.
+    assert f["carry_seconds"] == pytest.approx(9.0 * 2 / 3 + 3.0 / 3, abs=0.05)
+    low, high = f["carry_interval"]
+    assert low < 3.0 + 0.01 and high > 9.0 - 0.01
+    none = forecast(_plan(), [_sample(30.0)], CurrentState()).to_json()
+    assert none["carry_seconds"] is None and none["carry_interval"] is None
