@@ -8,10 +8,12 @@ from typing import Any
 import streamlit as st
 
 from drills.store.kinds import Mode, RunStatus, Verdict
+from drills.text import for_markdown
 from ui import auth, charts, components, data, guard
 from ui.cancel import cancel_control
 from ui.queries import RunRow
 from ui.settings import UISettings, load_settings
+from ui.slo_chart import slo_chart
 
 KEY = "history"
 ALL = "All"
@@ -97,6 +99,7 @@ def _detail(settings: UISettings, run_id: str) -> None:
     _what_went_wrong(report)
     _downloads(report)
     _evidence_pack(settings, run)
+    _slos_after_the_switch(report)
     timeline, steps, journal, readiness = st.tabs(
         ["Phase timeline", "Steps and evidence", "Journal of changes", "Readiness at T0"]
     )
@@ -229,6 +232,18 @@ def _evidence_pack(settings: UISettings, run: dict[str, Any]) -> None:
         f"Signed with key `{keyid[:16]}…`." if keyid
         else "**Unsigned:** no signing key is configured (`DRILLS_SIGNING_KEY`)."
     )  # fmt: skip
+
+
+def _slos_after_the_switch(report: dict[str, Any]) -> None:
+    slos = report.get("slo") or []
+    if not slos:
+        return
+    st.markdown("**SLOs after the switch**")
+    for slo in slos:
+        st.markdown(f"- {for_markdown(str(slo.get('line') or slo.get('name')))}")
+    if any(slo.get("values") for slo in slos):
+        target = (report.get("measurement") or {}).get("rto_target_seconds")
+        st.altair_chart(slo_chart(slos, target), width="stretch")
 
 
 def _timeline(phases: list[dict[str, Any]] | None) -> None:
