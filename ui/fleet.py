@@ -139,7 +139,14 @@ def fleet_style(frame: Any) -> Any:
         .map(lambda v: VERDICT_STYLE.get(v, ""), subset=["verdict"])
         .map(_cadence_style, subset=["cadence limit in"])
         .map(_problems_style, subset=["problems"])
+        .map(_carry_style, subset=["DR can carry"])
     )
+
+
+def _carry_style(value: str) -> str:
+    if value == "yes":
+        return GREEN
+    return RED if value.startswith("no") else ORANGE if value != "—" else ""
 
 
 def dr_carry_text(plan: DrillPlan, report: Mapping[str, Any] | None) -> str:
@@ -156,7 +163,7 @@ def dr_carry_text(plan: DrillPlan, report: Mapping[str, Any] | None) -> str:
     missing = sum(int(s.get("gpus_missing") or 0) for s in services)
     status = result.get("status")
     if status == "pass":
-        return f"yes ({len(services)} service(s))"
+        return "yes"
     if status in ("fail", "warn") and missing:
         return f"no: {missing} GPUs missing"
     return f"unknown: the check {'errored' if status == 'error' else status}"

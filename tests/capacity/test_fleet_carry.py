@@ -32,7 +32,7 @@ def test_dr_can_carry_reads_the_newest_check_and_never_says_yes_on_doubt() -> No
     assert dr_carry_text(plain, _report("pass")) == "—"  # measures no demand: not asked
     assert dr_carry_text(measured, None) == "not checked"
     assert dr_carry_text(measured, {"results": []}) == "not checked"
-    assert dr_carry_text(measured, _report("pass")) == "yes (1 service(s))"
+    assert dr_carry_text(measured, _report("pass")) == "yes"
     assert dr_carry_text(measured, _report("fail", missing=4)) == "no: 4 GPUs missing"
     assert dr_carry_text(measured, _report("warn", missing=1)) == "no: 1 GPUs missing"
     assert dr_carry_text(measured, _report("error")) == "unknown: the check errored"

@@ -82,14 +82,17 @@ def test_fleet_colours_say_blocked_warn_dr_and_overdue() -> None:
         {"plan": ["a", "b", "c"], "problems": ["2 blocking", "readiness stale", "—"],
          "serving": ["primary", "dr", "primary"], "readiness": ["blocked", "warn", "ready"],
          "verdict": ["met", "failed", "met"],
-         "cadence limit in": ["overdue 3 d", "no success yet", "80 d"]}
+         "cadence limit in": ["overdue 3 d", "no success yet", "80 d"],
+         "DR can carry": ["no: 2 GPUs missing", "unknown: the check errored", "—"]}
     )  # fmt: skip
     styles = fleet_style(frame)._compute().ctx  # (row, col) -> [(property, value)]
     colour = {(frame.iat[r, c]): dict(v).get("background-color") for (r, c), v in styles.items()}
     assert colour["blocked"] == colour["overdue 3 d"] == colour["2 blocking"] == "#ffcdd2"
     assert colour["warn"] == colour["readiness stale"] == "#ffe0b2"
     assert colour["dr"] == "#bbdefb"
-    assert colour.get("ready") is None and colour.get("80 d") is None
+    assert colour["no: 2 GPUs missing"] == "#ffcdd2"  # DR cannot carry: red, as blocked
+    assert colour["unknown: the check errored"] == "#ffe0b2"  # never green on doubt
+    assert colour.get("ready") is None and colour.get("80 d") is None and colour.get("—") is None
 
 
 def test_the_readiness_page_opened_for_one_plan_shows_that_plan(ui_env: UiEnv) -> None:
