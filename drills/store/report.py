@@ -190,9 +190,9 @@ def _capacity(capacity: dict[str, Any] | None) -> list[str]:
              "| service | demand at T0 | needed | reached | carried | target |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for row in capacity.get("services") or []:
-        demand = "unknown" if row.get("demand") is None else f"{row['demand']:g} {row['unit']}"
+        demand = "unknown" if row.get("demand") is None else f"{row['demand']:.3g} {row['unit']}"
         percent = row.get("percent_carried")
-        carried = "unknown" if percent is None else f"{percent:g}%"
+        carried = "unknown" if percent is None else f"{percent:.3g}%"
         lines.append(
             f"| {_code(row['service'])} | {_text(demand)} | {row.get('needed') or '?'} | "
             f"{row.get('reached')} | {carried} | {row.get('target_percent'):g}% |"

@@ -181,12 +181,16 @@ def capacity_block(rows: list[dict[str, Any]]) -> dict[str, Any]:
     short = [r for r in rows if not r["carried"]]
     if carried:
         summary = "DR carries the target of " + ", ".join(
-            f"{r['service']} ({r['percent_carried']:g}%)" for r in rows
+            f"{r['service']} ({r['percent_carried']:.3g}%)" for r in rows
         )
     else:
         summary = "target not carried: " + ", ".join(
             f"{r['service']} carries "
-            + ("an unknown part" if r["percent_carried"] is None else f"{r['percent_carried']:g}%")
+            + (
+                "an unknown part"
+                if r["percent_carried"] is None
+                else f"{r['percent_carried']:.3g}%"
+            )
             + f" of {r['target_percent']:g}% ({r['reached']}/{r['needed'] or '?'} replicas)"
             for r in short
         )

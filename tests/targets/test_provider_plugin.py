@@ -139,6 +139,7 @@ def test_the_plugin_is_listed_beside_the_built_in_providers(venv: Path, tmp_path
         "aws-secrets-manager": "secrets",
         "rfc2136": "dns",
         "route53": "dns",
+        "external-dns": "dns",
     }
     table = drills(venv, "providers", "list", cwd=tmp_path).stdout
     assert "drills-filesecrets 0.3.1" in table and "failed to load" in table
