@@ -105,31 +105,21 @@ def test_without_history_the_dns_phase_includes_external_dnss_sync_interval() ->
     assert "DNS 0-80 s" in through.basis and "DNS 0-20 s" in direct.basis
 
 
-def test_preemption_is_forecast_from_the_drills_that_measured_it() -> None:
+@pytest.mark.parametrize(("field", "key"), [("preemption_s", "preemption"), ("carry_s", "carry")])
+def test_a_phase_inside_the_takeover_is_forecast_from_the_drills_that_measured_it(
+    field: str, key: str
+) -> None:
+    """preemption_seconds (GPUs taken back at DR) and carry_seconds (until DR carried the
+    demand's target): each from the runs that measured it, the others not counted."""
     from dataclasses import replace
 
-    measured = [replace(_sample(30.0, days_ago=1), preemption_s=4.0),
-                replace(_sample(20.0, days_ago=5), preemption_s=2.0),
+    measured = [replace(_sample(30.0, days_ago=1), **{field: 4.0}),
+                replace(_sample(20.0, days_ago=5), **{field: 2.0}),
                 _sample(25.0, days_ago=7)]  # fmt: skip
     f = forecast(_plan(), measured, CurrentState()).to_json()
     # Weighted 2:1 toward the newer of the two runs that measured it.
-    assert f["preemption_seconds"] == pytest.approx(4.0 * 2 / 3 + 2.0 / 3, abs=0.05)
-    low, high = f["preemption_interval"]
+    assert f[f"{key}_seconds"] == pytest.approx(4.0 * 2 / 3 + 2.0 / 3, abs=0.05)
+    low, high = f[f"{key}_interval"]
     assert low < 2.0 and high > 4.0
     none = forecast(_plan(), [_sample(30.0)], CurrentState()).to_json()
-    assert none["preemption_seconds"] is None and none["preemption_interval"] is None
-
-
-def test_carry_is_forecast_from_the_drills_that_carried_the_demand() -> None:
-    from dataclasses import replace
-
-    measured = [replace(_sample(30.0, days_ago=1), carry_s=9.0),
-                replace(_sample(20.0, days_ago=5), carry_s=3.0),
-                _sample(25.0, days_ago=7)]  # fmt: skip
-    f = forecast(_plan(), measured, CurrentState()).to_json()
-    # Weighted 2:1 toward the newer of the two runs that carried it.
-    assert f["carry_seconds"] == pytest.approx(9.0 * 2 / 3 + 3.0 / 3, abs=0.05)
-    low, high = f["carry_interval"]
-    assert low < 3.0 + 0.01 and high > 9.0 - 0.01
-    none = forecast(_plan(), [_sample(30.0)], CurrentState()).to_json()
-    assert none["carry_seconds"] is None and none["carry_interval"] is None
+    assert none[f"{key}_seconds"] is None and none[f"{key}_interval"] is None
