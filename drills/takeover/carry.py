@@ -24,7 +24,7 @@ from drills.checks.demand_query import demand_at
 from drills.errors import DrillError, TargetError
 from drills.plan import DrillPlan, Workload
 from drills.takeover.timeline import Timeline, utc_now
-from drills.targets.prometheus_api import prometheus_for
+from drills.targets.prometheus_api import prometheus_url
 from drills.targets.sites import Targets
 
 
@@ -74,9 +74,9 @@ class ServiceTarget:
         }  # fmt: skip
 
 
-def targets_at_t0(plan: DrillPlan, env_url: str | None) -> dict[str, ServiceTarget]:
+def targets_at_t0(plan: DrillPlan) -> dict[str, ServiceTarget]:
     """Each measured critical service's replicas for its demand at T0."""
-    url = prometheus_for(plan, env_url)
+    url = prometheus_url(plan)
     out: dict[str, ServiceTarget] = {}
     for w in plan.workloads_in("critical"):
         spec = plan.demand.get(w.key)
@@ -144,11 +144,11 @@ def replicas_for(ctx: PhaseContext, w: Workload) -> int:
     return w.dr_replicas
 
 
-def size_critical(ctx: PhaseContext, env_url: str | None) -> None:
+def size_critical(ctx: PhaseContext) -> None:
     """Before the critical tier is scaled: its carry targets, from the demand at T0."""
     if not ctx.plan.demand or FACT in ctx.facts:
         return
-    targets = targets_at_t0(ctx.plan, env_url)
+    targets = targets_at_t0(ctx.plan)
     if targets:
         ctx.facts[FACT] = CarryWatch(targets, time.monotonic() + ctx.tier_deadline_s)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -375,7 +374,7 @@ def bring_up_critical(ctx: PhaseContext) -> None:
     """The least DR needs to serve: the critical tier, ready, before DNS moves to it.
     Measured services are scaled to carry the primary's demand at T0 (drills.takeover.carry);
     the service is restored at their dr_replicas, the rest is waited for beside."""
-    carry.size_critical(ctx, os.environ.get("DRILLS_PROMETHEUS_URL"))
+    carry.size_critical(ctx)
     with preemption.watched(ctx):
         _bring_up(ctx, "critical")
     carry.watch_carry(ctx)
