@@ -19,7 +19,6 @@ import streamlit as st
 
 from drills.capacity.figures import FiguresCache
 from drills.capacity.figures import compute as compute_capacity
-from drills.capacity.gather import prometheus_for
 from drills.capacity.idle import busy_over_time
 from drills.checks.base import CheckResult
 from drills.checks.readiness import run_readiness, run_wayback, select_checks
@@ -56,6 +55,7 @@ from drills.takeover.failback_request import FailbackRequest, request_failback
 from drills.takeover.incident import ACTION as DECLARE_ACTION
 from drills.takeover.incident import Declaration, IncidentRequest, declare_incident
 from drills.takeover.proposals import ACTIONS as PROPOSAL_ACTIONS
+from drills.targets.prometheus_api import prometheus_url
 from ui import queries
 from ui.fleet import (
     Blocked,
@@ -243,7 +243,7 @@ def _capacity_report(path: str, _mtime_ns: int) -> dict[str, Any]:
     except DrillError as exc:
         return {"error": str(exc).splitlines()[0]}
     nodes = [n.name for n in report.inputs.nodes]
-    url = prometheus_for(plan, os.environ.get("DRILLS_PROMETHEUS_URL"))
+    url = prometheus_url(plan)
     return {**report.to_json(), "_gpu_nodes": nodes, "_prometheus": url}
 
 

@@ -11,10 +11,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from drills.capacity.gather import gather, pricing_for, prometheus_for
+from drills.capacity.gather import gather, pricing_for
 from drills.capacity.report import CapacityReport, build_report
 from drills.errors import DrillError
 from drills.plan import DrillPlan
+from drills.targets.prometheus_api import prometheus_url
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.capacity")
@@ -56,7 +57,7 @@ def compute(plan: DrillPlan) -> CapacityReport:
     """The plan's report as `drills capacity` makes it (DRILLS_PRICING and
     DRILLS_PROMETHEUS_URL as it reads them); DrillError when it cannot be made."""
     pricing, note = pricing_for(plan, os.environ.get("DRILLS_PRICING"))
-    prometheus = prometheus_for(plan, os.environ.get("DRILLS_PROMETHEUS_URL"))
+    prometheus = prometheus_url(plan)
     with Targets(plan) as targets:
         inputs = gather(plan, targets, pricing=pricing, pricing_note=note,
                         prometheus=prometheus, window_s=WINDOW_S)  # fmt: skip

@@ -7,16 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from drills.capacity.idle import query_utilisation
-from drills.capacity.pool import critical_priority, pool_nodes, priority_classes
 from drills.capacity.pricing import Pricing, load_pricing
 from drills.capacity.report import Inputs, Needs
 from drills.capacity.sizing import gpus_for_demand, gpus_for_target
 from drills.checks.carry import demand_figures
 from drills.checks.carry_model import formula, replicas_needed
 from drills.checks.cluster_model import Templates, demand_of, plan_templates, taken_over
+from drills.checks.gpu_pool import critical_priority, pool_nodes, priority_classes
 from drills.errors import TargetError
 from drills.plan import DrillPlan
-from drills.targets.prometheus_api import prometheus_for as prometheus_for  # where it was
 from drills.targets.sites import Targets
 
 PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"

@@ -68,12 +68,13 @@ def capacity(
         ),
     ] = None,
 ) -> None:
-    from drills.capacity.gather import gather, pricing_for, prometheus_for
+    from drills.capacity.gather import gather, pricing_for
     from drills.capacity.pricing import PricingError
     from drills.capacity.report import build_report
     from drills.errors import TargetError
     from drills.plan.durations import parse_duration
     from drills.plan.urls import check_http_url
+    from drills.targets.prometheus_api import prometheus_for
     from drills.targets.sites import Targets
 
     try:
