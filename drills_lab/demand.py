@@ -103,6 +103,10 @@ RULES = {
 # What the lab's plan says of the LLM server's demand: its query, and what one replica
 # carries by the team's "load test" (the lab's own per-replica rate).
 DEMAND_QUERY = f'sum({DEMAND_RECORD}{{site="primary"}})'
+DEMAND_RESOLUTION = "2s"  # the lab plan's demand.resolution
+# The peak as `capacity.carry` reads it: a subquery at the plan's resolution, which has no
+# point until a step boundary follows the first sample.
+DEMAND_PEAK_QUERY = f"max_over_time(({DEMAND_QUERY})[1d:{DEMAND_RESOLUTION}])"
 
 
 def describe(day_s: float, recorded: bool) -> str:

@@ -10,7 +10,7 @@ import yaml
 
 from drills.plan import plan_schema_text
 from drills_lab import topology
-from drills_lab.demand import DEMAND_QUERY, PEAK_RPS
+from drills_lab.demand import DEMAND_QUERY, DEMAND_RESOLUTION, PEAK_RPS
 from drills_lab.load import PER_REPLICA_RPS
 
 CREDENTIALS = {
@@ -100,9 +100,8 @@ def _cost(lab: LabEndpoints) -> dict[str, Any]:
 def _demand(recorded: bool) -> dict[str, Any]:
     """The LLM server's demand: the lab's recorded series when its Prometheus runs, else the
     generator's peak as a static figure."""
-    where: dict[str, Any] = (
-        {"query": DEMAND_QUERY, "resolution": "2s"} if recorded else {"static": PEAK_RPS}
-    )
+    recorded_at = {"query": DEMAND_QUERY, "resolution": DEMAND_RESOLUTION}
+    where: dict[str, Any] = recorded_at if recorded else {"static": PEAK_RPS}
     return {
         key: {**where, "unit": "requests/s", "per_replica": PER_REPLICA_RPS,
               "reserve": 0.3, "target_percent": 100}

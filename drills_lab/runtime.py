@@ -29,7 +29,7 @@ from drills.errors import LabError
 from drills.ports import candidate_port
 from drills_lab import externaldns, externalsecrets, topology
 from drills_lab.dcgm import DcgmExporter
-from drills_lab.demand import DEFAULT_DAY_S, DEMAND_QUERY, RULES, DemandGenerator, describe
+from drills_lab.demand import DEFAULT_DAY_S, DEMAND_PEAK_QUERY, RULES, DemandGenerator, describe
 from drills_lab.endpoint import SiteEndpoint
 from drills_lab.images import build_image, push_ecr, push_oci
 from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
@@ -205,7 +205,7 @@ class Lab:
             demand = DemandGenerator(loads, lambda site: capacity[site](), self.day_seconds)
             self._own(demand).start()
             if self.prometheus is not None:
-                self.prometheus.wait_for_series(DEMAND_QUERY)
+                self.prometheus.wait_for_series(DEMAND_PEAK_QUERY)
             if self.reverse_replication:
                 replicator = ReverseReplicator(self.kube["dr"].store, self._aws("s3", "primary"))
                 self._own(replicator).start()

@@ -21,7 +21,7 @@ from drills.checks.demand_query import DAY_S, peak_over
 from drills.cli.app import app
 from drills.plan import load_plan
 from drills_lab import topology
-from drills_lab.demand import DEMAND_QUERY, TROUGH_RPS
+from drills_lab.demand import DEMAND_PEAK_QUERY, DEMAND_QUERY, DEMAND_RESOLUTION, TROUGH_RPS
 from drills_lab.load import BASE_LATENCY_S, PER_REPLICA_RPS
 from drills_lab.runtime import LabInfo
 from drills_lab.seed_capacity import dr_gpus, takeover_gpus
@@ -29,7 +29,6 @@ from tests.support.checks import run_check
 from tests.support.services import own_lab, require_system_binary
 
 LLM = "serving/llm-server"
-LAB_RESOLUTION = "2s"  # the lab plan's demand.resolution
 
 
 def _query(info: LabInfo, promql: str, at: float | None = None) -> list[dict[str, object]]:
@@ -44,7 +43,7 @@ def wait_for_demand(info: LabInfo, above: float = TROUGH_RPS / 2, seconds: float
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         # As capacity.carry asks it, at the lab plan's resolution.
-        result = _query(info, f"max_over_time(({DEMAND_QUERY})[1d:{LAB_RESOLUTION}])")
+        result = _query(info, DEMAND_PEAK_QUERY)
         if result and float(result[0]["value"][1]) > above:  # type: ignore[index]
             return
         time.sleep(0.5)
@@ -118,10 +117,12 @@ def test_the_peak_of_the_last_24h_is_a_real_query(capacity_lab: LabInfo) -> None
     # Demand is every request the primary gets: the generator's, and any test's rush.
     assert peak.value > TROUGH_RPS / 2
     assert peak.seen_at is not None and capacity_lab.started_at - 5 <= peak.seen_at <= now + 0.01
-    # Recomputed from the raw samples Prometheus holds, over the lab's whole life.
+    # Recomputed over the lab's whole life, at the plan's resolution: the same points, as
+    # subquery steps are aligned to the epoch (a finer step would also see the jitter of a
+    # 15 s rate between scrapes, which the plan's resolution does not ask about).
     span = math.ceil(now - capacity_lab.started_at) + 5
-    raw = _query(capacity_lab, f"max_over_time(({DEMAND_QUERY})[{span}s:1s])", now)
-    assert float(raw[0]["value"][1]) == pytest.approx(peak.value, rel=0.25)
+    raw = _query(capacity_lab, f"max_over_time(({DEMAND_QUERY})[{span}s:{DEMAND_RESOLUTION}])", now)
+    assert float(raw[0]["value"][1]) == pytest.approx(peak.value, rel=1e-9)
 
 
 def _expected_replicas(peak: float) -> int:
