@@ -101,6 +101,12 @@ class StepFailed(DrillError):  # noqa: N818 - the name the design notes give
         super().__init__(f"step {step} failed: {cause}")
 
 
+class NotMet(StepFailed):
+    """DR came up and answered, but did not prove it carries production: a validation job
+    failed, an SLO breached or could not be verified, or the load probe went over its
+    limits. A drill's verdict is then ``not met``, and it rolls back as any failure does."""
+
+
 class RunRefused(DrillError):  # noqa: N818 - it is a decision, not a failure of ours
     """A takeover refused before its first change: nothing here could prove it safe.
 

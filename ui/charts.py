@@ -15,6 +15,7 @@ from ui.queries import RtoPoint
 OUTCOME_COLOURS = {
     Verdict.MET: "#2e7d32",
     Verdict.MISSED: "#ef6c00",
+    Verdict.NOT_MET: "#ad1457",
     Verdict.FAILED: "#c62828",
     Verdict.ABORTED: "#6a1b9a",
     "other": "#757575",

@@ -82,7 +82,7 @@ def _problems(row: dict[str, Any], now: dt.datetime) -> tuple[str, ...]:
         found.append("never checked")
     elif row["readiness_at"] and now - row["readiness_at"] > STALE_READINESS:
         found.append("readiness stale")
-    if row["last_verdict"] in ("failed", "missed", "aborted"):
+    if row["last_verdict"] in ("failed", "missed", "not met", "aborted"):
         found.append(f"last drill {row['last_verdict']}")
     left = row["cadence_days_left"]
     if left is None or left < 0:
@@ -114,7 +114,7 @@ RED, ORANGE, BLUE, GREEN = (
 READINESS_STYLE = {"blocked": RED, "invalid": RED, "warn": ORANGE, "not checked": ORANGE,
                    "ready": GREEN}  # fmt: skip
 SERVING_STYLE = {"dr": BLUE, "in-transition": ORANGE, "primary": GREEN}
-VERDICT_STYLE = {"failed": RED, "missed": RED, "aborted": ORANGE, "met": GREEN}
+VERDICT_STYLE = {"failed": RED, "missed": RED, "not met": RED, "aborted": ORANGE, "met": GREEN}
 
 
 def _cadence_style(value: str) -> str:

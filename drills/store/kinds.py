@@ -52,6 +52,9 @@ class RunStatus(StrEnum):
 class Verdict(StrEnum):
     MET = "met"
     MISSED = "missed"  # completed, but outside the plan's RTO or RPO
+    # DR answered, but a validation job, an SLO or the load probe showed it cannot carry
+    # production; a drill then rolls back
+    NOT_MET = "not met"
     FAILED = "failed"
     ABORTED = "aborted"
     CANCELLED = "cancelled"
@@ -59,7 +62,7 @@ class Verdict(StrEnum):
     @property
     def failure(self) -> bool:
         """Shown as a failure among the successes of the RTO trend; a cancel is not one."""
-        return self in (Verdict.FAILED, Verdict.ABORTED, Verdict.MISSED)
+        return self in (Verdict.FAILED, Verdict.ABORTED, Verdict.MISSED, Verdict.NOT_MET)
 
 
 class EntryState(StrEnum):

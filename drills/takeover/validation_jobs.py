@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from drills.errors import DrillError, StepFailed, TemporaryError
+from drills.errors import DrillError, NotMet, StepFailed, TemporaryError
 from drills.plan import DrillPlan
 from drills.plan.files import read_regular_file
 from drills.plan.validation_jobs import ValidationJob, job_problems
@@ -239,7 +239,7 @@ class ValidationJobs:
                     step.status = "failed"
         failed = [f"{r.name} {r.verdict}: {r.reason}" for r in records if not r.passed]
         if failed and judge:
-            raise StepFailed("validation jobs", "; ".join(failed))
+            raise NotMet("validation jobs", "; ".join(failed))
 
 
 @contextmanager

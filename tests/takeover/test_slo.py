@@ -190,8 +190,8 @@ def test_slo_breaching_during_its_hold_rolls_the_drill_back_exactly(
     hooks = on_phase_end("smoke", lambda: _later(1.5, lambda: setattr(target, "value", BAD)))
     result = run(plan, history, hooks)
     assert result.status == "rolled-back", result.error
-    assert result.verdict == "failed"
-    assert "not met" in (result.error or "") and "SLO latency: breached" in (result.error or "")
+    assert result.verdict == "not met"
+    assert "SLO latency: breached" in (result.error or "")
     assert result.drift == {} and snapshot(plan) == before
     stored = history.get_run(result.run_id)
     assert stored is not None
@@ -210,7 +210,7 @@ def test_prometheus_down_leaves_slo_unverified_and_the_drill_not_met(
         before = snapshot(plan)
         # Prometheus answers the preflight (slo.valid passes), then stops answering.
         result = run(plan, history, on_phase_end("dns", lambda: proxy.reset_next(10**6)))
-    assert result.status == "rolled-back", result.error
+    assert (result.status, result.verdict) == ("rolled-back", "not met"), result.error
     assert "SLO latency: unverified: Prometheus:" in (result.error or "")
     assert result.drift == {} and snapshot(plan) == before
     stored = history.get_run(result.run_id)
@@ -246,7 +246,8 @@ def test_load_probe_over_its_limits_rolls_the_drill_back(
         before = snapshot(plan)
         result = run(plan, history)
     assert result.status == "rolled-back", result.error
-    assert "not met: load probe at DR: p95 " in (result.error or "")
+    assert result.verdict == "not met"
+    assert "load probe at DR: p95 " in (result.error or "")
     assert "over 100 ms" in (result.error or "")
     assert snapshot(plan) == before
     stored = history.get_run(result.run_id)

@@ -130,7 +130,7 @@ def test_a_driver_mismatch_at_dr_fails_the_drill_which_rolls_back_with_no_job_le
 ) -> None:
     plan, before, db = _before(training_drift_lab, tmp_path)
     result = drill(plan, db)
-    assert (result.status, result.verdict) == (RunStatus.ROLLED_BACK, Verdict.FAILED)
+    assert (result.status, result.verdict) == (RunStatus.ROLLED_BACK, Verdict.NOT_MET)
     assert result.error is not None and "trainer-resume failed" in result.error
     mismatch = "CUDA 12.8 needs driver >= 570, node has 550"
     assert mismatch in result.error
@@ -224,7 +224,7 @@ def test_a_job_that_fits_no_node_at_dr_passes_its_deadline_and_the_drill_rolls_b
 
     plan, before, db = _before(jobs_lab, tmp_path, change)
     result = drill(plan, db)
-    assert (result.status, result.verdict) == (RunStatus.ROLLED_BACK, Verdict.FAILED)
+    assert (result.status, result.verdict) == (RunStatus.ROLLED_BACK, Verdict.NOT_MET)
     stored = HistoryStore(db).get_run(result.run_id)
     assert stored is not None
     [job] = stored.details.validation_jobs

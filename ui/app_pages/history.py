@@ -18,7 +18,7 @@ from ui.slo_chart import slo_chart
 KEY = "history"
 ALL = "All"
 MODES = (ALL, Mode.DRILL, Mode.PRACTICE, Mode.INCIDENT, Mode.FAILBACK)
-VERDICTS = (ALL, Verdict.MET, Verdict.MISSED, Verdict.FAILED, Verdict.ABORTED)
+VERDICTS = (ALL, Verdict.MET, Verdict.MISSED, Verdict.NOT_MET, Verdict.FAILED, Verdict.ABORTED)
 
 
 def _table(rows: list[RunRow]) -> list[dict[str, Any]]:
