@@ -176,6 +176,17 @@ def run(
             "or a blocked window still refuses (exit 3); gates never stop an incident.",
         ),
     ] = False,
+    accept_blocking: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accept-blocking",
+            metavar="CHECK",
+            help="Drill or practice: go on past this blocking readiness failure (a check id, "
+            "such as capacity.carry; repeat for more), to see how far a DR known to be short "
+            "gets. Needs --reason; written to the audit log and the report. sites.distinct "
+            "and the fence proof still refuse.",
+        ),
+    ] = None,
     detected_at: Annotated[
         str | None,
         typer.Option(
@@ -245,6 +256,7 @@ def run(
     DRILLS_ALLOW_NONDURABLE_STORE=1."""
     _check_mode(mode, force_unfenced)
     detected = _detected_at(detected_at, mode)
+    accepted = _accepted_checks(accept_blocking or [], mode, reason)
     if ignore_gates and not reason.strip():
         err.print("[red]--ignore-gates needs a --reason: it is written to the audit log[/]")
         raise typer.Exit(2)
@@ -267,6 +279,7 @@ def run(
         sync_deadline=sync_deadline,
         ignore_gates=ignore_gates,
         detected_at=detected,
+        accept_blocking=accepted,
     )
     hooks = _hooks(view)
     live = not as_json and err.is_terminal
@@ -285,6 +298,27 @@ def _check_mode(mode: str, force_unfenced: bool) -> None:
     if force_unfenced and mode != Mode.INCIDENT:
         err.print("[red]--force-unfenced only makes sense with --mode incident[/]")
         raise typer.Exit(2)
+
+
+def _accepted_checks(ids: list[str], mode: str, reason: str) -> tuple[str, ...]:
+    """--accept-blocking as known check ids, or one line of error (exit 2)."""
+    if not ids:
+        return ()
+    from drills.checks.catalog import load_checks
+
+    if not Mode(mode).rehearsal:
+        err.print("[red]--accept-blocking belongs to a drill or a practice: an incident is "
+                  "never blocked by readiness[/]")  # fmt: skip
+        raise typer.Exit(2)
+    if not reason.strip():
+        err.print("[red]--accept-blocking needs a --reason: it is written to the audit log[/]")
+        raise typer.Exit(2)
+    unknown = sorted(set(ids) - {spec.id for spec in load_checks().all()})
+    if unknown:
+        err.print(Text(f"--accept-blocking: no check {', '.join(unknown)} (the ids "
+                       "`drills readiness` prints)", style="red"))  # fmt: skip
+        raise typer.Exit(2)
+    return tuple(dict.fromkeys(ids))
 
 
 def _detected_at(value: str | None, mode: str) -> dt.datetime | None:
@@ -319,6 +353,7 @@ def _request(
     sync_deadline: float,
     ignore_gates: bool = False,
     detected_at: dt.datetime | None = None,
+    accept_blocking: tuple[str, ...] = (),
 ) -> DrillRequest:
     from drills.takeover.drill import DrillRequest
 
@@ -335,6 +370,7 @@ def _request(
         sync_deadline_s=sync_deadline,
         plan_path=str(plan_path.resolve()),
         ignore_gates=ignore_gates,
+        accept_blocking=accept_blocking,
     )
 
 

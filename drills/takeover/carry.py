@@ -6,8 +6,10 @@ the service once ``dr_replicas`` are ready (the RTO does not wait for the rest),
 waits, beside the normal tier, until the target replicas are ready: ``carry_seconds`` is
 that moment after T0. A DR that cannot reach the target still serves what it has; the run
 records what percentage of the demand it carries, and a drill's verdict says the target was
-not carried. Demand that cannot be read leaves a service at ``dr_replicas`` and the carry
-unverified, never assumed.
+not carried. A drill or practice grows a service no further than its preflight's
+capacity.carry found room for, so the rest of the plan's minimum still comes up. Demand
+that cannot be read leaves a service at ``dr_replicas`` and the carry unverified, never
+assumed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, Protocol
 
 from drills.checks.carry_model import carried_percent, replicas_needed
 from drills.checks.demand_query import demand_at
+from drills.checks.runner import ReadinessReport
 from drills.errors import DrillError, TargetError
 from drills.plan import DrillPlan, Workload
 from drills.takeover.timeline import Timeline, utc_now
@@ -46,6 +49,8 @@ log = logging.getLogger("drills.takeover.carry")
 
 POLL_S = 0.25
 FACT = "carry"  # ctx.facts key of the CarryWatch
+ROOM = "carry_room"  # ctx.facts key: the replicas DR can give each service (capacity.carry)
+CARRY_CHECK = "capacity.carry"
 
 
 @dataclass
@@ -74,8 +79,23 @@ class ServiceTarget:
         }  # fmt: skip
 
 
-def targets_at_t0(plan: DrillPlan) -> dict[str, ServiceTarget]:
-    """Each measured critical service's replicas for its demand at T0."""
+def room(report: ReadinessReport | None) -> dict[str, int]:
+    """The replicas capacity.carry found DR can give each measured service, its GPUs
+    counted after the rest of the takeover's dr_replicas: a rehearsal grows a service no
+    further, so a DR short of the target still brings the plan's whole minimum up (grown
+    past it, the critical tier's priority would take the normal tier's GPUs, and full
+    capacity would wait out its deadline). Empty when the check did not count them."""
+    result = next((r for r in report.results if r.id == CARRY_CHECK), None) if report else None
+    out: dict[str, int] = {}
+    for row in (result.evidence.get("services") or []) if result else []:
+        per_replica = int(row.get("gpus_needed") or 0) // max(1, int(row["replicas_needed"]))
+        if per_replica > 0 and isinstance(row.get("gpus_available"), int):
+            out[str(row["service"])] = row["gpus_available"] // per_replica
+    return out
+
+
+def targets_at_t0(plan: DrillPlan, room: dict[str, int] | None = None) -> dict[str, ServiceTarget]:
+    """Each measured critical service's replicas for its demand at T0, within ``room``."""
     url = prometheus_url(plan)
     out: dict[str, ServiceTarget] = {}
     for w in plan.workloads_in("critical"):
@@ -91,7 +111,7 @@ def targets_at_t0(plan: DrillPlan) -> dict[str, ServiceTarget]:
         if demand is None and spec.static is not None:
             demand, source = spec.static, f"static ({source})" if spec.query else "static"
         needed = replicas_needed(demand, spec) if demand is not None else None
-        replicas = max(w.dr_replicas, needed or 0)
+        replicas = max(w.dr_replicas, min(needed or 0, (room or {}).get(w.key, needed or 0)))
         out[w.key] = ServiceTarget(w.key, w, demand, source, replicas, needed)
     return out
 
@@ -121,10 +141,12 @@ class CarryWatch:
             except (TargetError, DrillError) as exc:
                 log.warning("carry: DR not read (%s); trying again", exc)
             else:
-                if all(
-                    t.needed is not None and t.reached >= t.needed for t in self.targets.values()
-                ):
-                    self.reached_at = utc_now()
+                # Done once all that was scaled is ready: a service held below its target
+                # (no room, demand unknown) has nothing more to wait for, and never carried.
+                if all(t.reached >= t.replicas for t in self.targets.values()):
+                    if all(t.needed is not None and t.reached >= t.needed
+                           for t in self.targets.values()):  # fmt: skip
+                        self.reached_at = utc_now()
                     return
             if time.monotonic() >= self.deadline:
                 return
@@ -148,7 +170,7 @@ def size_critical(ctx: PhaseContext) -> None:
     """Before the critical tier is scaled: its carry targets, from the demand at T0."""
     if not ctx.plan.demand or FACT in ctx.facts:
         return
-    targets = targets_at_t0(ctx.plan)
+    targets = targets_at_t0(ctx.plan, ctx.facts.get(ROOM))
     if targets:
         ctx.facts[FACT] = CarryWatch(targets, time.monotonic() + ctx.tier_deadline_s)
 

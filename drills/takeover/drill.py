@@ -32,7 +32,7 @@ from drills.checks.readiness import (
     select_checks,
 )
 from drills.checks.runner import ReadinessReport, run_checks
-from drills.errors import DrillError, RunRefused
+from drills.errors import DrillError, NotMet, RunRefused
 from drills.notify.runs import announce_finish, announce_start
 from drills.plan import DrillPlan, plan_digest
 from drills.plan.claims import Claim, plan_claims
@@ -41,6 +41,7 @@ from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.store.serving import serving_from_dr_refusal
+from drills.takeover import carry
 from drills.takeover.after_switch import AfterSwitch
 from drills.takeover.cancellation import cancel_run
 from drills.takeover.detection import detection_problem, detection_record
@@ -116,12 +117,18 @@ class DrillRequest:
     scheduled: bool = False
     # Go on when a gate cannot be verified (Alertmanager does not answer); audited.
     ignore_gates: bool = False
+    # A drill or practice goes on past these blocking readiness failures (audited): to see
+    # how far a DR known to be short gets, such as one that fails capacity.carry.
+    accept_blocking: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Callers outside typed code (a flow's parameters, a test) may give the plain word.
         object.__setattr__(self, "mode", Mode(self.mode))
         if self.detected_at is not None and self.mode != Mode.INCIDENT:
             raise ValueError("a detection time (detected_at) belongs to an incident only")
+        if self.accept_blocking and not self.mode.rehearsal:
+            raise ValueError("accepting blocking readiness failures belongs to a drill or "
+                             "a practice: an incident is never blocked by them")  # fmt: skip
         problem = detection_problem(self.detected_at, self.declared_at)
         if problem:
             raise ValueError(problem)
@@ -179,6 +186,7 @@ class DrillResult:
 
 
 _NO_DRIFT: dict[str, Any] = {}
+ACCEPT_ACTION = "accept-blocking"  # the audit log's word for a run past a blocking failure
 # A run that stopped short of a measurement: why it did, as its verdict.
 _STOPPED_VERDICTS = {RunStatus.ABORTED: Verdict.ABORTED, RunStatus.CANCELLED: Verdict.CANCELLED}
 
@@ -204,6 +212,7 @@ class Drill:
             halt=self._halts_on_outage,
         )  # fmt: skip
         self._undoing = False  # a drill's undo goes on through a store outage
+        self._not_met = False  # DR answered but did not prove it carries: the verdict says so
         self.t0: dt.datetime | None = None
         self.readiness: ReadinessReport | None = None
         self.stopping: str | None = None  # why the run is undoing itself, once it is
@@ -507,6 +516,7 @@ class Drill:
         over: a drill rolls back first, and the cause goes with the result."""
         self._going_forward(False)
         error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, DrillError) else str(exc)
+        self._not_met = isinstance(exc, NotMet)
         log.error("run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError))
         if not self.request.mode.rehearsal:
             return self._incident_stopped(RunStatus.FAILED, error, retry=transient(exc))
@@ -559,6 +569,7 @@ class Drill:
                 with self.timeline.step("readiness checks") as step:
                     self._readiness(step)
                 guard = self.readiness
+                ctx.facts[carry.ROOM] = carry.room(self.readiness)
                 if distinct_result(guard) is None:
                     # A registry without sites.distinct: drills' own check, as in an incident.
                     guard = self._distinct(ctx)
@@ -573,13 +584,27 @@ class Drill:
 
     def _readiness(self, step: StepRecord) -> None:
         self.readiness = run_readiness(self.plan, history=self.history, registry=self.hooks.checks)
-        blocking = [r.id for r in self.readiness.blocking]
+        failing = [r.id for r in self.readiness.blocking]
+        accepted = [i for i in failing if i in self.request.accept_blocking]
+        blocking = [i for i in failing if i not in accepted]
         step.evidence = {"blocking": blocking, "checks": len(self.readiness.results)}
+        if accepted:
+            step.evidence["accepted"] = accepted
+            self._audit_accepted(accepted)
         if blocking and self.request.mode.rehearsal:
             step.result = f"blocked by {', '.join(blocking)}"
             raise DrillAborted(f"preflight: blocking readiness failures: {', '.join(blocking)}")
+        if accepted:
+            step.result = f"going on past {', '.join(accepted)} (accepted by the operator)"
         if blocking:
             step.result = f"recorded and continuing (incident): {', '.join(blocking)}"
+
+    def _audit_accepted(self, accepted: list[str]) -> None:
+        self.history.audit(
+            who=self.request.operator, action=ACCEPT_ACTION, plan=self.plan.name,
+            accepted=True, reason=self.request.reason,
+            detail={"mode": str(self.request.mode), "run": self.run_id, "checks": accepted},
+        )  # fmt: skip
 
     def _start_readiness_beside(self, preflight: PhaseRecord) -> None:
         def check() -> None:
@@ -692,7 +717,8 @@ class Drill:
     ) -> DrillResult:
         verdict = measurement.verdict if measurement else None
         if not status.succeeded:
-            verdict = _STOPPED_VERDICTS.get(status, Verdict.FAILED)
+            stopped = Verdict.NOT_MET if self._not_met else Verdict.FAILED
+            verdict = _STOPPED_VERDICTS.get(status, stopped)
         return DrillResult(
             self.run_id, status, verdict, measurement, self.timeline, planned or [],
             None if drift is None else dict(drift), error,
