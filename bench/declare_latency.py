@@ -59,7 +59,7 @@ class Declared:
 @contextmanager
 def _fresh_lab(state: Path) -> Iterator[LabInfo]:
     begun = time.perf_counter()
-    info, _ = control.up(state, ready_delay=READY_DELAY_S)
+    info, _ = control.up(state, ready_delay=READY_DELAY_S, slo=False)
     try:
         print(f"  fresh lab up in {time.perf_counter() - begun:.2f}s", flush=True)
         yield info

@@ -203,7 +203,7 @@ def _measure(quiet: bool = False) -> Measured | None:
     with tempfile.TemporaryDirectory(prefix="bench-drill-") as tmp:
         state = Path(tmp) / "lab"
         begun = time.perf_counter()
-        info, _ = control.up(state, ready_delay=READY_DELAY_S)
+        info, _ = control.up(state, ready_delay=READY_DELAY_S, slo=False)
         if not quiet:
             print(f"setup: lab up in {time.perf_counter() - begun:.2f}s ({info.dns_provider} DNS)")
         try:

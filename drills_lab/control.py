@@ -61,6 +61,7 @@ def up(
     dns: str = "auto",
     dns_sync_interval: float = 3.0,
     low_priority_work: bool = False,
+    slo: bool = True,
 ) -> tuple[LabInfo, bool]:
     """Start the lab; returns its info and whether it was already running."""
     existing = running(state_dir)
@@ -71,6 +72,7 @@ def up(
             ("--low-priority-work", existing.low_priority_work, low_priority_work),
             ("--drift-capacity", existing.drift_capacity, drift_capacity),
             ("--drift-training", existing.drift_training, drift_training),
+            ("--slo", existing.slo, slo),
         ):
             if have != want:
                 raise LabError(
@@ -99,6 +101,7 @@ def up(
     argv += ["--audit"] if audit else []
     argv += ["--dns", dns, "--dns-sync-interval", str(dns_sync_interval)]
     argv += ["--low-priority-work"] if low_priority_work else []
+    argv += [] if slo else ["--no-slo"]
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     with log_path.open("ab") as log:
         child = subprocess.Popen(

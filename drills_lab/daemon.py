@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dns", choices=("auto", "external-dns"), default="auto")
     parser.add_argument("--dns-sync-interval", type=float, default=3.0)
     parser.add_argument("--low-priority-work", action="store_true")
+    parser.add_argument("--no-slo", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         dns=args.dns,
         dns_sync_interval=args.dns_sync_interval,
         low_priority_work=args.low_priority_work,
+        slo=not args.no_slo,
     )
     try:
         lab.start()

@@ -39,20 +39,26 @@ class DemandGenerator:
         loads: Mapping[str, SiteLoad],
         serving: Callable[[str], float | None],
         day_s: float = DEFAULT_DAY_S,
+        *,
+        at_peak: bool = False,
     ) -> None:
         """``serving(site)`` is the site's capacity in requests a second when it serves,
-        None when it does not."""
+        None when it does not. ``at_peak``: the users stay at the day's peak."""
         if day_s <= 0:
             raise ValueError("day_s must be above 0")
         self.loads = loads
         self.serving = serving
         self.day_s = day_s
+        self.at_peak = at_peak
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = time.monotonic()
 
     def phase(self, now: float) -> float:
         return (START_PHASE + (now - self._started) / self.day_s) % 1.0
+
+    def rps(self, now: float) -> float:
+        return PEAK_RPS if self.at_peak else demand_rps(self.phase(now))
 
     def start(self) -> None:
         self._started = time.monotonic()
@@ -77,7 +83,7 @@ class DemandGenerator:
         last = time.monotonic()
         while not self._stop.wait(TICK_S):
             now = time.monotonic()
-            owed += demand_rps(self.phase(now)) * (now - last)
+            owed += self.rps(now) * (now - last)
             count = int(owed)
             owed -= count
             site, capacity = self._target()
@@ -109,9 +115,11 @@ DEMAND_RESOLUTION = "2s"  # the lab plan's demand.resolution
 DEMAND_PEAK_QUERY = f"max_over_time(({DEMAND_QUERY})[1d:{DEMAND_RESOLUTION}])"
 
 
-def describe(day_s: float, recorded: bool) -> str:
+def describe(day_s: float, recorded: bool, *, at_peak: bool = False) -> str:
     """What `lab up` and `lab status` say of the demand."""
     shape = f"a day every {day_s:g}s, {TROUGH_RPS:g}-{PEAK_RPS:g} requests/s"
+    if at_peak:
+        shape = f"at its peak all day, {PEAK_RPS:g} requests/s"
     if recorded:
         return f"generated ({shape}), recorded in Prometheus as {DEMAND_RECORD}"
     static = f"the plan's demand is static ({PEAK_RPS:g} requests/s)"

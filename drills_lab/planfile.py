@@ -12,6 +12,7 @@ from drills.plan import plan_schema_text
 from drills_lab import topology
 from drills_lab.demand import DEMAND_QUERY, DEMAND_RESOLUTION, PEAK_RPS
 from drills_lab.load import PER_REPLICA_RPS
+from drills_lab.slo_plan import lab_load, lab_slos
 
 CREDENTIALS = {
     "access_key_id": "file:aws/access_key_id",
@@ -33,6 +34,16 @@ class LabEndpoints:
     prometheus: str | None = None  # scraping each site's DCGM exporter
     pricing: str | None = None  # a pricing file beside the plan
     external_dns: dict[str, Any] | None = None  # `--dns external-dns`: its plan section
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What `drills lab up` was asked for, as far as the plan shows it."""
+
+    drift: bool = False
+    demand_recorded: bool = False  # the lab's Prometheus records the demand
+    drift_training: bool = False
+    slo: bool = True  # SLOs and a load probe after the switch, where Prometheus records
 
 
 def _aws(region: str, moto: str) -> dict[str, Any]:
@@ -149,15 +160,20 @@ def _trainer_job(lab: LabEndpoints, *, drift_training: bool) -> dict[str, Any]:
     }
 
 
-def lab_plan(
-    lab: LabEndpoints, *, drift: bool, demand_recorded: bool = False, drift_training: bool = False
-) -> dict[str, Any]:
+def _after_switch(lab: LabEndpoints, host: str, options: PlanOptions) -> dict[str, Any]:
+    """The SLOs and load probe: only where the lab's Prometheus answers them."""
+    if not (options.slo and options.demand_recorded):
+        return {}
+    return {"slo": lab_slos(), "load": lab_load(host, lab.service_port)}
+
+
+def lab_plan(lab: LabEndpoints, options: PlanOptions) -> dict[str, Any]:
     host = topology.RECORD.rstrip(".")
     cost = _cost(lab)
     return {
         "name": "lab",
         "description": "The local lab's stand-in GPU platform"
-        + (" with seeded drift" if drift else ""),
+        + (" with seeded drift" if options.drift else ""),
         "sites": {site: _site(site, lab) for site in ("primary", "dr")},
         "workloads": [
             {
@@ -213,22 +229,16 @@ def lab_plan(
             "max_age": "10m",
         },
         **({"cost": cost} if cost else {}),
-        "demand": _demand(demand_recorded),
-        "validation_jobs": [_trainer_job(lab, drift_training=drift_training)],
+        "demand": _demand(options.demand_recorded),
+        "validation_jobs": [_trainer_job(lab, drift_training=options.drift_training)],
+        **_after_switch(lab, host, options),
     }
 
 
 SCHEMA_FILE = "plan.schema.json"
 
 
-def write_plan(
-    path: Path,
-    lab: LabEndpoints,
-    *,
-    drift: bool,
-    demand_recorded: bool = False,
-    drift_training: bool = False,
-) -> None:
+def write_plan(path: Path, lab: LabEndpoints, options: PlanOptions) -> None:
     """The plan, and beside it the plan schema its first line names, so that an editor with
     the YAML language server completes and checks it wherever the lab's directory is."""
     (path.parent / SCHEMA_FILE).write_text(plan_schema_text())
@@ -240,9 +250,7 @@ def write_plan(
     path.write_text(
         header
         + yaml.safe_dump(
-            lab_plan(
-                lab, drift=drift, demand_recorded=demand_recorded, drift_training=drift_training
-            ),
+            lab_plan(lab, options),
             sort_keys=False,
         )
     )

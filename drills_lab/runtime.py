@@ -37,7 +37,7 @@ from drills_lab.kubeapi.audit import AuditLog
 from drills_lab.lowprio import seed_low_priority_work
 from drills_lab.moto_server import MotoServer
 from drills_lab.named import LabDnsRecord, NamedServer
-from drills_lab.planfile import LabEndpoints, write_plan
+from drills_lab.planfile import LabEndpoints, PlanOptions, write_plan
 from drills_lab.procs import find_binary
 from drills_lab.prometheus import PrometheusServer, ScrapeJob
 from drills_lab.registry import RegistryServer
@@ -141,6 +141,7 @@ class Lab:
         dns: str = "auto",
         dns_sync_interval: float = externaldns.DEFAULT_INTERVAL_S,
         low_priority_work: bool = False,
+        slo: bool = True,
     ) -> None:
         self.state_dir = state_dir.resolve()
         self.dns = dns  # "auto": BIND when installed, else Route 53; or "external-dns"
@@ -153,6 +154,7 @@ class Lab:
         self.drift_capacity = drift_capacity
         self.day_seconds = day_seconds
         self.drift_training = drift_training
+        self.slo = slo
         self.ready_delay = ready_delay
         self.use_system_services = use_system_services
         self.checkpoint_every_s = checkpoint_every_s
@@ -202,7 +204,8 @@ class Lab:
             self._own(heartbeat).start()
             loads = {site: e.load for site, e in self.endpoints.items()}
             capacity = {site: e.serving_capacity for site, e in self.endpoints.items()}
-            demand = DemandGenerator(loads, lambda site: capacity[site](), self.day_seconds)
+            demand = DemandGenerator(loads, lambda site: capacity[site](), self.day_seconds,
+                                     at_peak=self.drift_capacity)  # fmt: skip
             self._own(demand).start()
             if self.prometheus is not None:
                 self.prometheus.wait_for_series(DEMAND_PEAK_QUERY)
@@ -429,9 +432,9 @@ class Lab:
             ),
         )
         (self.state_dir / PRICING_FILE).write_text(json.dumps(LAB_PRICING, indent=2) + "\n")
-        write_plan(self.state_dir / "plan.yaml", endpoints, drift=self.drift,
-                   demand_recorded=self.prometheus is not None,
-                   drift_training=self.drift_training)  # fmt: skip
+        options = PlanOptions(drift=self.drift, demand_recorded=self.prometheus is not None,
+                              drift_training=self.drift_training, slo=self.slo)  # fmt: skip
+        write_plan(self.state_dir / "plan.yaml", endpoints, options)
         info = LabInfo(
             state_dir=str(self.state_dir),
             pid=os.getpid(),
@@ -439,8 +442,11 @@ class Lab:
             drift_scheduling=self.drift_scheduling,
             low_priority_work=self.low_priority_work,
             drift_capacity=self.drift_capacity,
-            demand=describe(self.day_seconds, recorded=self.prometheus is not None),
+            demand=describe(
+                self.day_seconds, recorded=self.prometheus is not None, at_peak=self.drift_capacity
+            ),
             drift_training=self.drift_training,
+            slo=self.slo,
             reverse_replication=self.reverse_replication,
             started_at=time.time(),
             dns_provider=(

@@ -36,6 +36,7 @@ class LabInfo:
     drift_scheduling: bool = False
     low_priority_work: bool = False
     drift_training: bool = False  # the validation job's trainer tag fails its driver check at DR
+    slo: bool = True  # the plan's SLOs and load probe (written only where Prometheus records)
     reverse_replication: bool = True  # DR's writes copied back to the primary while DR serves
     prometheus: str = ""  # its URL; "" when Prometheus is not installed
     drift_capacity: bool = False

@@ -98,9 +98,21 @@ def up(
             "--drift-capacity",
             help="Seed DR with GPUs for the plan's dr_replicas but not for target_percent of "
             "the primary's peak: work outside the plan, at the critical tier's priority, holds "
-            "the rest.",
+            "the rest. Its users stay at their peak all day, so a drill meets the busy hour "
+            "whenever it runs: capacity.carry fails, and a drill's load probe at DR goes over "
+            "its limits, so it is not met and rolls back.",
         ),
     ] = False,
+    slo: Annotated[
+        bool,
+        typer.Option(
+            "--slo/--no-slo",
+            help="Give the lab's plan two SLOs on DR's own series (error ratio at most 1%, p95 "
+            "latency under 500ms, each held 10s) and a load probe through the public name "
+            "(8 requests/s for 5s, p95 250ms). Written only when Prometheus is installed, as "
+            "it answers them.",
+        ),
+    ] = True,
     day_seconds: Annotated[
         float,
         typer.Option(
@@ -205,6 +217,7 @@ def up(
             dns=dns.value,
             dns_sync_interval=dns_sync_interval,
             low_priority_work=low_priority_work,
+            slo=slo,
         )
     except LabError as exc:
         err.print(Text("lab up failed: ", style="red").append(str(exc), style=""))

@@ -20,12 +20,16 @@ from drills.checks.base import Status
 from drills.checks.demand_query import DAY_S, peak_over
 from drills.cli.app import app
 from drills.plan import load_plan
+from drills.store.history import HistoryStore
+from drills.store.kinds import RunStatus, Verdict
+from drills.takeover.drill import ACCEPT_ACTION, Drill, DrillRequest
 from drills_lab import topology
 from drills_lab.demand import DEMAND_PEAK_QUERY, DEMAND_QUERY, DEMAND_RESOLUTION, TROUGH_RPS
 from drills_lab.load import BASE_LATENCY_S, PER_REPLICA_RPS
 from drills_lab.runtime import LabInfo
 from drills_lab.seed_capacity import dr_gpus, takeover_gpus
 from tests.support.checks import run_check
+from tests.support.drill import audit_events, snapshot
 from tests.support.services import own_lab, require_system_binary
 
 LLM = "serving/llm-server"
@@ -176,7 +180,9 @@ def test_prometheus_down_or_no_series_is_an_error(capacity_lab: LabInfo, tmp_pat
 @pytest.fixture(scope="module")
 def drifted_capacity_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     require_system_binary("prometheus", "prometheus")
-    with own_lab(tmp_path_factory, "carry-drift", ready_delay=0.2, drift_capacity=True) as info:
+    with own_lab(
+        tmp_path_factory, "carry-drift", ready_delay=0.2, drift_capacity=True, slo=True
+    ) as info:
         # Until the lab's morning asks for more than the dr_replicas carry within the reserve.
         llm = next(w for w in topology.WORKLOADS if f"{w.namespace}/{w.name}" == LLM)
         wait_for_demand(info, above=llm.dr_replicas * PER_REPLICA_RPS * 0.7)
@@ -219,3 +225,39 @@ def test_the_capacity_report_sizes_the_target_from_measured_demand_and_says_what
     assert recommendation["missing_gpus"] > 0
     assert f"add {recommendation['missing_gpus']} GPUs at DR" in recommendation["text"]
     assert LLM in report["needed_target_note"]
+
+
+def test_a_drill_past_the_accepted_carry_failure_serves_what_it_can_is_not_met_and_rolls_back(
+    drifted_capacity_lab: LabInfo, tmp_path: Path
+) -> None:
+    """`--drift-capacity`, drilled as `drills run --accept-blocking capacity.carry` would: DR
+    brings its whole minimum up (the LLM server grown no further than capacity.carry found
+    room for, so the normal tier's GPUs stay its own), carries part of the peak, and the
+    load probe at DR goes over its limits: not met, rolled back to the state before."""
+    plan = load_plan(Path(drifted_capacity_lab.state_dir) / "plan.yaml")
+    assert plan.slo and plan.load is not None  # the lab's own, asked for with slo=True
+    history = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
+    refused = Drill(DrillRequest(plan, operator="tests", reason="ci"), history).run()
+    assert refused.status == RunStatus.ABORTED and "capacity.carry" in (refused.error or "")
+
+    before = snapshot(plan)
+    request = DrillRequest(plan, operator="tests", reason="how far does a short DR get",
+                           accept_blocking=("capacity.carry",), tier_deadline_s=60)  # fmt: skip
+    result = Drill(request, history).run()
+    assert (result.status, result.verdict) == (RunStatus.ROLLED_BACK, Verdict.NOT_MET), result.error
+    assert "load probe at DR" in (result.error or "")
+    assert result.drift == {} and snapshot(plan) == before
+    stored = history.get_run(result.run_id)
+    assert stored is not None and stored.details.load is not None
+    dr = stored.details.load["dr"]
+    assert dr["p95_seconds"] > plan.load.p95 or dr["error_rate"] > plan.load.error_rate
+    steps = {s["name"]: s for p in stored.timeline for s in p["steps"]}
+    assert steps["readiness checks"]["evidence"]["accepted"] == ["capacity.carry"]
+    carried = steps["carry the primary's demand"]["evidence"]["services"][0]
+    llm = next(w for w in topology.WORKLOADS if f"{w.namespace}/{w.name}" == LLM)
+    assert carried["scaled_to"] == carried["reached"] == llm.dr_replicas < carried["needed"]
+    assert 0 < carried["percent_carried"] < 100
+    # Every tier came up: the minimum was not starved by the LLM server's growth.
+    assert all(s["status"] == "ok" for n, s in steps.items() if n.startswith("normal: "))
+    [accepted] = [e for e in audit_events(history) if e.action == ACCEPT_ACTION]
+    assert accepted.detail["checks"] == ["capacity.carry"] and accepted.reason

@@ -17,11 +17,13 @@ import httpx
 import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from sqlalchemy import select
 
 from drills.plan import DrillPlan, load_plan
 from drills.store.details import IncidentLink
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
+from drills.store.models import AuditEvent
 from drills.takeover import crashpoints
 from drills.takeover.journal import Journal
 from drills.takeover.snapshot import Snapshot, take
@@ -31,7 +33,7 @@ from drills.takeover.timeline import Timeline, utc_now
 from drills.targets.sites import Targets
 from drills_lab import topology
 from drills_lab.kubeapi import NEVER_READY_ANNOTATION
-from drills_lab.planfile import LabEndpoints
+from drills_lab.planfile import LabEndpoints, PlanOptions
 from drills_lab.planfile import lab_plan as lab_plan_data
 from drills_lab.runtime import LabInfo
 
@@ -52,7 +54,7 @@ OFFLINE_ENDPOINTS = LabEndpoints(
 def offline_lab_plan_data(**endpoints: Any) -> dict[str, Any]:
     """The lab's plan over placeholder addresses, but for the ``endpoints`` given (the DNS a
     test starts, say): valid, for tests that reach no other service."""
-    return lab_plan_data(dataclasses.replace(OFFLINE_ENDPOINTS, **endpoints), drift=False)
+    return lab_plan_data(dataclasses.replace(OFFLINE_ENDPOINTS, **endpoints), PlanOptions())
 
 
 def offline_lab_plan_text() -> str:
@@ -74,6 +76,12 @@ def lab_plan_file(info: LabInfo, change: Callable[[dict[str, Any]], None] | None
     variant = Path(info.state_dir) / f"variant-{time.monotonic_ns()}.yaml"
     variant.write_text(yaml.safe_dump(data, sort_keys=False))
     return variant
+
+
+def audit_events(history: HistoryStore) -> list[AuditEvent]:
+    """The store's audit log, oldest first."""
+    with history.session() as s:
+        return list(s.scalars(select(AuditEvent).order_by(AuditEvent.id)).all())
 
 
 def snapshot(plan: DrillPlan) -> Snapshot:

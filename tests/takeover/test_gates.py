@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import yaml
 from pydantic import ValidationError
-from sqlalchemy import select
 from typer.testing import CliRunner
 
 from drills.cli import app
@@ -23,11 +22,10 @@ from drills.plan.gates import BlockedWindow
 from drills.store.details import RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
-from drills.store.models import AuditEvent
 from drills.takeover.drill import Drill, DrillRequest
 from drills.takeover.gates import BLOCKING, CLEAR, IGNORE_ACTION, evaluate, gate_run, window_state
 from tests.support.alertmanager import RunningAlertmanager, alertmanager
-from tests.support.drill import offline_lab_plan_data
+from tests.support.drill import audit_events, offline_lab_plan_data
 
 SELECTOR = 'alertname="DiskFull", severity=~"critical|page"'
 ALWAYS = {"name": "year-round freeze", "cron": "0 0 * * *", "duration": "25h"}
@@ -157,11 +155,6 @@ def test_a_blocked_window_refuses_a_drill_and_skips_a_scheduled_one(tmp_path: Pa
     assert '"status": "skipped"' in listed.output
 
 
-def _audit(history: HistoryStore) -> list[AuditEvent]:
-    with history.session() as s:
-        return list(s.scalars(select(AuditEvent).order_by(AuditEvent.id)).all())
-
-
 def test_an_alertmanager_that_does_not_answer_leaves_the_gate_unverified(
     tmp_path: Path, closed_port: str
 ) -> None:
@@ -182,7 +175,7 @@ def test_an_alertmanager_that_does_not_answer_leaves_the_gate_unverified(
 
     ignoring = DrillRequest(plan, ignore_gates=True, operator="ana", reason="AM down, freeze off")
     assert gate_run(ignoring, history, RunDetails()) is None  # it may go on, and it is audited
-    [event] = _audit(history)
+    [event] = audit_events(history)
     assert (event.action, event.who, event.accepted) == (IGNORE_ACTION, "ana", True)
     assert event.reason == "AM down, freeze off"
     assert event.detail["gates"][0]["state"] == "unverified"
