@@ -32,6 +32,12 @@ class Slo(PlanModel):
     required: StrictBool = True
     """An SLO that cannot be verified (Prometheus does not answer) fails a drill; `false`
     only reports it."""
+    in_practice: StrictBool = False
+    """Watched in a practice too (`drills run --mode practice`). Set it only on an SLO whose
+    expression reads DR's own series (a label matcher on DR): a practice moves no users to
+    DR, so the load probe at DR is its traffic, and an SLO on production's series would
+    judge the primary. Make it true with no traffic (0 errors, 0 latency) and keep its hold
+    within the load probe's duration plus the expression's rate window."""
 
 
 class LoadProbe(PlanModel):

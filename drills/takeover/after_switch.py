@@ -5,7 +5,9 @@ watching the SLOs as soon as the smoke probe passes, runs the same load against 
 fails (so rolls back) when an SLO breached or could not be verified while required, or the
 load went over its limits. An incident only watches the SLOs, after its RTO is fixed: a
 breach is reported and announced (``incident.slo_breach``), never rolled back, and no load
-is put on a DR that is serving for real.
+is put on a DR that is serving for real. A practice, which moves no users, runs the load
+at DR (through its practice name, or at DR's endpoint) beside the SLOs marked
+``in_practice``, and puts no load on the primary.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from typing import Any
 
-from drills.errors import StepFailed
+from drills.errors import NotMet, StepFailed
 from drills.notify.slo import announce_slo_breach
-from drills.plan import DrillPlan
+from drills.plan import DrillPlan, Slo
 from drills.store.details import RunDetails
 from drills.store.kinds import Mode
 from drills.takeover.slo_watch import SloResult, unverified_all, watch
@@ -51,19 +53,26 @@ class AfterSwitch:
         self._slos: Future[list[SloResult]] | None = None
         self._baseline: LoadResult | None = None
         self._watched_from = 0.0
+        self.via: str | None = None  # a practice's way to DR, in place of the load URL's host
 
     @property
     def active(self) -> bool:
-        return self.mode in (Mode.DRILL, Mode.INCIDENT) and bool(self.plan.slo or self._load)
+        return bool(self._watched or self._load)
+
+    @property
+    def _watched(self) -> tuple[Slo, ...]:
+        if self.mode == Mode.PRACTICE:
+            return tuple(s for s in self.plan.slo if s.in_practice)
+        return tuple(self.plan.slo) if self.mode in (Mode.DRILL, Mode.INCIDENT) else ()
 
     @property
     def _load(self) -> bool:
-        return self.plan.load is not None and self.mode == Mode.DRILL
+        return self.plan.load is not None and self.mode.rehearsal
 
     # -- the preflight ----------------------------------------------------------------
     def baseline(self, targets: Targets, timeline: Timeline) -> None:
         """A drill's load against the primary, through the name, before any change."""
-        if not self._load:
+        if not self._load or self.mode != Mode.DRILL:
             return
         assert self.plan.load is not None
         with timeline.step("load probe: primary baseline") as step:
@@ -78,20 +87,21 @@ class AfterSwitch:
     # -- after the switch -----------------------------------------------------------
     def start(self, t0: dt.datetime) -> None:
         """Start watching the SLOs (from T0's clock), beside the phases that follow."""
-        if not self.plan.slo or self.mode not in (Mode.DRILL, Mode.INCIDENT):
+        watched = self._watched
+        if not watched:
             return
         url = prometheus_url(self.plan)
         self._watched_from = time.monotonic()
         self._pool = ThreadPoolExecutor(1, f"slo-{self.run_id}")
         if url is None:
             why = "no Prometheus (cost.prometheus or DRILLS_PROMETHEUS_URL)"
-            self._slos = self._pool.submit(unverified_all, self.plan.slo, why)
+            self._slos = self._pool.submit(unverified_all, watched, why)
             return
         rto = self.plan.objectives.rto
         run = contextvars.copy_context().run
         self._slos = self._pool.submit(
-            run, watch, self.plan.slo, url, t0, rto, self.stop,
-            stop_on_failure=self.mode == Mode.DRILL,
+            run, watch, watched, url, t0, rto, self.stop,
+            stop_on_failure=self.mode.rehearsal,
         )  # fmt: skip
 
     def finish(self, targets: Targets, timeline: Timeline) -> None:
@@ -102,15 +112,15 @@ class AfterSwitch:
             problems += self._dr_load(targets, timeline)
         if self._slos is not None:
             problems += self._slo_results(timeline)
-        if problems and self.mode == Mode.DRILL:
-            raise StepFailed("after the switch", "not met: " + "; ".join(problems))
+        if problems and self.mode.rehearsal:
+            raise NotMet("after the switch", "; ".join(problems))
 
     def _dr_load(self, targets: Targets, timeline: Timeline) -> list[str]:
         assert self.plan.load is not None
         load: dict[str, Any] = dict(self.details.load or {})
         with timeline.step("load probe: DR") as step:
             try:
-                dr = run_load(self.plan.load, targets.dns, "dr")
+                dr = run_load(self.plan.load, targets.dns, "dr", self.via)
             except LoadProbeError as exc:
                 step.status, step.result = "failed", str(exc)
                 load["dr"] = {"error": str(exc)}

@@ -1,5 +1,9 @@
 """A practice: DR's critical tier brought up and verified beside the primary, then stood down.
 
+Beside the smoke probes it runs the plan's validation jobs at DR, the load probe at DR
+(never at the primary), and the SLOs marked ``in_practice``: any of them failing makes the
+practice not met, and it stands DR down as any failure does.
+
 Nothing the primary serves from is touched: the primary is never fenced, its writers
 keep running, and the production DNS record keeps its value. DR is verified through a
 name of its own (the plan's ``practice.record``, pointed at DR's value for the run and
@@ -40,6 +44,7 @@ from drills.takeover.steps.phases import (
 from drills.takeover.steps.rollback import safe_rollback
 from drills.takeover.steps.sequence import TakeoverPhase
 from drills.takeover.timeline import utc_now
+from drills.takeover.validation_jobs import validation_jobs
 from drills.targets.dns import normalize_name
 from drills.targets.http import new_client
 from drills.targets.probe import PROBE_TIMEOUT_S, ProbeResult, smoke_until
@@ -220,8 +225,20 @@ class Practice(Drill):
         return self._result(RunStatus.DRY_RUN, None, planned=self._planned(ctx))
 
     def _take_over(self, ctx: PhaseContext, before: Snapshot) -> DrillResult:
-        for phase in PRACTICE:
-            self._phase(phase.name, partial(phase.run, ctx))
+        # DR is reached through the practice name, else at its endpoint's host.
+        endpoint_host = urlsplit(str(self.plan.sites.dr.endpoint)).hostname
+        self.after_switch.via = self.plan.practice.record or endpoint_host
+        with validation_jobs(ctx, self.run_id, incident=False) as jobs:
+            for phase in PRACTICE:
+                self._phase(phase.name, partial(phase.run, ctx))
+                if phase.name == "bring-up":
+                    jobs.start()  # beside the rest, as in a drill
+            if self.after_switch.active:  # the load is DR's only traffic: the SLOs watch it
+                assert self.t0 is not None
+                self.after_switch.start(self.t0)
+                self._phase("at DR", partial(self.after_switch.finish, ctx.targets,
+                                             self.timeline))  # fmt: skip
+            self._validate(jobs, judge=True)
         with self.timeline.phase("measure"), self.timeline.step("RTO at DR") as step:
             measurement = self._measure(ctx)
             step.evidence = measurement.to_json()

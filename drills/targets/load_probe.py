@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from drills.errors import DrillError, TemporaryError
+from drills.errors import DrillError, TargetError
 from drills.plan import LoadProbe
 from drills.targets.dns import DnsTarget
 from drills.targets.probe import is_ip, resolve_authoritative
@@ -156,24 +156,26 @@ def loadtest_dir() -> Path:
     return where
 
 
-def target_url(probe: LoadProbe, dns: DnsTarget) -> tuple[str, str, str]:
-    """The URL at the address the plan's DNS gives now, that address, and the Host header."""
+def target_url(probe: LoadProbe, dns: DnsTarget, via: str | None = None) -> tuple[str, str, str]:
+    """The URL at the address the plan's DNS gives now, that address, and the Host header.
+    ``via``, when given, is the name (or address) asked in place of the URL's host: a
+    practice reaches DR through a name of its own; the Host header stays the URL's."""
     parts = urlsplit(str(probe.url))
-    host = parts.hostname or ""
+    host = via or parts.hostname or ""
     try:
         address = host if is_ip(host) else resolve_authoritative(dns, host)
-    except (LookupError, TemporaryError) as exc:
+    except (LookupError, TargetError) as exc:  # a misrouted or refused answer too
         raise LoadProbeError(f"load probe: {exc}") from None
     netloc = address + (f":{parts.port}" if parts.port else "")
     url = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
     return url, address, parts.netloc
 
 
-def run_load(probe: LoadProbe, dns: DnsTarget, target: str) -> LoadResult:
-    """The plan's load, through the name as its DNS answers now; LoadProbeError when it
-    cannot run or what it measured cannot be trusted."""
+def run_load(probe: LoadProbe, dns: DnsTarget, target: str, via: str | None = None) -> LoadResult:
+    """The plan's load, through the name as its DNS answers now (or through ``via``);
+    LoadProbeError when it cannot run or what it measured cannot be trusted."""
     begun = time.monotonic()
-    url, address, host = target_url(probe, dns)
+    url, address, host = target_url(probe, dns, via)
     requests = max(1, round(probe.rate * probe.duration))
     raw = _loadtest(url, host, probe, requests)
     total_s = time.monotonic() - begun

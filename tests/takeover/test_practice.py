@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import dns.message
 import dns.query
@@ -30,6 +31,7 @@ from drills.targets.dns_rfc2136 import parse_server
 from drills_lab import topology
 from drills_lab.kubeapi.audit import AuditEvent, read_audit_file
 from drills_lab.runtime import LabInfo, audit_file
+from drills_lab.slo_plan import lab_load, lab_slos
 from tests.support.drill import lab_plan, lab_plan_file, snapshot
 from tests.support.services import own_lab
 from tests.takeover.test_crash_matrix import run_cli_process
@@ -192,6 +194,44 @@ def test_without_a_practice_name_dr_is_probed_at_its_endpoint(
     smoke = [s for p in run.timeline for s in p["steps"] if s["name"].startswith("smoke ")]
     assert smoke and all(s["evidence"]["via"] == str(plan.sites.dr.endpoint) for s in smoke)
     assert all(s["evidence"]["status"] == 200 for s in smoke)
+
+
+def _with_proofs(data: dict[str, Any]) -> None:
+    """The practice name, the lab's DR-scoped SLOs and load probe, and one SLO on production
+    that a practice must not watch (it could never hold: it would fail the practice)."""
+    _with_practice()(data)
+    port = urlsplit(data["smoke"][0]["url"]).port
+    assert port is not None
+    data["slo"] = [*lab_slos(), {"name": "production-only", "expr": "vector(1)", "op": "<",
+                                 "threshold": 0, "hold": "5s"}]  # fmt: skip
+    data["load"] = lab_load(topology.RECORD.rstrip("."), port)
+
+
+def test_a_practice_runs_the_validation_job_the_load_at_dr_and_the_slos_scoped_to_dr(
+    audited_lab: LabInfo, tmp_path: Path
+) -> None:
+    plan = lab_plan(audited_lab, _with_proofs)
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    before = snapshot(plan)
+    primary = AuditCursor(audited_lab, "primary")
+    result = _run(lab_plan_file(audited_lab, _with_proofs), db)
+    assert result.exit_code == 0, result.output[-2000:]
+    assert _writes(primary.since()) == []
+    assert snapshot(plan) == before  # the Job is gone with DR's replicas
+
+    [run] = HistoryStore(db).list_runs(plan=plan.name)
+    assert run.verdict == "met"
+    # Only the SLOs scoped to DR were watched, on the load's traffic, and held.
+    assert [(s["name"], s["status"]) for s in run.details.slo] == [
+        ("dr-error-ratio", "held"),
+        ("dr-p95-latency", "held"),
+    ]
+    # The load went to DR through the practice name; none was put on the primary.
+    assert run.details.load is not None and "primary" not in run.details.load
+    assert run.details.load["dr"]["address"] == topology.DR_ADDR
+    assert run.details.load["dr"]["ok"] == run.details.load["dr"]["sent"] > 0
+    [job] = run.details.validation_jobs
+    assert (job.verdict, job.deleted) == ("succeeded", True) and job.output
 
 
 def test_a_practice_name_that_held_a_value_gets_it_back_exactly(
