@@ -49,6 +49,7 @@ log = logging.getLogger("drills.takeover.carry")
 
 POLL_S = 0.25
 FACT = "carry"  # ctx.facts key of the CarryWatch
+STEP = "carry the primary's demand"  # the step whose evidence is the capacity block
 ROOM = "carry_room"  # ctx.facts key: the replicas DR can give each service (capacity.carry)
 CARRY_CHECK = "capacity.carry"
 
@@ -62,6 +63,14 @@ class ServiceTarget:
     replicas: int  # what the takeover scales it to
     needed: int | None  # what carries target_percent (None: demand unknown)
     reached: int = 0  # ready replicas when the wait ended
+    # (epoch seconds, ready replicas) each time the ready count changed, and at the end:
+    # the part of the demand DR carried over the run
+    seen: list[tuple[float, int]] = field(default_factory=list)
+
+    def observe(self, ready: int, *, last: bool = False) -> None:
+        self.reached = ready
+        if last or not self.seen or self.seen[-1][1] != ready:
+            self.seen.append((time.time(), ready))
 
     def row(self, plan: DrillPlan) -> dict[str, Any]:
         spec = plan.demand[self.key]
@@ -70,12 +79,18 @@ class ServiceTarget:
             if self.demand is not None
             else None
         )
+        over_time = [
+            [round(at, 3), ready,
+             None if self.demand is None else round(carried_percent(ready, self.demand, spec), 1)]
+            for at, ready in self.seen
+        ]  # fmt: skip
         return {
             "service": self.key, "demand": None if self.demand is None else round(self.demand, 4),
             "unit": str(spec.unit), "source": self.source, "target_percent": spec.target_percent,
             "needed": self.needed, "scaled_to": self.replicas, "reached": self.reached,
             "percent_carried": percent,
             "carried": percent is not None and percent + 1e-9 >= spec.target_percent,
+            "over_time": over_time,  # [epoch seconds, ready replicas, percent carried]
         }  # fmt: skip
 
 
@@ -137,7 +152,7 @@ class CarryWatch:
             try:
                 for t in self.targets.values():
                     obj = kube.workload(t.workload.namespace, str(t.workload.kind), t.workload.name)
-                    t.reached = int(((obj or {}).get("status") or {}).get("readyReplicas") or 0)
+                    t.observe(int(((obj or {}).get("status") or {}).get("readyReplicas") or 0))
             except (TargetError, DrillError) as exc:
                 log.warning("carry: DR not read (%s); trying again", exc)
             else:
@@ -156,6 +171,8 @@ class CarryWatch:
         if self._thread is not None:
             self._thread.join(max(0.0, self.deadline - time.monotonic()) + 5)
             self._stop.set()
+        for t in self.targets.values():  # the line of each service reaches the wait's end
+            t.observe(t.reached, last=True)
 
 
 def replicas_for(ctx: PhaseContext, w: Workload) -> int:
@@ -187,7 +204,7 @@ def finish_carry(ctx: PhaseContext) -> None:
     watch = ctx.facts.get(FACT)
     if not isinstance(watch, CarryWatch) or ctx.dry_run:
         return
-    with ctx.timeline.step("carry the primary's demand") as step:
+    with ctx.timeline.step(STEP) as step:
         watch.join()
         rows = [t.row(ctx.plan) for t in watch.targets.values()]
         ctx.facts["capacity"] = capacity_block(rows)

@@ -15,9 +15,16 @@ import pytest
 from drills.checks.base import CheckContext, CheckRegistry, Outcome, Status
 from drills.checks.readiness import select_checks
 from drills.orchestrator.rest import PrefectRest
+from drills.plan import load_plan
 from drills.store.history import HistoryStore
 from drills_lab.runtime import LabInfo
-from tests.support.checks import DRIFT_FAILURES, V2_CHECKS, catalogued_check, drilled_days_ago
+from tests.support.checks import (
+    DRIFT_FAILURES,
+    V2_CHECKS,
+    catalogued_check,
+    drilled_days_ago,
+    run_check,
+)
 from tests.support.drill import offline_lab_plan_text
 
 ALL_CHECKS = {
@@ -107,6 +114,16 @@ def test_table_output_and_exit_codes(drift_lab: LabInfo, tmp_path: Path) -> None
     assert invalid.returncode == 2 and "Traceback" not in invalid.stderr
 
 
+def _until_checkpoints_fresh(plan: Path, seconds: float = 90) -> None:
+    """The lab's trainer writes one each minute while it trains: fresh within 90 s, or
+    stale for good (training stopped), and then stale for both reads alike."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if run_check(load_plan(plan), "data.checkpoint_fresh").status is Status.PASS:
+            return
+        time.sleep(1)
+
+
 def test_flow_publishes_the_same_table_as_the_cli(
     prefect_harness: None, lab: LabInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -120,6 +137,9 @@ def test_flow_publishes_the_same_table_as_the_cli(
     db = f"sqlite:///{tmp_path / 'h.db'}"
     monkeypatch.setenv("DRILLS_DB_URL", db)
     drilled_recently(db, "lab")
+    # The two reads below must see one state: not a checkpoint turning fresh between them,
+    # as after an earlier test on this lab stopped its training for longer than the RPO.
+    _until_checkpoints_fresh(plan_path(lab))
     returned = readiness_check(plan=str(plan_path(lab)))
     cli = json.loads(readiness_cli(plan_path(lab), "--json", db=db).stdout)
 
