@@ -60,6 +60,13 @@ class DemandGenerator:
     def rps(self, now: float) -> float:
         return PEAK_RPS if self.at_peak else demand_rps(self.phase(now))
 
+    def wait_recorded(self) -> None:
+        """Until the records' rate window holds a whole window of this demand: a drill at
+        once would size DR for a fraction of it (and the plan's SLOs would see the rest
+        overload DR)."""
+        # Two seconds more: a scrape and a rule evaluation, each every second.
+        time.sleep(max(0.0, self._started + RATE_WINDOW_S + 2 - time.monotonic()))
+
     def start(self) -> None:
         self._started = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="lab-demand", daemon=True)
@@ -102,9 +109,10 @@ class DemandGenerator:
 # over 24 h is then a max_over_time of one series.
 DEMAND_RECORD = "site:drills_lab_requests:rate15s"
 TOKENS_RECORD = "site:drills_lab_tokens:rate15s"
+RATE_WINDOW_S = 15  # the records' rate window: until it is full, they read below the demand
 RULES = {
-    DEMAND_RECORD: "sum by (site) (rate(drills_lab_requests_total[15s]))",
-    TOKENS_RECORD: "sum by (site) (rate(drills_lab_tokens_generated_total[15s]))",
+    DEMAND_RECORD: f"sum by (site) (rate(drills_lab_requests_total[{RATE_WINDOW_S}s]))",
+    TOKENS_RECORD: f"sum by (site) (rate(drills_lab_tokens_generated_total[{RATE_WINDOW_S}s]))",
 }
 # What the lab's plan says of the LLM server's demand: its query, and what one replica
 # carries by the team's "load test" (the lab's own per-replica rate).

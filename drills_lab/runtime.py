@@ -209,6 +209,8 @@ class Lab:
             self._own(demand).start()
             if self.prometheus is not None:
                 self.prometheus.wait_for_series(DEMAND_PEAK_QUERY)
+                if self.slo:
+                    demand.wait_recorded()
             if self.reverse_replication:
                 replicator = ReverseReplicator(self.kube["dr"].store, self._aws("s3", "primary"))
                 self._own(replicator).start()

@@ -16,7 +16,7 @@ import yaml
 
 from drills.errors import PlanError
 from drills.plan import plan_from_text, plan_schema_text
-from drills_lab.planfile import SCHEMA_FILE, write_plan
+from drills_lab.planfile import SCHEMA_FILE, PlanOptions, write_plan
 from tests.docs.conftest import ROOT
 from tests.support.drill import OFFLINE_ENDPOINTS
 
@@ -71,9 +71,12 @@ def test_a_plan_with_a_wrong_type_is_refused_by_the_schema_and_by_drills() -> No
 
 
 def test_the_lab_plan_names_the_schema_written_beside_it(tmp_path: Path) -> None:
-    write_plan(tmp_path / "plan.yaml", OFFLINE_ENDPOINTS, drift=False)
+    # As `lab up` writes it with Prometheus: demand from a query, SLOs and a load probe.
+    options = PlanOptions(demand_recorded=True, slo=True)
+    write_plan(tmp_path / "plan.yaml", OFFLINE_ENDPOINTS, options)
     named = _schema_named_by(tmp_path / "plan.yaml")
     assert named == (tmp_path / SCHEMA_FILE).resolve()
     assert named.read_text(encoding="utf-8") == PUBLISHED.read_text(encoding="utf-8")
     data = yaml.safe_load((tmp_path / "plan.yaml").read_text(encoding="utf-8"))
     assert not list(_validator().iter_errors(data))
+    assert data["slo"] and data["load"] and all(s["in_practice"] for s in data["slo"])

@@ -38,8 +38,9 @@ FAILBACK = "ui-browser-failback"
 
 @pytest.fixture(scope="module")
 def incident_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
-    """A lab of its own: an incident leaves it failed over to DR."""
-    with own_lab(tmp_path_factory, "browser-lab", ready_delay=0.2) as info:
+    """A lab of its own (its plan with SLOs and a load probe, as `lab up` writes it): an
+    incident leaves it failed over to DR."""
+    with own_lab(tmp_path_factory, "browser-lab", ready_delay=0.2, slo=True) as info:
         yield info
 
 
@@ -203,7 +204,10 @@ def _incident_in_the_history(page: Page, store: HistoryStore, tmp_path: Path, sh
     expect(page.get_by_role("heading", name=re.compile(r"Run .* — lab, incident"))).to_be_visible()
     expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible()
     expect(page.locator(".vega-embed").first).to_be_visible()  # the RTO trend
-    expect(page.locator(".vega-embed")).to_have_count(2)  # and the Gantt chart
+    # and the demand DR carried, the SLOs after the switch, and the Gantt chart
+    expect(page.locator(".vega-embed")).to_have_count(4)
+    expect(page.get_by_text("Demand carried at DR")).to_be_visible()
+    expect(page.get_by_text("SLOs after the switch")).to_be_visible()
     incident = store.list_runs(mode="incident")[0]
     assert incident.status == "succeeded" and incident.flow_run_id
     with page.expect_download() as download:
