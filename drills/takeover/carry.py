@@ -109,8 +109,11 @@ def room(report: ReadinessReport | None) -> dict[str, int]:
     return out
 
 
-def targets_at_t0(plan: DrillPlan, room: dict[str, int] | None = None) -> dict[str, ServiceTarget]:
-    """Each measured critical service's replicas for its demand at T0, within ``room``."""
+def targets_at_t0(
+    plan: DrillPlan, room_for: dict[str, int] | None = None
+) -> dict[str, ServiceTarget]:
+    """Each measured critical service's replicas for its demand at T0, within ``room_for``
+    (the replicas DR can give it, where known)."""
     url = prometheus_url(plan)
     out: dict[str, ServiceTarget] = {}
     for w in plan.workloads_in("critical"):
@@ -126,7 +129,8 @@ def targets_at_t0(plan: DrillPlan, room: dict[str, int] | None = None) -> dict[s
         if demand is None and spec.static is not None:
             demand, source = spec.static, f"static ({source})" if spec.query else "static"
         needed = replicas_needed(demand, spec) if demand is not None else None
-        replicas = max(w.dr_replicas, min(needed or 0, (room or {}).get(w.key, needed or 0)))
+        within = (room_for or {}).get(w.key, needed or 0)
+        replicas = max(w.dr_replicas, min(needed or 0, within))
         out[w.key] = ServiceTarget(w.key, w, demand, source, replicas, needed)
     return out
 

@@ -590,12 +590,13 @@ class Drill:
         step.evidence = {"blocking": blocking, "checks": len(self.readiness.results)}
         if accepted:
             step.evidence["accepted"] = accepted
-            self._audit_accepted(accepted)
         if blocking and self.request.mode.rehearsal:
             step.result = f"blocked by {', '.join(blocking)}"
             raise DrillAborted(f"preflight: blocking readiness failures: {', '.join(blocking)}")
         if accepted:
             step.result = f"going on past {', '.join(accepted)} (accepted by the operator)"
+            if not self.request.dry_run:  # a preview changes nothing: nothing to answer for
+                self._audit_accepted(accepted)
         if blocking:
             step.result = f"recorded and continuing (incident): {', '.join(blocking)}"
 
