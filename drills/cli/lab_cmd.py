@@ -109,7 +109,7 @@ def up(
             "--slo/--no-slo",
             help="Give the lab's plan two SLOs on DR's own series (error ratio at most 1%, p95 "
             "latency under 500ms, each held 10s) and a load probe through the public name "
-            "(8 requests/s for 5s, p95 250ms). Written only when Prometheus is installed, as "
+            "(8 requests/s for 5s, p95 400ms). Written only when Prometheus is installed, as "
             "it answers them.",
         ),
     ] = True,
