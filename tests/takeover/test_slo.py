@@ -7,6 +7,7 @@ through the name at the primary, then at DR."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,7 +24,10 @@ from drills.store.history import HistoryStore
 from drills.store.report import render_markdown, report_data
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest, DrillResult
 from drills.targets.sites import Targets
+from drills_lab.demand import PEAK_RPS
+from drills_lab.load import PER_REPLICA_RPS
 from drills_lab.runtime import LabInfo
+from drills_lab.topology import INFERENCE_WORKLOADS
 from tests.support.drill import drills_cli, lab_plan, snapshot
 from tests.support.faultproxy import FaultProxy
 from tests.support.prometheus_target import (
@@ -35,6 +39,7 @@ from tests.support.prometheus_target import (
 from tests.support.services import own_lab
 
 GOOD, BAD = 0.1, 2.0
+MAX_PROBE_RPS = 20  # the highest rate a load probe of these tests asks for
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +89,12 @@ def with_slos(
         # The lab's demand is recorded by the lab's own Prometheus, not this one: left in, the
         # takeover could not read it and the drill would miss its carry, whatever the SLOs.
         data.pop("demand", None)
+        # Without it, DR is sized here for the lab's peak and a probe beside it: the users
+        # (up to PEAK_RPS) follow the name to DR, and at dr_replicas alone a probe on top
+        # of the peak would be shed (503s) by the lab's capacity model.
+        for w in data["workloads"]:
+            if f"{w['namespace']}/{w['name']}" in INFERENCE_WORKLOADS:
+                w["dr_replicas"] = math.ceil((PEAK_RPS + MAX_PROBE_RPS) / PER_REPLICA_RPS)
         data["slo"] = slos
         if load is not None:
             data["load"] = load
@@ -137,8 +148,8 @@ def test_slo_recovering_after_the_switch_holds_and_load_probe_compares_sites(
     db_url: str,
 ) -> None:  # fmt: skip
     set_value(target, prometheus, BAD)  # the primary is "slow" until DR serves
-    load = {"url": f"http://{_service_host(slo_lab)}/healthz", "rate": 20, "duration": "2s",
-            "p95": "2s", "error_rate": 0.0}  # fmt: skip
+    load = {"url": f"http://{_service_host(slo_lab)}/healthz", "rate": MAX_PROBE_RPS,
+            "duration": "2s", "p95": "2s", "error_rate": 0.0}  # fmt: skip
     plan = lab_plan(slo_lab, with_slos(prometheus, [slo()], load))
     before = snapshot(plan)
     hooks = on_phase_end("dns", lambda: setattr(target, "value", GOOD))
