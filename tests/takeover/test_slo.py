@@ -152,7 +152,9 @@ def test_slo_recovering_after_the_switch_holds_and_load_probe_compares_sites(
             "duration": "2s", "p95": "2s", "error_rate": 0.0}  # fmt: skip
     plan = lab_plan(slo_lab, with_slos(prometheus, [slo()], load))
     before = snapshot(plan)
-    hooks = on_phase_end("dns", lambda: setattr(target, "value", GOOD))
+    # DR turns good shortly after the watch starts (at the smoke), so the watch's first
+    # reads see it bad whatever the scrape's timing.
+    hooks = on_phase_end("smoke", lambda: _later(1.5, lambda: setattr(target, "value", GOOD)))
     result = run(plan, history, hooks)
     assert result.status == "succeeded", result.error
     assert result.verdict == "met"
@@ -174,8 +176,13 @@ def test_slo_recovering_after_the_switch_holds_and_load_probe_compares_sites(
     assert primary["address"] != dr["address"]
     assert primary["address"] == slo_lab.endpoints["primary"].split("//")[1].split(":")[0]
     assert dr["address"] == slo_lab.endpoints["dr"].split("//")[1].split(":")[0]
+    # DR is sized for the peak and the probe; the primary is the lab's own (40 req/s for
+    # users of up to 36), so near the lab's noon it sheds part of the probe: counted, as 503s.
+    assert dr["errors"] == 0 and dr["codes"] == {"200": 40}
+    shed = primary["codes"].get("503", 0)
+    assert primary["errors"] == shed and set(primary["codes"]) <= {"200", "503"}
     for site in (primary, dr):
-        assert site["sent"] == 40 and site["errors"] == 0 and site["codes"] == {"200": 40}
+        assert site["sent"] == 40 and sum(site["codes"].values()) == 40
         assert 0 < site["p50_seconds"] <= site["p95_seconds"] <= site["p99_seconds"] < 2
         assert site["throughput"] > 10
     assert load_record["overhead_seconds"] > 0
