@@ -208,6 +208,9 @@ class RunDetails(_Stored):
     load: dict[str, Any] | None = None
     # The plan's validation jobs, as they ran at DR (drills.takeover.validation_jobs).
     validation_jobs: list[ValidationJobRecord] = Field(default_factory=list)
+    # What DR carried (drills.takeover.carry) for a run that stopped after measuring it
+    # (a drill not met): a run that ends keeps it in its measurement.
+    capacity: dict[str, Any] | None = None
 
     @property
     def full_capacity_seconds(self) -> float | None:

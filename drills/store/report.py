@@ -57,7 +57,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "full_capacity_seconds": details.full_capacity_seconds,
         "preemption_seconds": run.preemption_seconds,
         "carry_seconds": run.carry_seconds,
-        "capacity": measurement.capacity if measurement else None,
+        "capacity": measurement.capacity if measurement else details.capacity,
         "rpo_seconds": run.rpo_seconds,
         "approval": asdict(details.approval) if details.approval else None,
         "unfenced": details.unfenced,

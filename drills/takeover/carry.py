@@ -49,7 +49,6 @@ log = logging.getLogger("drills.takeover.carry")
 
 POLL_S = 0.25
 FACT = "carry"  # ctx.facts key of the CarryWatch
-STEP = "carry the primary's demand"  # the step whose evidence is the capacity block
 ROOM = "carry_room"  # ctx.facts key: the replicas DR can give each service (capacity.carry)
 CARRY_CHECK = "capacity.carry"
 
@@ -208,7 +207,7 @@ def finish_carry(ctx: PhaseContext) -> None:
     watch = ctx.facts.get(FACT)
     if not isinstance(watch, CarryWatch) or ctx.dry_run:
         return
-    with ctx.timeline.step(STEP) as step:
+    with ctx.timeline.step("carry the primary's demand") as step:
         watch.join()
         rows = [t.row(ctx.plan) for t in watch.targets.values()]
         ctx.facts["capacity"] = capacity_block(rows)

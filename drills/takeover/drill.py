@@ -517,6 +517,7 @@ class Drill:
         self._going_forward(False)
         error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, DrillError) else str(exc)
         self._not_met = isinstance(exc, NotMet)
+        self.details.capacity = ctx.facts.get("capacity")  # measured before it stopped, if so
         log.error("run %s failed: %s", self.run_id, error, exc_info=not isinstance(exc, DrillError))
         if not self.request.mode.rehearsal:
             return self._incident_stopped(RunStatus.FAILED, error, retry=transient(exc))

@@ -253,7 +253,9 @@ def test_a_drill_past_the_accepted_carry_failure_serves_what_it_can_is_not_met_a
     assert dr["p95_seconds"] > plan.load.p95 or dr["error_rate"] > plan.load.error_rate
     steps = {s["name"]: s for p in stored.timeline for s in p["steps"]}
     assert steps["readiness checks"]["evidence"]["accepted"] == ["capacity.carry"]
-    carried = steps["carry the primary's demand"]["evidence"]["services"][0]
+    # Kept with the run though it stopped after measuring it: the report's `capacity`.
+    assert stored.details.capacity == steps["carry the primary's demand"]["evidence"]
+    carried = stored.details.capacity["services"][0]
     llm = next(w for w in topology.WORKLOADS if f"{w.namespace}/{w.name}" == LLM)
     assert carried["scaled_to"] == carried["reached"] == llm.dr_replicas < carried["needed"]
     assert 0 < carried["percent_carried"] < 100

@@ -4,12 +4,13 @@ each measured service's percentage on the run's clock with its target drawn."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
-from drills.takeover.carry import STEP
-from drills.takeover.timeline import Timeline
+from drills.cli import app
 from tests.support.ui import UiEnv, add_run, open_page, shown
 from ui.carry_chart import carry_chart, carry_frames
 
@@ -41,14 +42,13 @@ def test_the_carry_chart_steps_on_the_runs_clock_below_its_target() -> None:
 
 
 def test_a_run_not_met_after_the_carry_shows_what_dr_carried(ui_env: UiEnv) -> None:
-    """Its capacity is in the carry step's evidence: the run stopped before a measurement
-    was kept."""
+    """It kept no measurement (it stopped after the carry), but kept what DR carried."""
     store = ui_env.store()
     run = add_run(store, started_at=T0, status="rolled-back", verdict="not met")
-    timeline = Timeline()
-    with timeline.phase("full-capacity"), timeline.step(STEP) as step:
-        step.evidence = _capacity()
-    store.update_run(run, timeline=timeline.to_json())
+    store.update_run(run, details={"capacity": _capacity()})
+    report = CliRunner().invoke(app, ["report", run, "--format", "json", "--db", ui_env.db_url])
+    assert report.exit_code == 0, report.output
+    assert json.loads(report.stdout)["capacity"] == _capacity()  # the CLI's report has it too
     at = open_page("history")
     at.query_params["run"] = run
     at.run()

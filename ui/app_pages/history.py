@@ -9,7 +9,6 @@ from typing import Any
 import streamlit as st
 
 from drills.store.kinds import Mode, RunStatus, Verdict
-from drills.takeover.carry import STEP as CARRY_STEP
 from drills.text import for_markdown
 from ui import auth, charts, components, data, guard
 from ui.cancel import cancel_control
@@ -239,23 +238,13 @@ def _evidence_pack(settings: UISettings, run: dict[str, Any]) -> None:
 
 
 def _demand_carried(report: dict[str, Any]) -> None:
-    capacity = report.get("capacity") or _carry_step(report.get("phases") or [])
+    capacity = report.get("capacity")
     t0 = (report.get("run") or {}).get("t0")
     if not capacity or not t0:
         return
     st.markdown(f"**Demand carried at DR:** {for_markdown(str(capacity.get('summary', '')))}")
     if any(row.get("over_time") for row in capacity.get("services") or []):
         st.altair_chart(carry_chart(capacity, dt.datetime.fromisoformat(t0)), width="stretch")
-
-
-def _carry_step(phases: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """A run that stopped after the carry was measured (a drill not met) has it in its
-    step's evidence, not in a measurement."""
-    for phase in phases:
-        for step in phase.get("steps") or []:
-            if step.get("name") == CARRY_STEP:
-                return dict(step.get("evidence") or {}) or None
-    return None
 
 
 def _slos_after_the_switch(report: dict[str, Any]) -> None:
