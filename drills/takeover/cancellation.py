@@ -99,4 +99,29 @@ def cancel_run(thread_id: int, reason: str) -> None:
         log.error("could not stop the run's thread %d (%s)", thread_id, reason)
 
 
-__all__ = ["DrillCancelled", "LeaseLost", "cancel_on_signals", "cancel_run"]
+class LeaseStop:
+    """Whether a lost lease may still stop a run. While the run goes forward it does; once
+    the run stops (rolls back, completes forward, records), nothing may interrupt that."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.thread_id = threading.get_ident()  # the run's thread: set again when it starts
+        self._forward = False
+        self._lock = threading.Lock()
+
+    def going_forward(self, forward: bool) -> bool:
+        """Set whether the run goes forward; returns whether it did."""
+        with self._lock:
+            was, self._forward = self._forward, forward
+        return was
+
+    def lost(self, why: str) -> None:
+        """Called by the lease's heartbeat: stop the run as a cancel does (a drill rolls
+        back, an incident stops and reports), before another host recovers it."""
+        if self.going_forward(False):
+            cancel_run(self.thread_id, why)
+        else:
+            log.error("run %s: %s; it is already stopping", self.run_id, why)
+
+
+__all__ = ["DrillCancelled", "LeaseLost", "LeaseStop", "cancel_on_signals", "cancel_run"]

@@ -29,8 +29,10 @@ from drills.store.details import FailbackRecord, IncidentLink
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.store.serving import open_incident, recorded_serving
-from drills.takeover.drill import Drill, DrillAborted, DrillResult
+from drills.takeover.approval import approve
+from drills.takeover.drill import Drill
 from drills.takeover.journal import Journal
+from drills.takeover.request import DrillAborted, DrillResult
 from drills.takeover.snapshot import Snapshot, take
 from drills.takeover.steps.executor import PlannedChange
 from drills.takeover.steps.failback import (
@@ -150,13 +152,15 @@ class Failback(Drill):
         before: Snapshot = {}
         try:
             before = self._prepare_failback(fctx)
-            self._approve()
+            approve(self.request, self.hooks, self.timeline, self.details)
             if self.request.dry_run:
-                return self._result(RunStatus.DRY_RUN, None, planned=list_failback(fctx, "dry-run"))
+                return self.ending.result(
+                    RunStatus.DRY_RUN, None, planned=list_failback(fctx, "dry-run")
+                )
             self._confirm_failback(fctx)
             return self._fail_back(fctx)
         except (DrillAborted, RunRefused) as exc:
-            return self._result(RunStatus.ABORTED, None, error=str(exc))
+            return self.ending.result(RunStatus.ABORTED, None, error=str(exc))
         except KeyboardInterrupt as exc:
             return self._stopped(fctx, before, RunStatus.CANCELLED, str(exc) or "cancelled")
         except (DrillError, Exception) as exc:
@@ -175,7 +179,7 @@ class Failback(Drill):
         ctx.goal = incident_goal(self.history, self.incident, ctx)
         before = take(self.plan, ctx.targets)
         self.details.snapshot_before = before
-        self.history.update_run(self.run_id, details=self.details)
+        self.recorder.update_now(details=self.details)
         return before
 
     def _dns_answers_dr(self, ctx: FailbackContext) -> None:
@@ -196,7 +200,7 @@ class Failback(Drill):
 
     def _sites_distinct(self, ctx: FailbackContext) -> None:
         with self.timeline.step("primary and DR are distinct") as step:
-            checked = distinct_result(self._distinct(ctx))
+            checked = distinct_result(self.preflight.distinct(ctx))
             step.result = f"{checked.status}: {checked.summary}" if checked else "not checked"
             if checked is not None and checked.status is Status.FAIL:
                 raise RunRefused(f"preflight: {checked.summary}. {checked.remediation}")
@@ -209,7 +213,7 @@ class Failback(Drill):
                 "blocking": [r.id for r in blocking],
                 "checks": len(self.readiness.results),
             }
-            self.history.update_run(self.run_id, readiness=self.readiness.to_json())
+            self.recorder.update_now(readiness=self.readiness.to_json())
             if blocking:
                 step.result = f"blocked by {', '.join(r.id for r in blocking)}"
                 raise DrillAborted(
@@ -232,7 +236,7 @@ class Failback(Drill):
             self._phase(phase.name, partial(phase.run, ctx))
             if self.t0 is None and "writers_stopped_at" in ctx.facts:
                 self.t0 = ctx.facts["writers_stopped_at"]
-                self.history.update_run(self.run_id, t0=self.t0)
+                self.recorder.update_now(t0=self.t0)
         self._phase(DNS_BACK.name, partial(DNS_BACK.run, ctx))
         restored = self._phase(AFTER_DNS[0].name, partial(AFTER_DNS[0].run, ctx))
         for phase in AFTER_DNS[1:]:
@@ -243,10 +247,10 @@ class Failback(Drill):
     def _ended(
         self, ctx: FailbackContext, restored: dt.datetime, error: str | None = None
     ) -> DrillResult:
-        drift = self._verify(ctx, ctx.goal, "verify: the state before the incident")
+        drift = self.ending.verify(ctx, ctx.goal, "verify: the state before the incident")
         record = self._measure_failback(ctx, restored)
         status = RunStatus.SUCCEEDED if not drift else RunStatus.FAILBACK_DRIFT
-        result = self._result(status, None, drift=drift, error=error)
+        result = self.ending.result(status, None, drift=drift, error=error)
         if record.downtime_seconds is not None and status == RunStatus.SUCCEEDED:
             met = record.downtime_seconds <= self.plan.objectives.rto
             result.verdict = Verdict.MET if met else Verdict.MISSED
@@ -274,28 +278,28 @@ class Failback(Drill):
                 "all readable at the primary"
             )
         self.details.failback = record
-        self.history.update_run(self.run_id, restored_at=restored)
+        self.recorder.update_now(restored_at=restored)
         return record
 
     # -- a failure or a cancel ---------------------------------------------------
     def _stopped(
         self, ctx: FailbackContext, before: Snapshot, status: RunStatus, error: str
     ) -> DrillResult:
-        self.stopping = error
+        self.ending.stopping = error
         if dns_switched_back(self.journal.changes()):
             return self._forward(ctx, error)
         if not self.journal.to_undo():  # stopped before its first change
             failed = RunStatus.FAILED if status == RunStatus.ROLLED_BACK else status
-            return self._result(failed, None, error=error)
+            return self.ending.result(failed, None, error=error)
         try:
             with self.timeline.phase("rollback"):
                 undo_before_dns(ctx.executor, ctx, self.timeline)
-            drift = self._verify(ctx, before, "verify: serving from DR as before")
+            drift = self.ending.verify(ctx, before, "verify: serving from DR as before")
         except DrillError as exc:
-            return self._result(
+            return self.ending.result(
                 RunStatus.ROLLBACK_FAILED, None, drift=None, error=f"{error}; undo: {exc}"
             )
-        return self._result(
+        return self.ending.result(
             status if not drift else RunStatus.ROLLBACK_FAILED, None, drift=drift, error=error
         )
 
@@ -306,7 +310,7 @@ class Failback(Drill):
                 restored = complete_forward(ctx)
             return self._ended(ctx, restored, error=f"{error}; after the DNS switch: completed")
         except (DrillError, Exception) as exc:  # noqa: BLE001 - reported, left to recover
-            return self._result(
+            return self.ending.result(
                 RunStatus.FAILED, None,
                 error=f"{error}; completing after the DNS switch: {exc}. `drills recover "
                 f"{self.run_id}` completes the failback.",

@@ -23,10 +23,10 @@ from drills.plan.gates import Alertmanager, BlockedWindow, split_matchers
 from drills.store.kinds import Mode
 from drills.text import first_line
 
-if TYPE_CHECKING:  # drill.py imports this module
+if TYPE_CHECKING:  # names of types only
     from drills.store.details import RunDetails
     from drills.store.history import HistoryStore
-    from drills.takeover.drill import DrillRequest
+    from drills.takeover.request import DrillRequest
 
 ALERTMANAGER_TIMEOUT_S = 5.0
 CLEAR, BLOCKING, UNVERIFIED = "clear", "blocking", "unverified"

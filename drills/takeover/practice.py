@@ -28,7 +28,8 @@ from drills.plan import DrillPlan, SmokeProbe
 from drills.plan.claims import Claim, plan_claims
 from drills.store.kinds import RunStatus
 from drills.takeover import carry
-from drills.takeover.drill import Drill, DrillResult
+from drills.takeover.drill import Drill
+from drills.takeover.request import DrillResult
 from drills.takeover.snapshot import Snapshot
 from drills.takeover.steps.changes import record_address
 from drills.takeover.steps.dns_values import planned_values
@@ -222,7 +223,7 @@ class Practice(Drill):
         return list(preview.executor.planned)
 
     def _dry_run(self, ctx: PhaseContext) -> DrillResult:
-        return self._result(RunStatus.DRY_RUN, None, planned=self._planned(ctx))
+        return self.ending.result(RunStatus.DRY_RUN, None, planned=self._planned(ctx))
 
     def _take_over(self, ctx: PhaseContext, before: Snapshot) -> DrillResult:
         # DR is reached through the practice name, else at its endpoint's host.
@@ -244,14 +245,14 @@ class Practice(Drill):
             step.evidence = measurement.to_json()
             step.result = measurement.summary()
         self._phase("standby", partial(self._standby, ctx))
-        drift = self._verify(ctx, before, "verify standby")
+        drift = self.ending.verify(ctx, before, "verify standby")
         status = RunStatus.SUCCEEDED if not drift else RunStatus.FAILBACK_DRIFT
-        return self._result(status, measurement, drift=drift)
+        return self.ending.result(status, measurement, drift=drift)
 
     def _standby(self, ctx: PhaseContext) -> None:
         """The practice name restored, DR's tier back to standby and seen to stop serving;
         the primary had nothing to undo."""
-        self._undoing = True
+        self.recorder.undoing = True
         safe_rollback(ctx.executor, self.plan, self.timeline)
 
 

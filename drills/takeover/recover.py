@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import logging
 from contextlib import ExitStack
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from drills.checks.runner import ReadinessReport
 from drills.errors import DrillError, RunRefused
@@ -50,10 +48,18 @@ from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
 from drills.takeover.failback import close_incident
 from drills.takeover.journal import Journal
-from drills.takeover.lease import LeaseHeldError, PlanLease, holder_role
+from drills.takeover.lease import LeaseHeldError, PlanLease
 from drills.takeover.lost_changes import journal_lost_changes
 from drills.takeover.measure import Measurement, measure_facts
 from drills.takeover.recover_failback import failback_action, recover_failback
+from drills.takeover.recover_report import (
+    RECOVER_ROLE,
+    Action,
+    RecoverBusyError,
+    RecoverError,
+    RecoverReport,
+    RecoverStatus,
+)
 from drills.takeover.snapshot import differences, take
 from drills.takeover.steps.changes import KINDS
 from drills.takeover.steps.executor import ChangeExecutor
@@ -61,85 +67,13 @@ from drills.takeover.steps.failback import goal_from_journal
 from drills.takeover.steps.phases import PhaseContext
 from drills.takeover.steps.rollback import safe_rollback, wait_primary_serves
 from drills.takeover.steps.sequence import resume
-from drills.takeover.timeline import Timeline, utc_now
+from drills.takeover.timeline import utc_now
 from drills.takeover.write_ahead import replay_left, state_dir
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.takeover.recover")
 
-Action = Literal["rollback", "complete", "hold", "fail-back"]
 AUDIT_FAIL_BACK = "recover-fail-back"
-RECOVER_ROLE = "recover"  # in a recover's lease holder: a second recover names the first
-
-
-class RecoverStatus(StrEnum):
-    # Only reported, never recorded: an incident waits for a person's --complete or --hold.
-    NEEDS_DECISION = "needs-decision"
-    # What a recover that acted records as the run's status.
-    RECOVERED = RunStatus.RECOVERED.value
-    RECOVER_FAILED = RunStatus.RECOVER_FAILED.value
-
-
-class RecoverBusyError(RunRefused):
-    """The plan's lease is held for the run being recovered: by another `drills recover`
-    of it that got there first (the winner, named), or by the run itself, still alive."""
-
-    def __init__(self, run: DrillRun, held: LeaseHeldError) -> None:
-        self.holder = held.holder
-        host, _, rest = held.holder.partition(":")
-        who = f"process {rest.partition(':')[0]} on {host} ({held.holder})"
-        until = f"until {held.expires_at:%Y-%m-%d %H:%M:%S} UTC"
-        if holder_role(held.holder) == RECOVER_ROLE:
-            message = (
-                f"run {run.id} is being recovered by another `drills recover`, {who}, which "
-                f"holds plan {run.plan}'s lease {until}; it got there first. Its outcome will "
-                f"be in `drills history {run.id}`"
-            )
-        else:
-            message = (
-                f"run {run.id} is still held by its own process, {who}, {until}: it has not "
-                "died. Wait for it, or cancel it"
-            )
-        super().__init__(message)
-
-
-class RecoverError(DrillError):
-    """Recovery cannot start: no such run, no plan to reach its targets, a wrong choice."""
-
-
-@dataclass
-class RecoverReport:
-    run_id: str
-    plan: str
-    mode: Mode
-    action: Action | None
-    status: RecoverStatus
-    journal: list[dict[str, Any]]
-    state: dict[str, Any]
-    undone: list[str] = field(default_factory=list)
-    drift: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    timeline: Timeline = field(default_factory=Timeline)
-    # An incident completed here: its RTO, from the T0 it was declared at.
-    measurement: Measurement | None = None
-    # Changes the journal had lost, undone from the snapshot before the run instead.
-    from_snapshot: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "plan": self.plan,
-            "mode": self.mode,
-            "action": self.action,
-            "status": self.status,
-            "journal": self.journal,
-            "state": self.state,
-            "undone": self.undone,
-            "drift": self.drift,
-            "error": self.error,
-            "rto_seconds": self.measurement.rto_seconds if self.measurement else None,
-            "from_snapshot": self.from_snapshot,
-        }
 
 
 def pick_run(history: HistoryStore, run_id: str | None, plan: str | None) -> DrillRun:
@@ -474,6 +408,7 @@ def _record(history: HistoryStore, run: DrillRun, report: RecoverReport) -> None
 
 __all__ = [
     "Action",
+    "RecoverBusyError",
     "RecoverError",
     "RecoverReport",
     "RecoverStatus",

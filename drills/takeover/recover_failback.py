@@ -27,7 +27,7 @@ from drills.takeover.steps.failback import (
 from drills.takeover.steps.phases import PhaseContext
 
 if TYPE_CHECKING:
-    from drills.takeover.recover import Action, RecoverReport
+    from drills.takeover.recover_report import Action, RecoverReport
 
 
 def failback_action(action: Action | None, journal: Journal) -> Literal["rollback", "complete"]:

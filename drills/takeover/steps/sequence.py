@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 from drills.errors import DrillError
 from drills.takeover.steps.executor import PlannedChange
+from drills.takeover.steps.fence import fence_primary
 from drills.takeover.steps.phases import (
     PhaseContext,
     bring_up_critical,
     bring_up_normal,
-    fence_primary,
     smoke,
     switch_dns,
 )
