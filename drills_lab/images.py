@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import tarfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ import httpx
 from botocore.exceptions import ClientError
 
 from drills.errors import LabError
+from drills_lab import topology
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -192,3 +194,28 @@ def push_ecr(ecr: Any, image: Image) -> str:
         imageDigest=image.top.digest,
     )
     return image.top.digest
+
+
+def push_lab_images(
+    sites: list[str], registries: dict[str, str], ecr: dict[str, Any], *, drift: bool
+) -> None:
+    """Every image of the lab's workloads pushed to each site's registry: an OCI registry's
+    URL in ``registries``, else that site's ECR client in ``ecr``. The drifted lab's DR
+    misses one image."""
+    refs = [w.image for w in topology.WORKLOADS] + [topology.CONTROLLER_IMAGE]
+    jobs = [
+        (site, ref)
+        for site in sites
+        for ref in refs
+        if not (drift and site == "dr" and ref == topology.DRIFT_MISSING_IMAGE)
+    ]
+    with httpx.Client(timeout=10) as http, ThreadPoolExecutor(8) as pool:
+
+        def push(job: tuple[str, str]) -> str:
+            site, ref = job
+            image = build_image(ref, multi_arch=ref in topology.MULTI_ARCH)
+            if registries:
+                return push_oci(http, registries[site], image)
+            return push_ecr(ecr[site], image)
+
+        list(pool.map(push, jobs))

@@ -17,13 +17,11 @@ import secrets
 import shutil
 import socket
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import boto3
-import httpx
 
 from drills.errors import LabError
 from drills.ports import candidate_port
@@ -31,7 +29,7 @@ from drills_lab import externaldns, externalsecrets, topology
 from drills_lab.dcgm import DcgmExporter
 from drills_lab.demand import DEFAULT_DAY_S, DEMAND_PEAK_QUERY, RULES, DemandGenerator, describe
 from drills_lab.endpoint import SiteEndpoint
-from drills_lab.images import build_image, push_ecr, push_oci
+from drills_lab.images import push_lab_images
 from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
 from drills_lab.kubeapi.audit import AuditLog
 from drills_lab.lowprio import seed_low_priority_work
@@ -42,11 +40,7 @@ from drills_lab.procs import find_binary
 from drills_lab.prometheus import PrometheusServer, ScrapeJob
 from drills_lab.registry import RegistryServer
 from drills_lab.replicator import ReverseReplicator
-from drills_lab.seed_aws import (
-    ACCOUNT,
-    seed_aws_secrets,
-    seed_datasets,
-)
+from drills_lab.seed_aws import ACCOUNT, seed_aws_secrets, seed_datasets, seed_route53
 from drills_lab.seed_capacity import seed_drift_capacity
 from drills_lab.seed_cluster import cluster_info, seed_site
 from drills_lab.sentinel import SentinelHeartbeat
@@ -373,43 +367,12 @@ class Lab:
             self._own(externalsecrets.LabExternalSecrets(store, sm, name=site)).start()
 
     def _seed_images(self) -> None:
-        refs = [w.image for w in topology.WORKLOADS] + [topology.CONTROLLER_IMAGE]
-        jobs = [
-            (site, ref)
-            for site in SITE_ADDR
-            for ref in refs
-            if not (self.drift and site == "dr" and ref == topology.DRIFT_MISSING_IMAGE)
-        ]
-        with httpx.Client(timeout=10) as http, ThreadPoolExecutor(8) as pool:
-            ecr = (
-                {site: self._aws("ecr", site) for site in SITE_ADDR} if not self.registries else {}
-            )
-
-            def push(job: tuple[str, str]) -> str:
-                site, ref = job
-                image = build_image(ref, multi_arch=ref in topology.MULTI_ARCH)
-                if self.registries:
-                    return push_oci(http, self.registries[site].url, image)
-                return push_ecr(ecr[site], image)
-
-            list(pool.map(push, jobs))
+        ecr = {site: self._aws("ecr", site) for site in SITE_ADDR} if not self.registries else {}
+        registries = {site: r.url for site, r in self.registries.items()}
+        push_lab_images(list(SITE_ADDR), registries, ecr, drift=self.drift)
 
     def _seed_route53(self) -> None:
-        r53 = self._aws("route53", "primary")
-        zone = r53.create_hosted_zone(Name=topology.ZONE, CallerReference=str(time.time()))
-        zone_id = zone["HostedZone"]["Id"].split("/")[-1]
-        ttl = topology.DRIFT_TTL if self.drift else topology.GOOD_TTL
-        change = {
-            "Action": "UPSERT",
-            "ResourceRecordSet": {
-                "Name": topology.RECORD,
-                "Type": "A",
-                "TTL": ttl,
-                "ResourceRecords": [{"Value": topology.PRIMARY_ADDR}],
-            },
-        }
-        r53.change_resource_record_sets(HostedZoneId=zone_id, ChangeBatch={"Changes": [change]})
-        self.route53_zone_id = zone_id
+        self.route53_zone_id = seed_route53(self._aws("route53", "primary"), drift=self.drift)
 
     def _write_state(self, startup: float) -> LabInfo:
         creds = self.state_dir / "aws"

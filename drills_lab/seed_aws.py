@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import time
 from typing import Any
 
 from drills_lab import topology
@@ -113,3 +114,21 @@ def seed_aws_secrets(primary_sm: Any, value: str) -> None:
             SecretString=value,
             AddReplicaRegions=[{"Region": topology.DR_REGION}],
         )
+
+
+def seed_route53(r53: Any, *, drift: bool) -> str:
+    """The lab's hosted zone in moto's Route 53, its record at the primary; the zone's id.
+    The drifted lab's TTL is too long for the RTO."""
+    zone = r53.create_hosted_zone(Name=topology.ZONE, CallerReference=str(time.time()))
+    zone_id: str = zone["HostedZone"]["Id"].split("/")[-1]
+    change = {
+        "Action": "UPSERT",
+        "ResourceRecordSet": {
+            "Name": topology.RECORD,
+            "Type": "A",
+            "TTL": topology.DRIFT_TTL if drift else topology.GOOD_TTL,
+            "ResourceRecords": [{"Value": topology.PRIMARY_ADDR}],
+        },
+    }
+    r53.change_resource_record_sets(HostedZoneId=zone_id, ChangeBatch={"Changes": [change]})
+    return zone_id
