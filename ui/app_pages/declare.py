@@ -16,7 +16,7 @@ from drills.store.kinds import Mode, RunStatus
 from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
 from drills.takeover.incident import ACTION as DECLARE_ACTION
 from drills.text import for_markdown
-from ui import auth, components, data, guard, proposals
+from ui import auth, components, data, guard, launches, proposals
 from ui.auth import Access
 from ui.cancel import cancel_control
 from ui.data import PlanEntry
@@ -138,7 +138,7 @@ def _outcome(info: FlowRunProgress | None, row: RunRow | None, mode: str) -> boo
 
 def _live(settings: UISettings, access: Access, flow_run_id: str) -> bool:
     """The run as it stands; True once it is over (Prefect final, history finished)."""
-    info = data.flow_run(settings, flow_run_id)
+    info = launches.flow_run(settings, flow_run_id)
     plan_name = st.session_state.get(PLAN) or ""
     declared_at: dt.datetime | None = st.session_state.get(T0)
     mode = st.session_state.get(MODE) or _mode_of(info)
@@ -271,7 +271,7 @@ def _form(settings: UISettings, access: Access, entries: list[PlanEntry], busy: 
                              what="declaring an incident"):  # fmt: skip
             return
         declared_at = components.now()  # T0 is the click, not when a worker picks it up
-        declaration = data.declare(
+        declaration = launches.declare(
             settings,
             by_name[plan_name],
             operator=operator,
@@ -325,7 +325,7 @@ def _failback_form(
     settings: UISettings, access: Access, entry: PlanEntry, busy: str | None
 ) -> None:
     st.subheader("Fail back", divider="gray")
-    if not data.deployment_exists(settings.prefect_api_url or "", settings.failback_deployment):
+    if not launches.deployment_exists(settings.prefect_api_url or "", settings.failback_deployment):
         st.error(
             f"The Prefect server has no `{settings.failback_deployment}` deployment. Deploy it "
             "(`prefect deploy --all` from the project) and start a worker for it.",
@@ -354,7 +354,7 @@ def _failback_form(
                              what="failing back"):  # fmt: skip
             return
         requested_at = components.now()
-        decision = data.fail_back(
+        decision = launches.fail_back(
             settings, entry, operator=operator, reason=reason, confirmation=confirmation,
             requested_at=requested_at,
         )  # fmt: skip
@@ -391,7 +391,7 @@ def _audit_log(settings: UISettings) -> None:
 
 def _prefect_problem(settings: UISettings) -> str | None:
     """Why nothing can be started from here (no usable Prefect, no incident deployment)."""
-    state = data.prefect_state(settings)
+    state = launches.prefect_state(settings)
     if not state.usable:
         return (
             f"**A Prefect server is needed to declare an incident**: {state.problem}. The "
@@ -399,7 +399,7 @@ def _prefect_problem(settings: UISettings) -> str | None:
             "this page being closed. Set `PREFECT_API_URL` and start a worker for it."
         )
     assert settings.prefect_api_url is not None
-    if not data.deployment_exists(settings.prefect_api_url, settings.incident_deployment):
+    if not launches.deployment_exists(settings.prefect_api_url, settings.incident_deployment):
         return (
             f"The Prefect server has no `{settings.incident_deployment}` deployment. Deploy it "
             "(`prefect deploy --all` from the project) and start a worker for it."
