@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from drills.errors import TargetError
@@ -27,7 +27,7 @@ from drills.takeover.incident import ActiveRun, Declaration, IncidentRequest, de
 @dataclass(frozen=True)
 class Consent:
     """What a person gave to start a real run of a plan: who, why, and the plan's name
-    typed to confirm it."""
+    typed to confirm it. Its fields are those of an incident's and a failback's request."""
 
     plan_path: str
     plan_name: str
@@ -79,15 +79,9 @@ def declare(
     """Declare an incident (T0 ``declared_at``) as a run of ``deployment``: checked, refused
     while the plan is held, audited either way."""
     request = IncidentRequest(
-        plan_path=consent.plan_path,
-        plan_name=consent.plan_name,
-        operator=consent.operator,
-        reason=consent.reason,
-        confirmation=consent.confirmation,
-        declared_at=declared_at,
-        force_unfenced=force_unfenced,
+        **asdict(consent), declared_at=declared_at, force_unfenced=force_unfenced,
         extra_parameters=extra_parameters or {},
-    )
+    )  # fmt: skip
     return declare_incident(request, history, PrefectLauncher(api, deployment))
 
 
@@ -111,13 +105,7 @@ def fail_back(
     """Ask for the failback of the plan as a run of ``deployment``: refused unless the plan
     serves from DR and nothing is in the way, audited either way."""
     request = FailbackRequest(
-        plan_path=consent.plan_path,
-        plan_name=consent.plan_name,
-        operator=consent.operator,
-        reason=consent.reason,
-        confirmation=consent.confirmation,
-        requested_at=requested_at,
-        extra_parameters=extra_parameters or {},
+        **asdict(consent), requested_at=requested_at, extra_parameters=extra_parameters or {}
     )
     launcher = PrefectLauncher(api, deployment, tags=("failback",))
     return request_failback(request, history, launcher)
