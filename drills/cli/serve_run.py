@@ -1,10 +1,11 @@
 """`drills serve run DEPLOYMENT`: start a flow run of a deployment on the Prefect server,
 follow it to its report, printing a drill's steps as they end.
 
-An incident or a failback is asked for as the dashboard asks for it: through
-drills.takeover.incident or drills.takeover.failback_request, the plan's name confirmed and a
-reason given, audited either way. The command belongs to the `drills serve` group
-(serve_group); serve_cmd imports this module when it registers the group.
+Runs are started and followed through the launcher (drills.launch), as the dashboard starts
+them: an incident or a failback is asked for exactly as its buttons ask, the plan's name
+confirmed and a reason given, audited either way. The command belongs to the `drills serve`
+group (serve_group); serve_cmd imports this module when it registers the group, and this
+module never imports serve_cmd.
 """
 
 from __future__ import annotations
