@@ -2,8 +2,8 @@
 
 The real `drills serve` stack (a Prefect server, the deployments of prefect.yaml and
 a process worker) is started once. Each declaration gets a fresh lab and goes the
-way the dashboard's button goes: ``declare_incident`` with the orchestrator's
-launcher, T0 taken just before the call (the dashboard takes it at the click). The
+way the dashboard's button goes: the launcher's ``declare`` (drills.launch.takeovers),
+T0 taken just before the call (the dashboard takes it at the click). The
 worker picks the flow run up, the flow runs the takeover; afterwards its stored
 timeline says when the fence began, its measurement when DNS switched and the RTO,
 and Prefect says when the flow run started running.
@@ -29,13 +29,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from drills.launch.takeovers import Consent, declare
 from drills.orchestrator import serve
-from drills.orchestrator.flow_runs import PrefectLauncher, drill_run_of
+from drills.orchestrator.flow_runs import drill_run_of
 from drills.orchestrator.rest import PrefectRest
 from drills.plan import load_plan
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
-from drills.takeover.incident import IncidentRequest, declare_incident
 from drills_lab import control
 from drills_lab.runtime import LabInfo
 
@@ -100,15 +100,8 @@ def _declare(api: PrefectRest, history: HistoryStore, info: LabInfo, i: int) -> 
     plan_path = Path(info.state_dir) / "plan.yaml"
     plan = load_plan(plan_path)
     t0 = dt.datetime.now(dt.UTC)  # the click
-    request = IncidentRequest(
-        plan_path=str(plan_path),
-        plan_name=plan.name,
-        operator="bench",
-        reason=f"bench declare_latency {i}",
-        confirmation=plan.name,
-        declared_at=t0,
-    )
-    declaration = declare_incident(request, history, PrefectLauncher(api, DEPLOYMENT))
+    consent = Consent(str(plan_path), plan.name, "bench", f"bench declare_latency {i}", plan.name)
+    declaration = declare(api, DEPLOYMENT, history, consent, declared_at=t0)
     if not declaration.accepted or declaration.flow_run_id is None:
         raise SystemExit(f"declaration {i} refused: {declaration.message}")
     state = _wait_final(api, declaration.flow_run_id)

@@ -9,7 +9,6 @@ a Markdown report and a table of phases.
 import datetime as dt
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal
 
 from prefect import flow, get_run_logger, task
@@ -23,6 +22,7 @@ from prefect.states import Cancelled, Completed, State
 
 from drills.errors import DrillError
 from drills.evidence.checkpoints import signed_history
+from drills.launch.request import drill_request, takeover
 from drills.plan import load_plan
 from drills.plan.only import only as application_view
 from drills.store.history import HistoryStore
@@ -32,16 +32,13 @@ from drills.takeover.cancellation import cancel_on_signals
 from drills.takeover.detection import parse_moment
 from drills.takeover.drill import (
     Approval,
-    Drill,
     DrillAborted,
     DrillHooks,
     DrillRequest,
     DrillResult,
     approval_question,
 )
-from drills.takeover.failback import Failback
 from drills.takeover.lease import LEASE_S
-from drills.takeover.practice import Practice
 from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, every
 from drills.timefmt import duration
 from flows.artifacts import artifact_key
@@ -202,9 +199,10 @@ def minimum_takeover_drill(
                          "application on its own")  # fmt: skip
     drill_plan = application_view(load_plan(plan), only or None)
     flow_run_id = current_flow_run.id
-    request = DrillRequest(
+    request = drill_request(
         drill_plan,
-        mode=Mode(mode),
+        plan,
+        mode=mode,
         dry_run=dry_run,
         operator=operator,
         reason=reason,
@@ -217,7 +215,6 @@ def minimum_takeover_drill(
         lease_s=lease_s,
         scheduled=scheduled,
         flow_run_id=flow_run_id,
-        plan_path=str(Path(plan).resolve()),
     )
     hooks = DrillHooks(
         approve=wait_for_approval,
@@ -228,8 +225,7 @@ def minimum_takeover_drill(
     # Cancelling the flow run stops its process with SIGTERM: a drill then rolls back and
     # an incident stops and reports, both recorded, instead of dying part-way.
     with cancel_on_signals(), notices_as_events():
-        runner = {Mode.FAILBACK: Failback, Mode.PRACTICE: Practice}.get(request.mode, Drill)
-        result = runner(request, history, hooks).run()
+        result = takeover(request, history, hooks).run()
     publish(history, result, drill_plan.lease_name)
     summary = summarize(result, drill_plan.name, flow_run_id, drill_plan.application)
     logger.info("run %s of %s: %s", result.run_id, drill_plan.name, summary["status"])

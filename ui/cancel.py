@@ -12,7 +12,7 @@ import streamlit as st
 
 from drills.orchestrator.flow_runs import FlowRunProgress
 from drills.store.kinds import Mode
-from ui import components, data, guard
+from ui import components, data, guard, launches
 from ui.auth import Access
 from ui.settings import UISettings
 
@@ -54,7 +54,7 @@ def cancel_control(
             icon=":material/hourglass_top:",
         )
         return
-    prefect = data.prefect_state(settings)
+    prefect = launches.prefect_state(settings)
     if not prefect.usable:
         st.caption(f"Cancelling it from here needs its Prefect server, but {prefect.problem}.")
         return
@@ -85,7 +85,7 @@ def cancel_control(
     ):  # fmt: skip
         return
     who = access.user or (name or "").strip() or "anonymous (no sign-in configured)"
-    outcome = data.cancel_run(
+    outcome = launches.cancel_run(
         settings, flow_run_id=flow_run_id, plan_name=plan_name, run_id=run_id, who=who
     )
     if outcome.accepted:

@@ -1,8 +1,9 @@
-"""Everything the pages read or do, behind Streamlit's cache.
+"""Everything the pages read or do, behind Streamlit's cache, but the Prefect server (what
+the pages read of it and start there is in ui/launches.py).
 
-Pages call only these. Loaders take plain values (URLs, names, page numbers) so the
-cache keys on them; each has a short TTL, and every action that changes what they
-read clears them.
+Pages call only these and ui/launches.py. Loaders take plain values (URLs, names, page
+numbers) so the cache keys on them; each has a short TTL, and every action that changes
+what they read clears them.
 """
 
 from __future__ import annotations
@@ -31,19 +32,8 @@ from drills.evidence.history_chain import chain_status
 from drills.evidence.keys import SigningKeyError, configured_reference, load_signer
 from drills.evidence.pack import build, zip_bytes
 from drills.evidence.render import chromium_problem
-from drills.orchestrator.flow_runs import (
-    CancelOutcome,
-    DeploymentInfo,
-    FlowRunProgress,
-    PrefectLauncher,
-    cancel_flow_run,
-    deployment_info,
-    flow_run_progress,
-    start_deployment,
-)
 from drills.orchestrator.placement import gather
 from drills.orchestrator.receiver import REFUSAL_ACTION
-from drills.orchestrator.rest import PrefectRest
 from drills.plan import DrillPlan, load_plan
 from drills.store.fleet import fleet_facts
 from drills.store.history import HistoryStore
@@ -51,9 +41,7 @@ from drills.store.kinds import Mode, RunStatus
 from drills.store.report import render_markdown, report_data
 from drills.store.serving import RecordedServing, Site, recorded_serving_of
 from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
-from drills.takeover.failback_request import FailbackRequest, request_failback
 from drills.takeover.incident import ACTION as DECLARE_ACTION
-from drills.takeover.incident import Declaration, IncidentRequest, declare_incident
 from drills.takeover.proposals import ACTIONS as PROPOSAL_ACTIONS
 from drills.targets.prometheus_api import prometheus_url
 from ui import queries
@@ -70,7 +58,7 @@ from ui.fleet import (
 )
 from ui.fleet_apps import ApplicationRow, application_rows
 from ui.queries import AuditRow, RtoPoint, RunRow
-from ui.settings import UISettings, prefect_headers
+from ui.settings import UISettings
 
 log = logging.getLogger("drills.ui.data")
 
@@ -103,16 +91,6 @@ class PlanEntry:
     @property
     def valid(self) -> bool:
         return self.plan is not None
-
-
-@dataclass(frozen=True)
-class PrefectState:
-    configured: bool
-    problem: str | None  # why it cannot be used; None when it can
-
-    @property
-    def usable(self) -> bool:
-        return self.configured and self.problem is None
 
 
 @st.cache_resource(show_spinner=False)
@@ -191,14 +169,6 @@ def run_readiness_inline(
         )
     finally:
         clear_caches()
-
-
-def start_readiness_run(settings: UISettings, entry: PlanEntry) -> str:
-    with _prefect(settings.prefect_api_url) as api:
-        run = start_deployment(
-            api, settings.readiness_deployment, {"plan": entry.path}, tags=("dashboard",)
-        )
-    return run.id
 
 
 # --- fleet ----------------------------------------------------------------------------
@@ -402,144 +372,6 @@ def wayback(settings: UISettings, entry: PlanEntry, who: str) -> ReadinessReport
 
 def recheck_wayback() -> None:
     _wayback.clear()
-
-
-# --- Prefect --------------------------------------------------------------------------
-
-
-def _prefect(api_url: str | None) -> PrefectRest:
-    """A client of the Prefect server (use it in ``with``); pages ask only once one is set."""
-    assert api_url is not None
-    return PrefectRest(api_url, headers=prefect_headers())
-
-
-@st.cache_data(ttl=SHORT, show_spinner=False)
-def _prefect_problem(api_url: str) -> str | None:
-    with _prefect(api_url) as api:
-        return api.health_problem()
-
-
-def prefect_state(settings: UISettings) -> PrefectState:
-    if settings.prefect_api_url is None:
-        return PrefectState(False, "no Prefect server is configured (PREFECT_API_URL)")
-    problem = _prefect_problem(settings.prefect_api_url)
-    return PrefectState(True, f"the Prefect server does not answer: {problem}" if problem else None)
-
-
-@st.cache_data(ttl=SHORT, show_spinner=False)
-def deployment_exists(api_url: str, name: str) -> bool:
-    try:
-        with _prefect(api_url) as api:
-            return api.find_deployment(name) is not None
-    except TargetError as exc:
-        log.warning("cannot read deployment %s: %s", name, exc)
-        return False
-
-
-@st.cache_data(ttl=MEDIUM, show_spinner=False)
-def deployment(api_url: str, name: str, plan_path: str, plan_name: str) -> DeploymentInfo | None:
-    try:
-        with _prefect(api_url) as api:
-            return deployment_info(api, name, plan_path, plan_name)
-    except TargetError as exc:
-        log.warning("cannot read deployment %s: %s", name, exc)
-        return None
-
-
-def flow_run(settings: UISettings, flow_run_id: str) -> FlowRunProgress | None:
-    """Not cached: the live views poll it."""
-    if settings.prefect_api_url is None:
-        return None
-    try:
-        with _prefect(settings.prefect_api_url) as api:
-            return flow_run_progress(api, flow_run_id)
-    except TargetError as exc:
-        log.warning("cannot read flow run %s: %s", flow_run_id, exc)
-        return None
-
-
-# --- declaring ----------------------------------------------------------------------------
-
-
-def declare(
-    settings: UISettings,
-    entry: PlanEntry,
-    *,
-    operator: str,
-    reason: str,
-    confirmation: str,
-    force_unfenced: bool,
-    declared_at: dt.datetime,
-) -> Declaration:
-    """Hand the declaration to drills.takeover.incident, which checks, audits and starts it."""
-    request = IncidentRequest(
-        plan_path=entry.path,
-        plan_name=entry.name,
-        operator=operator,
-        reason=reason,
-        confirmation=confirmation,
-        declared_at=declared_at,
-        force_unfenced=force_unfenced,
-    )
-    try:
-        with _prefect(settings.prefect_api_url) as api:
-            launcher = PrefectLauncher(api, settings.incident_deployment)
-            return declare_incident(request, store(settings), launcher)
-    finally:
-        clear_caches()
-
-
-def fail_back(
-    settings: UISettings,
-    entry: PlanEntry,
-    *,
-    operator: str,
-    reason: str,
-    confirmation: str,
-    requested_at: dt.datetime,
-) -> Declaration:
-    """Hand the request to drills.takeover.failback_request, which checks, audits and starts
-    the `failback` deployment."""
-    request = FailbackRequest(
-        plan_path=entry.path,
-        plan_name=entry.name,
-        operator=operator,
-        reason=reason,
-        confirmation=confirmation,
-        requested_at=requested_at,
-    )
-    try:
-        with _prefect(settings.prefect_api_url) as api:
-            launcher = PrefectLauncher(api, settings.failback_deployment, tags=("failback",))
-            return request_failback(request, store(settings), launcher)
-    finally:
-        clear_caches()
-
-
-# --- cancelling ----------------------------------------------------------------------------
-
-
-def cancel_run(
-    settings: UISettings, *, flow_run_id: str, plan_name: str, run_id: str | None, who: str
-) -> CancelOutcome:
-    """Ask Prefect to cancel the flow run of a drill or incident, and audit who asked."""
-    detail: dict[str, Any] = {"flow_run_id": flow_run_id, "run_id": run_id}
-    try:
-        with _prefect(settings.prefect_api_url) as api:
-            outcome = cancel_flow_run(api, flow_run_id, f"cancelled from the dashboard by {who}")
-    except TargetError as exc:
-        outcome = CancelOutcome(False, "unknown", str(exc))
-    detail["outcome"] = f"{outcome.state_name}: {outcome.detail}"
-    store(settings).audit(
-        who=who,
-        action=CANCEL_ACTION,
-        plan=plan_name,
-        accepted=outcome.accepted,
-        reason=f"cancel flow run {flow_run_id}",
-        detail=detail,
-    )
-    clear_caches()
-    return outcome
 
 
 # --- evidence ------------------------------------------------------------------------------

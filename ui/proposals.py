@@ -11,12 +11,11 @@ from typing import Any
 
 import streamlit as st
 
-from drills.orchestrator.flow_runs import PrefectLauncher
 from drills.store import proposals as stored
 from drills.takeover import proposals
 from drills.takeover.incident import Declaration
 from drills.text import for_markdown
-from ui import components, data, guard
+from ui import components, data, guard, launches
 from ui.auth import Access
 from ui.data import PlanEntry
 from ui.settings import UISettings
@@ -38,17 +37,13 @@ def approve(
     settings: UISettings, entry: PlanEntry, proposal_id: str, *, operator: str, reason: str,
     confirmation: str, declared_at: Any,
 ) -> Declaration:  # fmt: skip
-    """Hand the approval to drills.takeover.proposals, which declares the incident."""
+    """Hand the approval to drills.takeover.proposals, through the launcher, which declares
+    the incident."""
     approval = proposals.Approval(
         proposal_id=proposal_id, plan_path=entry.path, operator=operator, reason=reason,
         confirmation=confirmation, declared_at=declared_at,
     )  # fmt: skip
-    try:
-        with data._prefect(settings.prefect_api_url) as api:
-            launcher = PrefectLauncher(api, settings.incident_deployment)
-            return proposals.approve(approval, data.store(settings), launcher)
-    finally:
-        data.clear_caches()
+    return launches.approve(settings, approval)
 
 
 def _alerts(found: stored.Proposal) -> None:

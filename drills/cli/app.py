@@ -58,13 +58,13 @@ COMMANDS: dict[str, Entry] = {
         "incident takeover, or the failback after one) and print its report.",
     ),
     "history": Entry(
-        "drills.cli.run_cmd",
+        "drills.cli.history_cmd",
         "List past drills and incidents, newest first. The id column shows each run's shortest "
         "unique prefix (at least 8 characters), never cut: `drills report` accepts it as it is; "
         "`--json` gives the full ids.",
     ),
     "report": Entry(
-        "drills.cli.run_cmd",
+        "drills.cli.history_cmd",
         "Print a run's report: who, when, what changed, how long each phase took, objectives met,"
         " and the findings open or closed as it ended.",
     ),

@@ -1,114 +1,34 @@
-"""`drills run`, `drills history` and `drills report`: take over, and look back."""
+"""`drills run`: take over (a drill, a practice, an incident or a failback), and report."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
 import getpass
-import json
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Group
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
-from drills import timefmt
 from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_view_or_exit, open_history
-from drills.cli.console import (
-    REPORT_FORMATS,
-    echo_markdown,
-    err_console,
-    out_console,
-    step_line,
-)
+from drills.cli.console import err_console
+from drills.cli.history_cmd import echo_report
+from drills.cli.live_view import LiveView
 from drills.store.kinds import Mode
-from drills.store.report_slo import load_summary, slo_summary
 
 # The takeover and the history store (Kubernetes, boto3, SQLAlchemy under them) are imported
 # by the commands that use them, so that the rest of the CLI starts at once.
 if TYPE_CHECKING:
-    from drills.plan import DrillPlan
     from drills.store.history import HistoryStore
-    from drills.store.models import DrillRun
     from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult
     from drills.takeover.steps.executor import PlannedChange
-    from drills.takeover.timeline import PhaseRecord, StepRecord
 
-console = out_console()
 err = err_console()
 
 EXIT_REFUSED = 3
 EXIT_DECLINED = 4  # the operator said no at "Proceed?": nothing changed, nothing recorded
-STATUS_STYLE = {
-    "ok": "green",
-    "failed": "red",
-    "running": "yellow",
-    "skipped": "dim",
-    "planned": "cyan",
-    "would": "cyan",
-}
-
-
-class LiveView:
-    """Phases and steps as they happen, with the RTO clock ticking from T0."""
-
-    def __init__(self, plan: str, mode: str) -> None:
-        self.title = f"{mode} of {plan}"
-        self.phases: list[PhaseRecord] = []
-        self.t0: dt.datetime | None = None
-        self.lock = threading.Lock()
-        from drills.takeover.timeline import every
-
-        # Without the live table (not a terminal, --json): each step as it ends, and each
-        # wait, as a line on stderr, so a pipe or a CI log follows the run as it goes.
-        self.echo_waits = False
-        self._due = every()
-
-    def on_event(self, event: str, phase: PhaseRecord, step: StepRecord | None) -> None:
-        with self.lock:
-            if event == "phase-start":
-                self.phases.append(phase)
-            if step is not None and step.name == "record T0" and event == "step-end":
-                self.t0 = dt.datetime.fromisoformat(step.evidence["t0"])
-        if event == "step-wait" and step is not None and self.echo_waits and self._due(step):
-            err.print(Text(f"waiting: {phase.name}: {step.waiting}", style="yellow"))
-        if event == "step-end" and step is not None and self.echo_waits:
-            err.print(Text(self.step_line(phase, step)))
-
-    def step_line(self, phase: PhaseRecord, step: StepRecord) -> str:
-        ended = step.ended_at or dt.datetime.now(dt.UTC)
-        return step_line(phase.name, step.name, step.status, step.seconds, step.result, ended,
-                         self.t0)  # fmt: skip
-
-    def __rich__(self) -> Group:
-        table = Table(title=self.title, expand=False)
-        for column in ("phase", "step", "status", "took"):
-            table.add_column(column)
-        with self.lock:
-            for phase in self.phases:
-                style = STATUS_STYLE.get(phase.status, "")
-                table.add_row(
-                    f"[bold]{phase.name}[/]",
-                    "",
-                    f"[{style}]{phase.status}[/]",
-                    timefmt.duration(phase.seconds),
-                )
-                for step in phase.steps:
-                    style = STATUS_STYLE.get(step.status, "")
-                    table.add_row(
-                        "", step.name, f"[{style}]{step.status}[/]", timefmt.duration(step.seconds)
-                    )
-                    if step.status == "running" and step.waiting:
-                        table.add_row("", Text(f"↻ {step.waiting}", style="yellow"), "", "")
-            clock = ""
-            if self.t0 is not None:
-                since = (dt.datetime.now(dt.UTC) - self.t0).total_seconds()
-                clock = f"RTO clock: {timefmt.duration(since)} since T0"
-        return Group(table, Text(clock, style="bold"))
 
 
 def _confirm(planned: list[PlannedChange]) -> bool:
@@ -266,19 +186,23 @@ def run(
         raise typer.Exit(2)
     plan = load_plan_view_or_exit(plan_path, application)
     history = open_history(db)
-    view = LiveView(plan.name + (f" (application {application})" if application else ""), mode)
-    request = _request(
+    title = plan.name + (f" (application {application})" if application else "")
+    view = LiveView(title, mode, console=err)
+    from drills.launch.request import drill_request  # the takeover: once the options are good
+
+    request = drill_request(
         plan,
         plan_path,
         mode=mode,
         dry_run=dry_run,
-        operator=operator,
+        operator=operator or None,  # an empty --operator is the login name too
         reason=reason,
-        force_unfenced=force_unfenced,
-        tier_deadline=tier_deadline,
-        sync_deadline=sync_deadline,
-        ignore_gates=ignore_gates,
+        declared_at=dt.datetime.now(dt.UTC) if mode == Mode.INCIDENT else None,
         detected_at=detected,
+        force_unfenced=force_unfenced,
+        tier_deadline_s=tier_deadline,
+        sync_deadline_s=sync_deadline,
+        ignore_gates=ignore_gates,
         accept_blocking=accepted,
     )
     hooks = _hooks(view)
@@ -340,40 +264,6 @@ def _detected_at(value: str | None, mode: str) -> dt.datetime | None:
     return detected
 
 
-def _request(
-    plan: DrillPlan,
-    plan_path: Path,
-    *,
-    mode: str,
-    dry_run: bool,
-    operator: str | None,
-    reason: str,
-    force_unfenced: bool,
-    tier_deadline: float,
-    sync_deadline: float,
-    ignore_gates: bool = False,
-    detected_at: dt.datetime | None = None,
-    accept_blocking: tuple[str, ...] = (),
-) -> DrillRequest:
-    from drills.takeover.drill import DrillRequest
-
-    return DrillRequest(
-        plan,
-        mode=Mode(mode),
-        dry_run=dry_run,
-        operator=operator or getpass.getuser(),
-        reason=reason,
-        declared_at=dt.datetime.now(dt.UTC) if mode == Mode.INCIDENT else None,
-        detected_at=detected_at,
-        force_unfenced=force_unfenced,
-        tier_deadline_s=tier_deadline,
-        sync_deadline_s=sync_deadline,
-        plan_path=str(plan_path.resolve()),
-        ignore_gates=ignore_gates,
-        accept_blocking=accept_blocking,
-    )
-
-
 def _hooks(view: LiveView) -> DrillHooks:
     from drills.takeover import crashpoints
     from drills.takeover.drill import DrillHooks
@@ -398,15 +288,12 @@ def _execute(
     """Run the drill with the live view; returns its result. With ``ask``, the changes are
     confirmed before the run starts, so a "no" leaves no run in the history."""
     from drills.errors import RunRefused
+    from drills.launch.request import takeover
     from drills.store.outage import is_store_outage, outage_text
     from drills.takeover.cancellation import cancel_on_signals
-    from drills.takeover.drill import Drill
-    from drills.takeover.failback import Failback
     from drills.takeover.lease import LeaseHeldError, UnfinishedRunError
-    from drills.takeover.practice import Practice
 
-    kind = {Mode.FAILBACK: Failback, Mode.PRACTICE: Practice}.get(request.mode, Drill)
-    drill = kind(request, history, hooks)
+    drill = takeover(request, history, hooks)
     try:
         if ask:
             _ask_first(drill)
@@ -484,156 +371,8 @@ def _print_report(history: HistoryStore, result: DrillResult, *, as_json: bool) 
                        style="bold red"))  # fmt: skip
         raise typer.Exit(EXIT_FAILED) from None
     assert stored is not None
-    _echo_report(history, stored, fmt="json" if as_json else "auto")
-
-
-def _echo_report(history: HistoryStore, run: DrillRun, *, fmt: str) -> None:
-    """The run's report with its findings as they stood when it ended: those it opened,
-    saw again or closed, and those still open from earlier runs of the plan."""
-    from drills.evidence.findings import findings_of_run
-    from drills.evidence.render import findings_markdown
-    from drills.store.report import render_markdown, report_data
-
-    data = report_data(run, history)
-    found = findings_of_run(history, run)
-    if fmt == "json":
-        data["findings"] = [f.to_json() for f in found]
-        typer.echo(json.dumps(data, indent=2, default=str))
-    else:
-        document = render_markdown(data) + "\n".join(["", *findings_markdown(found), ""])
-        echo_markdown(document, fmt)
-
-
-def _row(run: DrillRun) -> dict[str, Any]:
-    from drills.store.detection_chain import detection_chain, detection_seconds
-
-    link = run.details.incident
-    detection = run.details.detection
-    failback = run.details.failback
-    return {
-        "id": run.id,
-        "plan": run.plan,
-        "application": run.details.application,
-        "mode": run.mode,
-        "dry_run": run.dry_run,
-        "operator": run.operator,
-        "started_at": run.started_at.isoformat(),
-        "status": run.status,
-        "verdict": run.verdict,
-        "rto_seconds": run.rto_seconds,
-        "client_rto_seconds": run.client_rto_seconds,
-        "full_capacity_seconds": run.details.full_capacity_seconds,
-        "preemption_seconds": run.preemption_seconds,
-        "carry_seconds": run.carry_seconds,
-        "rpo_seconds": run.rpo_seconds,
-        "validation_jobs": [j.model_dump(mode="json") for j in run.details.validation_jobs],
-        # The incident record: an incident names its failback, a failback its incident.
-        "incident_run": link.incident_run if link else None,
-        "failback_run": link.failback_run if link else None,
-        "closed_at": link.closed_at.isoformat() if link and link.closed_at else None,
-        "downtime_seconds": failback.downtime_seconds if failback else None,
-        # An incident's detection -> declaration (the alert's startsAt or --detected-at).
-        "detected_at": detection.detected_at.isoformat() if detection else None,
-        "detection_seconds": detection_seconds(run),
-        "detection_chain": detection_chain(run),  # detection → … → DR carrying
-        "slo": slo_summary(run.details.slo),
-        "load": load_summary(run.details.load),
-    }
-
-
-def _plan_cell(run: DrillRun) -> str:
-    """The plan, and the application a run was restricted to (`--only`)."""
-    app = run.details.application
-    return f"{run.plan} ({app})" if app else run.plan
-
-
-def _seconds(value: float | None) -> str:
-    return timefmt.duration(value) if value is not None else ""
-
-
-# The shortest id `drills history` shows: long enough to read, still far from the full one.
-SHORTEST_ID = 8
-
-
-def short_id(history: HistoryStore, run_id: str) -> str:
-    """The shortest prefix of the id, at least SHORTEST_ID long, that `drills report` resolves to
-    this run: git's way, so a narrow terminal never has to cut the one value the user copies."""
-    for length in range(SHORTEST_ID, len(run_id)):
-        found = history.find_run(run_id[:length])
-        if found is not None and found.id == run_id:
-            return run_id[:length]
-    return run_id
-
-
-def history_cmd(
-    plan: Annotated[str | None, typer.Option("--plan", help="Only runs of this plan.")] = None,
-    mode: Annotated[
-        str | None,
-        typer.Option("--mode", help="Only drill, practice, incident or failback runs."),
-    ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="How many runs, newest first.")] = 50,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of runs.")] = False,
-    db: DbUrl = None,
-) -> None:
-    """List past drills and incidents, newest first. The id column shows each run's shortest
-    unique prefix (at least 8 characters), never cut: `drills report` accepts it as it is;
-    `--json` gives the full ids."""
-    history = open_history(db)
-    runs = history.list_runs(plan=plan, mode=mode, limit=limit)
-    if as_json:
-        typer.echo(json.dumps([_row(r) for r in runs], indent=2))
-        return
-    ids = [short_id(history, r.id) for r in runs]
-    table = Table(title="Drill history")
-    # The id is the value people copy into `drills report`: it keeps its width, others wrap.
-    table.add_column("id", no_wrap=True, min_width=max((len(i) for i in ids), default=2))
-    columns = ("plan", "mode", "started", "status", "verdict", "RTO", "client RTO",
-               "full capacity")  # fmt: skip
-    for column in columns:
-        table.add_column(column)
-    for shown, r in zip(ids, runs, strict=True):
-        table.add_row(
-            shown, _plan_cell(r), r.mode + (" (dry)" if r.dry_run else ""),
-            timefmt.moment(r.started_at), r.status, r.verdict or "",
-            _seconds(r.rto_seconds), _seconds(r.client_rto_seconds),
-            _seconds(r.details.full_capacity_seconds),
-        )  # fmt: skip
-    console.print(table)
-
-
-def report_cmd(
-    run_id: Annotated[
-        str, typer.Argument(metavar="RUN_ID", help="The run's id (or a unique prefix).")
-    ],
-    fmt: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            help="auto (rendered on a terminal, Markdown to a pipe), text (rendered), "
-            "markdown (or md) or json.",
-        ),
-    ] = "auto",
-    db: DbUrl = None,
-) -> None:
-    """Print a run's report: who, when, what changed, how long each phase took, objectives met,
-    and the findings open or closed as it ended."""
-    if fmt not in REPORT_FORMATS:
-        err.print(Text(f"--format must be one of {', '.join(REPORT_FORMATS)}, not {fmt!r}",
-                       style="red"))  # fmt: skip
-        raise typer.Exit(2)
-    history = open_history(db)
-    run = history.find_run(run_id)
-    if run is None:
-        err.print(
-            Text(
-                f"no run {run_id!r} (or the prefix is ambiguous); see `drills history`", style="red"
-            )
-        )
-        raise typer.Exit(EXIT_FAILED)
-    _echo_report(history, run, fmt=fmt)
+    echo_report(history, stored, fmt="json" if as_json else "auto")
 
 
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
-    app.command("history")(history_cmd)
-    app.command("report")(report_cmd)

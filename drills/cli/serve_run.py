@@ -1,10 +1,11 @@
 """`drills serve run DEPLOYMENT`: start a flow run of a deployment on the Prefect server,
 follow it to its report, printing a drill's steps as they end.
 
-An incident or a failback is asked for as the dashboard asks for it: through
-drills.takeover.incident or drills.takeover.failback_request, the plan's name confirmed and a
-reason given, audited either way. The command belongs to the `drills serve` group
-(serve_group); serve_cmd imports this module when it registers the group.
+Runs are started and followed through the launcher (drills.launch), as the dashboard starts
+them: an incident or a failback is asked for exactly as its buttons ask, the plan's name
+confirmed and a reason given, audited either way. The command belongs to the `drills serve`
+group (serve_group); serve_cmd imports this module when it registers the group, and this
+module never imports serve_cmd.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ import getpass
 import json
 import os
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -28,13 +27,18 @@ from drills.cli.common import open_history
 from drills.cli.console import echo_markdown, step_line
 from drills.cli.serve_group import StateDir, err, fail, serve_app
 from drills.errors import DrillError
+from drills.launch.deployment_runs import DRILL_FLOW, drill_mode, follow, start
 from drills.orchestrator import serve
 from drills.orchestrator.rest import Deployment, FlowRunState, PrefectRest, auth_headers
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode
 from drills.store.report import render_markdown, report_data
 
-DRILL_FLOW = "minimum-takeover-drill"
+# The launcher (and the takeover under it) is imported by the commands that use it, so that
+# the rest of the CLI starts at once.
+if TYPE_CHECKING:
+    from drills.launch.takeovers import Consent
+
 EXIT_STILL_RUNNING = 3
 
 
@@ -106,9 +110,8 @@ def _follow(
     timeout: float,
     steps: StepPrinter | None = None,
 ) -> FlowRunState:
-    deadline = time.monotonic() + timeout
     shown = ""
-    while True:
+    for run in follow(api, run, timeout=timeout):  # noqa: B020 - the last one is the answer
         if run.state_name != shown:
             shown = run.state_name
             now = timefmt.clock(dt.datetime.now(dt.UTC))
@@ -117,10 +120,7 @@ def _follow(
                 err.print(f"  waiting for approval: open {ui}/runs/flow-run/{run.id} and resume it")
         if steps is not None:
             steps(run.id)
-        if run.final or time.monotonic() > deadline:
-            return run
-        time.sleep(0.5)
-        run = api.flow_run(run.id)
+    return run
 
 
 @serve_app.command("run")
@@ -203,9 +203,10 @@ def run_deployment(
     try:
         with PrefectRest(url, headers=headers) as api:
             target = api.deployment(deployment)
-            if _mode(target, params) == Mode.INCIDENT:
+            mode = drill_mode(target, params)
+            if mode == Mode.INCIDENT:
                 run = _declare(api, target, params, operator, reason, confirm, db or local_db)
-            elif _mode(target, params) == Mode.FAILBACK:
+            elif mode == Mode.FAILBACK:
                 run = _fail_back(api, target, params, operator, reason, confirm, db or local_db)
             else:
                 run = _start(api, target, params, operator, reason)
@@ -229,14 +230,6 @@ def run_deployment(
         raise fail(f"{run.name} ended {run.state_name}: {run.message}")
 
 
-def _mode(target: Deployment, params: dict[str, Any]) -> str | None:
-    """The drill flow's mode for this run; None for another flow."""
-    if target.flow_name != DRILL_FLOW:
-        return None
-    mode = params.get("mode", target.parameters.get("mode"))
-    return str(mode) if mode else None
-
-
 def _start(
     api: PrefectRest,
     target: Deployment,
@@ -252,7 +245,7 @@ def _start(
         params.setdefault("operator", getpass.getuser())
     elif operator is not None or reason is not None:
         raise fail(f"--operator and --reason are parameters of {DRILL_FLOW} only", 2)
-    return api.create_flow_run(target.id, params)
+    return start(api, target, params)
 
 
 def _declare(
@@ -264,26 +257,16 @@ def _declare(
     confirm: str | None,
     db_url: str | None,
 ) -> FlowRunState:
-    """Declare the incident through drills.takeover.incident, the dashboard's one path:
-    validated, refused while the plan is held, audited either way."""
-    from drills.orchestrator.flow_runs import PrefectLauncher
-    from drills.takeover.incident import IncidentRequest, declare_incident
+    """Declare the incident through the launcher, the dashboard's one path: validated,
+    refused while the plan is held, audited either way."""
+    from drills.launch import takeovers
 
     declared_at = _declared_at(params.pop("declared_at", None))  # T0: before anything else
     asked = _person_asks(target, params, operator, reason, confirm, INCIDENT_WARNING)
-    request = IncidentRequest(
-        plan_path=asked.plan_path,
-        plan_name=asked.plan_name,
-        operator=asked.operator,
-        reason=asked.reason,
-        confirmation=asked.confirmation,
-        declared_at=declared_at,
-        force_unfenced=bool(params.pop("force_unfenced", False)),
-        extra_parameters=params,
-    )
-    declaration = declare_incident(
-        request, open_history(db_url), PrefectLauncher(api, target.full_name)
-    )
+    declaration = takeovers.declare(
+        api, target.full_name, open_history(db_url), asked, declared_at=declared_at,
+        force_unfenced=bool(params.pop("force_unfenced", False)), extra_parameters=params,
+    )  # fmt: skip
     if not declaration.accepted or declaration.flow_run_id is None:
         raise fail(f"Incident not declared: {declaration.message}")
     err.print(
@@ -304,40 +287,20 @@ def _fail_back(
     confirm: str | None,
     db_url: str | None,
 ) -> FlowRunState:
-    """Ask for the failback through drills.takeover.failback_request, the dashboard's one
-    path: validated, refused unless the plan serves from DR and nothing is in the way,
-    audited either way."""
-    from drills.orchestrator.flow_runs import PrefectLauncher
-    from drills.takeover.failback_request import FailbackRequest, request_failback
+    """Ask for the failback through the launcher, the dashboard's one path: validated,
+    refused unless the plan serves from DR and nothing is in the way, audited either way."""
+    from drills.launch import takeovers
 
     requested_at = dt.datetime.now(dt.UTC)
     asked = _person_asks(target, params, operator, reason, confirm, FAILBACK_WARNING)
-    request = FailbackRequest(
-        plan_path=asked.plan_path,
-        plan_name=asked.plan_name,
-        operator=asked.operator,
-        reason=asked.reason,
-        confirmation=asked.confirmation,
-        requested_at=requested_at,
+    decision = takeovers.fail_back(
+        api, target.full_name, open_history(db_url), asked, requested_at=requested_at,
         extra_parameters=params,
-    )
-    launcher = PrefectLauncher(api, target.full_name, tags=("failback",))
-    decision = request_failback(request, open_history(db_url), launcher)
+    )  # fmt: skip
     if not decision.accepted or decision.flow_run_id is None:
         raise fail(f"Failback not started: {decision.message}")
     err.print(Text(f"Failback of {asked.plan_name} started by {asked.operator}."))
     return api.flow_run(decision.flow_run_id)
-
-
-@dataclass(frozen=True)
-class _Asked:
-    """What a person gave for a real run of a plan: who, why, and the plan's name typed."""
-
-    plan_path: str
-    plan_name: str
-    operator: str
-    reason: str
-    confirmation: str
 
 
 def _person_asks(
@@ -347,10 +310,11 @@ def _person_asks(
     reason: str | None,
     confirm: str | None,
     warning: str,
-) -> _Asked:
+) -> Consent:
     """Take who, why and the plan out of the options and ``params``; ask for the plan's
     name on a terminal when --confirm was not given."""
     from drills.cli.common import load_plan_or_exit
+    from drills.launch.takeovers import Consent
 
     # The options win over the same -p parameters, which still work as they did.
     passed = {key: params.pop(key, None) for key in ("operator", "reason", "mode")}
@@ -363,7 +327,7 @@ def _person_asks(
     plan = load_plan_or_exit(plan_path)
     if confirm is None:
         confirm = _ask_confirmation(plan.name, warning)
-    return _Asked(str(plan_path), plan.name, operator, reason, confirm)
+    return Consent(str(plan_path), plan.name, operator, reason, confirm)
 
 
 def _t0_of(run: FlowRunState) -> dt.datetime | None:

@@ -1,5 +1,5 @@
-"""What the CLI and the dashboard do with flow runs: start one, follow it, cancel it,
-find the next one scheduled, and launch incidents for drills.takeover.incident.
+"""What the CLI and the dashboard read of flow runs, and cancel: a plan's runs, a
+deployment's next one scheduled, a run's progress, and the drill it recorded.
 
 Written once over :class:`PrefectRest`, so `drills serve run` and the dashboard agree
 on what a run's state means and on which runs belong to a plan.
@@ -15,12 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from drills.errors import TargetError
-from drills.orchestrator.rest import NOT_FINAL_STATES, Deployment, FlowRunState, PrefectRest
+from drills.orchestrator.rest import Deployment, FlowRunState, PrefectRest
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
 from drills.store.runs import run_of_flow_run
-from drills.takeover.incident import ActiveRun
 
 log = logging.getLogger("drills.orchestrator.flow_runs")
 
@@ -34,7 +32,7 @@ def same_plan(parameter: Any, plan_path: str, plan_name: str) -> bool:
     return Path(parameter).expanduser().resolve() == Path(plan_path).expanduser().resolve()
 
 
-def _runs_of_plan(
+def runs_of_plan(
     api: PrefectRest, deployment: Deployment, states: Iterable[str], plan_path: str, plan_name: str
 ) -> list[FlowRunState]:
     # A run that was given no plan runs the deployment's default one.
@@ -62,7 +60,7 @@ def deployment_info(
     deployment = api.find_deployment(name)
     if deployment is None:
         return None
-    upcoming = _runs_of_plan(api, deployment, ["SCHEDULED"], plan_path, plan_name)
+    upcoming = runs_of_plan(api, deployment, ["SCHEDULED"], plan_path, plan_name)
     plan = deployment.parameters.get("plan")
     return DeploymentInfo(
         name,
@@ -88,21 +86,6 @@ def flow_run_progress(api: PrefectRest, flow_run_id: str) -> FlowRunProgress:
         running_tasks=tuple(name for name, state in tasks if state == "RUNNING"),
         completed_tasks=sum(1 for _, state in tasks if state == "COMPLETED"),
     )
-
-
-def start_deployment(
-    api: PrefectRest,
-    name: str,
-    parameters: dict[str, Any],
-    *,
-    idempotency_key: str | None = None,
-    tags: Iterable[str] = (),
-) -> FlowRunState:
-    """Create a run of the deployment and return it at once, without waiting for it."""
-    deployment = api.deployment(name)
-    run = api.create_flow_run(deployment.id, parameters, idempotency_key=idempotency_key, tags=tags)
-    log.info("started %s: flow run %s (%s)", deployment.full_name, run.name, run.id)
-    return run
 
 
 @dataclass(frozen=True)
@@ -139,36 +122,6 @@ def cancel_flow_run(api: PrefectRest, flow_run_id: str, message: str) -> CancelO
         outcome = CancelOutcome(True, wanted[1], "it had not started, so nothing was changed")
     log.info("cancel of flow run %s: %s (%s)", run.id, outcome.state_name, outcome.detail)
     return outcome
-
-
-class PrefectLauncher:
-    """The launcher of incidents (drills.takeover.incident) and failbacks
-    (drills.takeover.failback_request) over a deployment of the drill flow."""
-
-    def __init__(
-        self, api: PrefectRest, deployment: str, *, tags: tuple[str, ...] = ("incident",)
-    ) -> None:
-        self.api = api
-        self.deployment = deployment
-        self.tags = tags
-
-    def active_runs(self, plan_path: str, plan_name: str) -> list[ActiveRun]:
-        deployment = self.api.deployment(self.deployment)
-        runs = _runs_of_plan(self.api, deployment, NOT_FINAL_STATES, plan_path, plan_name)
-        return [ActiveRun(run.id, "prefect", run.state_type) for run in runs]
-
-    def is_finished(self, flow_run_id: str) -> bool | None:
-        try:
-            return self.api.flow_run(flow_run_id).final
-        except TargetError:
-            return None
-
-    def start(self, parameters: dict[str, Any], *, idempotency_key: str) -> str:
-        run = start_deployment(
-            self.api, self.deployment, parameters, idempotency_key=idempotency_key,
-            tags=self.tags,
-        )  # fmt: skip
-        return run.id
 
 
 def drill_run_of(history: HistoryStore, flow_run_id: str) -> DrillRun | None:

@@ -28,6 +28,7 @@ from drills.takeover.incident import (
     blocking_runs,
     consent_problem,
     refusal_of,
+    run_parameters,
 )
 
 ACTION = "fail-back"
@@ -49,13 +50,7 @@ class FailbackRequest:
 
 def failback_parameters(request: FailbackRequest) -> dict[str, Any]:
     """The parameters of the `failback` deployment."""
-    return {
-        **request.extra_parameters,
-        "plan": request.plan_path,
-        "mode": Mode.FAILBACK,
-        "operator": request.operator,
-        "reason": request.reason,
-    }
+    return run_parameters(request, Mode.FAILBACK)
 
 
 def request_failback(

@@ -80,17 +80,42 @@ class Declaration:
     blocking: tuple[ActiveRun, ...] = field(default_factory=tuple)
 
 
-def incident_parameters(request: IncidentRequest) -> dict[str, Any]:
-    """The parameters of the `declare-incident` deployment."""
+class PersonRequest(Protocol):
+    """What run_parameters needs of a person's request: the plan, who, why, and further
+    parameters of the flow."""
+
+    @property
+    def plan_path(self) -> str: ...
+
+    @property
+    def operator(self) -> str: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def extra_parameters(self) -> Mapping[str, Any]: ...
+
+
+def run_parameters(request: PersonRequest, mode: Mode, **fields: Any) -> dict[str, Any]:
+    """The drill flow's parameters of a run a person asked for: the request's further
+    parameters, overridden by its plan, mode, who and why, and then by ``fields``."""
     return {
         **request.extra_parameters,
         "plan": request.plan_path,
-        "mode": Mode.INCIDENT,
+        "mode": mode,
         "operator": request.operator,
         "reason": request.reason,
-        "declared_at": request.declared_at.isoformat(),
-        "force_unfenced": request.force_unfenced,
+        **fields,
     }
+
+
+def incident_parameters(request: IncidentRequest) -> dict[str, Any]:
+    """The parameters of the `declare-incident` deployment."""
+    return run_parameters(
+        request, Mode.INCIDENT, declared_at=request.declared_at.isoformat(),
+        force_unfenced=request.force_unfenced,
+    )  # fmt: skip
 
 
 def consent_problem(operator: str, reason: str, confirmation: str, plan_name: str) -> str | None:

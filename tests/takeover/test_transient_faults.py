@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from drills.cli.run_cmd import LiveView
+from drills.cli.live_view import LiveView
 from drills.notify.deliver import subscribe
 from drills.notify.events import EventKind, Notice
 from drills.plan import load_plan

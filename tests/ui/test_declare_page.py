@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from drills.orchestrator.flow_runs import PrefectLauncher, cancel_flow_run
+from drills.launch.takeovers import PrefectLauncher
+from drills.orchestrator.flow_runs import cancel_flow_run
 from drills.orchestrator.rest import PrefectRest
 from drills.passwords import hash_password
 from drills.store.details import IncidentLink, RunDetails

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from drills.orchestrator.flow_runs import PrefectLauncher
+from drills.launch.takeovers import PrefectLauncher
 from drills.orchestrator.rest import PrefectRest
 from drills.passwords import hash_password
 from drills.store.details import IncidentLink, RunDetails

@@ -10,7 +10,7 @@ import streamlit as st
 
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.text import for_markdown
-from ui import auth, charts, components, data, guard
+from ui import auth, charts, components, data, guard, launches
 from ui.cancel import cancel_control
 from ui.carry_chart import carry_chart
 from ui.queries import RunRow
@@ -78,8 +78,8 @@ def _still_running(settings: UISettings, run: dict[str, Any]) -> None:
             f"process is gone, `drills recover {run['id']}` puts things back in order."
         )
         return
-    usable = data.prefect_state(settings).usable
-    info = data.flow_run(settings, run["flow_run_id"]) if usable else None
+    usable = launches.prefect_state(settings).usable
+    info = launches.flow_run(settings, run["flow_run_id"]) if usable else None
     cancel_control(
         settings, auth.current_access(settings), info, flow_run_id=run["flow_run_id"],
         plan_name=run["plan"], mode=run["mode"], run_id=run["id"], key=f"{KEY}.{run['id']}",

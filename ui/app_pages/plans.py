@@ -9,7 +9,7 @@ from drills.orchestrator.plan_schedule import deployment_schedules
 from drills.orchestrator.rest import describe_schedule
 from drills.store.kinds import Mode
 from drills.text import for_markdown
-from ui import components, data, plan_summary
+from ui import components, data, launches, plan_summary
 from ui.data import PlanEntry
 from ui.settings import UISettings, load_settings
 
@@ -26,10 +26,10 @@ def _next_drill(settings: UISettings, entry: PlanEntry) -> str:
         if in_plan
         else "the plan has no `schedule:`"
     )
-    state = data.prefect_state(settings)
+    state = launches.prefect_state(settings)
     if not state.usable or settings.prefect_api_url is None:
         return f"unknown: {state.problem}; {planned}"
-    info = data.deployment(
+    info = launches.deployment(
         settings.prefect_api_url, settings.drill_deployment, entry.path, entry.name
     )
     if info is None:

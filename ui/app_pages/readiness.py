@@ -11,7 +11,7 @@ from drills.checks.base import CheckResult
 from drills.checks.forecast_rto import FORECAST_CHECK
 from drills.checks.runner import ReadinessReport
 from drills.errors import TargetError
-from ui import auth, components, data, guard
+from ui import auth, components, data, guard, launches
 from ui.auth import Access
 from ui.components import seconds
 from ui.data import PlanEntry
@@ -43,12 +43,12 @@ def _start(settings: UISettings, access: Access, entry: PlanEntry) -> None:
     if not guard.allowed(settings, access, action=guard.READINESS_ACTION, plan=entry.name,
                          what="re-running the readiness checks"):  # fmt: skip
         return
-    state = data.prefect_state(settings)
-    if state.usable and data.deployment_exists(
+    state = launches.prefect_state(settings)
+    if state.usable and launches.deployment_exists(
         settings.prefect_api_url or "", settings.readiness_deployment
     ):
         try:
-            flow_run_id = data.start_readiness_run(settings, entry)
+            flow_run_id = launches.start_readiness_run(settings, entry)
             st.session_state[_flow_run_key(entry)] = flow_run_id
             _audit_start(settings, access, entry, f"started Prefect flow run {flow_run_id}")
             return
@@ -70,7 +70,7 @@ def _audit_start(settings: UISettings, access: Access, entry: PlanEntry, outcome
 @st.fragment(run_every=2)
 def _watch(settings: UISettings, entry: PlanEntry, flow_run_id: str) -> None:
     """Progress of a readiness run on Prefect; the page refreshes when it ends."""
-    info = data.flow_run(settings, flow_run_id)
+    info = launches.flow_run(settings, flow_run_id)
     total = data.check_count()
     if info is None:
         st.warning(f"Cannot read flow run {flow_run_id} from Prefect.")
