@@ -128,7 +128,7 @@ def refresh_after_run(
 def wayback_checks(registry: CheckRegistry | None = None) -> list[CheckSpec]:
     """The checks of the failback direction: the plan's own, asked of the reversed plan
     (from ``registry``, every check of drills by default), and the way back's own."""
-    from drills.checks.wayback import SWAPPED, WAYBACK
+    from drills.checks.areas.wayback import SWAPPED, WAYBACK
 
     chosen = registry if registry is not None else load_checks()
     swapped = [chosen.get(i) for i in SWAPPED if i in {s.id for s in chosen.all()}]
@@ -148,7 +148,7 @@ def run_wayback(
     The checks run on the reversed plan, with each site named for what it really is in
     errors, and the results are titled for the failback direction.
     """
-    from drills.checks.wayback import SWAPPED, TITLES, homeward
+    from drills.checks.areas.wayback import SWAPPED, TITLES, homeward
     from drills.plan.reverse import reversed_plan
 
     specs = wayback_checks(registry)

@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
+from drills.checks.areas.identity import CHECK_ID as DISTINCT_CHECK
+from drills.checks.areas.identity import distinct_result
 from drills.checks.base import CheckRegistry
-from drills.checks.identity import CHECK_ID as DISTINCT_CHECK
-from drills.checks.identity import distinct_result
 from drills.checks.readiness import (
     check_context,
     refresh_after_run,

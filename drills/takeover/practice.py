@@ -19,8 +19,8 @@ import time
 from functools import partial
 from urllib.parse import urlsplit, urlunsplit
 
+from drills.checks.areas.identity import CHECK_ID as DISTINCT_CHECK
 from drills.checks.base import Status
-from drills.checks.identity import CHECK_ID as DISTINCT_CHECK
 from drills.checks.readiness import check_context, select_checks
 from drills.checks.runner import run_checks
 from drills.errors import RunRefused

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from drills.checks.data import dataset_diff
+from drills.checks.areas.data import dataset_diff
 from drills.checks.readiness import select_checks
 from drills.cli import app
 from drills.plan import DrillPlan, load_plan

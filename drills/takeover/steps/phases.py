@@ -18,10 +18,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from drills.checks.areas.identity import distinct_result
+from drills.checks.areas.wayback import running_writers
 from drills.checks.base import Status
-from drills.checks.identity import distinct_result
 from drills.checks.runner import ReadinessReport
-from drills.checks.wayback import running_writers
 from drills.errors import RunRefused, StepFailed, TargetError, TemporaryError
 from drills.plan import ControllerFence, DrillPlan, Workload
 from drills.takeover import carry

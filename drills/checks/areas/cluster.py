@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status, worst
-from drills.checks.base import Tier as TierName
-from drills.checks.cluster_model import (
+from drills.checks.areas.cluster_resources import (
     GPU,
     Demand,
     add,
@@ -18,7 +16,9 @@ from drills.checks.cluster_model import (
     plan_demands,
     shown,
 )
-from drills.checks.template_diff import template_drift
+from drills.checks.areas.template_diff import template_drift
+from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status, worst
+from drills.checks.base import Tier as TierName
 from drills.errors import TargetError, unreadable
 from drills.plan import Tier
 from drills.targets.sites import Targets

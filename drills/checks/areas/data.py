@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from drills.checks.areas.data_inventory import inventory_diff
+from drills.checks.areas.identity import one_bucket
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
-from drills.checks.data_inventory import inventory_diff
-from drills.checks.identity import one_bucket
 from drills.plan import Dataset, DatasetKind
 from drills.targets.objects import LifecycleRule, ObjectInfo
 from drills.targets.objects_compare import (
