@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from drills.checks.areas import data
+from drills.checks.areas import data, data_protection
 from drills.checks.base import CheckResult, Status
 from drills.plan import DrillPlan, load_plan, plan_from_text
 from drills.targets.objects import LifecycleRule
@@ -419,7 +419,7 @@ def test_noncurrent_expiration_rule(
     plan_ds = plan_over(
         "http://127.0.0.1:9", dataset("a-bucket", "b-bucket", min_versions=min_versions)
     )
-    assert (data.rule_problems(rule, plan_ds.datasets[0]) == []) is allowed
+    assert (data_protection.rule_problems(rule, plan_ds.datasets[0]) == []) is allowed
 
 
 def test_delete_marker_at_dr_fails(s3: Any, moto_server: MotoServer, pair: tuple[str, str]) -> None:
