@@ -35,7 +35,7 @@ def forecast(
     db: DbUrl = None,
 ) -> None:
     from drills.checks.areas.forecast_rto import plan_forecast
-    from drills.checks.readiness import check_context
+    from drills.checks.checkup import check_context
     from drills.targets.sites import Targets
 
     plan = load_plan_or_exit(plan_path)

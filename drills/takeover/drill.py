@@ -25,12 +25,8 @@ from typing import Any, TypeVar
 from drills.checks.areas.identity import CHECK_ID as DISTINCT_CHECK
 from drills.checks.areas.identity import distinct_result
 from drills.checks.base import CheckRegistry
-from drills.checks.readiness import (
-    check_context,
-    refresh_after_run,
-    run_readiness,
-    select_checks,
-)
+from drills.checks.checkup import check_context, select_checks
+from drills.checks.readiness import refresh_after_run, run_readiness
 from drills.checks.runner import ReadinessReport, run_checks
 from drills.errors import DrillError, NotMet, RunRefused
 from drills.notify.runs import announce_finish, announce_start

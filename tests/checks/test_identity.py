@@ -427,7 +427,7 @@ def test_buckets_of_one_name_on_another_providers_stores_are_told_by_settings() 
     """Another provider's store is what its settings say: with the same settings a bucket
     name at both sites is one bucket, and the plan is refused; with others, two."""
     from drills.checks.areas.identity import one_bucket
-    from drills.checks.readiness import check_context
+    from drills.checks.checkup import check_context
 
     doc = yaml.safe_load((Path(__file__).parents[1] / "plan" / "plans" / "valid.yaml").read_text())
     doc["sites"]["primary"]["objects"] = {"provider": "blobs", "settings": {"account": "use1"}}
