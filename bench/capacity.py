@@ -24,7 +24,7 @@ from typing import Any
 from drills.capacity.idle import MAX_STEPS, parse_vector, step_for, utilisation_query
 from drills.capacity.pricing import parse_pricing
 from drills.capacity.report import Inputs, Needs, build_report
-from drills.checks.gpu_pool import critical_priority, pool_nodes, priority_classes
+from drills.checks.areas.gpu_pool import critical_priority, pool_nodes, priority_classes
 from drills.plan import DrillPlan, Tier, load_plan
 
 ROOT = Path(__file__).resolve().parents[1]

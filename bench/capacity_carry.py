@@ -22,11 +22,11 @@ from typing import Any
 import yaml
 
 from bench.capacity import dataset
+from drills.checks.areas.carry import DrCluster, Figure, carry_outcome, needs_of
+from drills.checks.areas.carry_sizing import evaluate
+from drills.checks.areas.cluster_resources import Templates
+from drills.checks.areas.demand_query import DAY_S, Peak
 from drills.checks.base import Outcome
-from drills.checks.carry import DrCluster, Figure, carry_outcome, needs_of
-from drills.checks.carry_model import evaluate
-from drills.checks.cluster_model import Templates
-from drills.checks.demand_query import DAY_S, Peak
 from drills.plan import DrillPlan, load_plan
 
 ROOT = Path(__file__).resolve().parents[1]

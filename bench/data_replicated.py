@@ -153,9 +153,9 @@ def _plan(endpoint: str) -> dict[str, Any]:
 
 def child(plan_path: str) -> int:
     """Run data.replicated on the plan; print its evidence as JSON. Runs in the child."""
-    from drills.checks import data  # noqa: F401 - registers the checks
+    from drills.checks.areas import data  # noqa: F401 - registers the checks
     from drills.checks.base import REGISTRY
-    from drills.checks.readiness import check_context
+    from drills.checks.checkup import check_context
     from drills.checks.runner import run_one
     from drills.plan import load_plan
     from drills.targets.sites import Targets

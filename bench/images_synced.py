@@ -29,9 +29,9 @@ import httpx
 import yaml
 
 from bench import PLACEHOLDER_DNS
+from drills.checks.areas.images import images_synced  # noqa: F401 - registers the check
 from drills.checks.base import REGISTRY, Status
-from drills.checks.images import images_synced  # noqa: F401 - registers the check
-from drills.checks.readiness import check_context
+from drills.checks.checkup import check_context
 from drills.checks.runner import run_one
 from drills.plan import DrillPlan, plan_from_text
 from drills.targets.registry import Ref

@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from drills.checks.readiness import select_checks
+from drills.checks.checkup import select_checks
 from drills.plan import Route53Dns, load_plan
 from drills.targets.sites import Targets
 from drills_lab import control

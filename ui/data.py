@@ -22,7 +22,8 @@ from drills.capacity.figures import FiguresCache
 from drills.capacity.figures import compute as compute_capacity
 from drills.capacity.idle import busy_over_time
 from drills.checks.base import CheckResult
-from drills.checks.readiness import run_readiness, run_wayback, select_checks
+from drills.checks.checkup import run_wayback, select_checks
+from drills.checks.readiness import run_readiness
 from drills.checks.runner import ReadinessReport
 from drills.errors import DrillError, PlanError, TargetError
 from drills.evidence.checkpoints import configured_sign

@@ -13,7 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from drills.capacity.figures import DrFigures
-from drills.checks.cadence import MAX_DRILL_AGE_DAYS
+from drills.checks.areas.cadence import MAX_DRILL_AGE_DAYS
 from drills.plan import DrillPlan
 from drills.plan.claims import cluster_of
 from drills.plan.cron import next_fire_times

@@ -173,7 +173,7 @@ def checks_page() -> str:
             category = spec.category
             lines += [f"## {category}", ""]
         lines += _check_entry(spec)
-    from drills.checks.wayback import WAYBACK
+    from drills.checks.areas.wayback import WAYBACK
 
     lines += [
         "## Failback",

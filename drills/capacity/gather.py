@@ -10,10 +10,10 @@ from drills.capacity.idle import query_utilisation
 from drills.capacity.pricing import Pricing, load_pricing
 from drills.capacity.report import Inputs, Needs
 from drills.capacity.sizing import gpus_for_demand, gpus_for_target
-from drills.checks.carry import demand_figures
-from drills.checks.carry_model import formula, replicas_needed
-from drills.checks.cluster_model import Templates, demand_of, plan_templates, taken_over
-from drills.checks.gpu_pool import critical_priority, pool_nodes, priority_classes
+from drills.checks.areas.carry import demand_figures
+from drills.checks.areas.carry_sizing import formula, replicas_needed
+from drills.checks.areas.cluster_resources import Templates, demand_of, plan_templates, taken_over
+from drills.checks.areas.gpu_pool import critical_priority, pool_nodes, priority_classes
 from drills.errors import TargetError
 from drills.plan import DrillPlan
 from drills.targets.sites import Targets

@@ -11,7 +11,7 @@ from typing import Any
 from drills.capacity.idle import GpuUtilisation, idle_ratio_of
 from drills.capacity.pricing import GpuPrice, Pricing
 from drills.capacity.sizing import CENT, HOURS_PER_MONTH, effective_compute, per_month
-from drills.checks.gpu_pool import PoolNode
+from drills.checks.areas.gpu_pool import PoolNode
 
 FIGURES = ("allocatable", "reserved", "standby", "sentinel", "low_priority", "idle")
 

@@ -1,60 +1,23 @@
-"""Run a plan's readiness checks and keep the snapshot: the one entry point for the
-CLI, the Prefect flow, the drill's preflight and the dashboard."""
+"""The readiness service: run a plan's checks (:mod:`drills.checks.checkup`), keep the
+snapshot and tell people what changed. The one entry point for the CLI, the Prefect
+flow, the drill's preflight and the dashboard; the checks themselves only return results."""
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import logging
-import os
 from collections.abc import Callable, Iterable, Sequence
 
-from drills.checks.base import (
-    CheckContext,
-    CheckRegistry,
-    CheckResult,
-    CheckSpec,
-    Placement,
-)
-from drills.checks.catalog import load_checks
-from drills.checks.runner import CheckCall, ReadinessReport, call_in_place, run_checks
+from drills.checks.base import CheckRegistry, CheckResult, Placement
+from drills.checks.checkup import check_plan, recheck, select_checks
+from drills.checks.runner import CheckCall, ReadinessReport, call_in_place
 from drills.notify import notify, readiness_changes, remind_after
 from drills.notify.readiness import FAILING_SINCE
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.targets.shared import SharedTargets
-from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.checks.readiness")
-
-
-def select_checks(
-    only: Iterable[str] = (),
-    categories: Iterable[str] = (),
-    registry: CheckRegistry | None = None,
-) -> list[CheckSpec]:
-    """The checks asked for, from ``registry`` (every check of drills by default)."""
-    return (registry if registry is not None else load_checks()).select(only, categories)
-
-
-def check_context(
-    plan: DrillPlan,
-    targets: Targets,
-    history: HistoryStore | None,
-    *,
-    now: dt.datetime | None = None,
-    fingerprint_key: bytes | None = None,
-    placement: Placement | None = None,
-) -> CheckContext:
-    return CheckContext(
-        plan=plan,
-        targets=targets,
-        history=history,
-        now=now or dt.datetime.now(dt.UTC),
-        # A fresh key per run: fingerprints can be compared within a run, never across.
-        fingerprint_key=fingerprint_key or os.urandom(32),
-        placement=placement,
-    )
 
 
 def run_readiness(
@@ -78,9 +41,15 @@ def run_readiness(
     ``shared``: the targets of a run over many plans (drills.checks.fleet).
     """
     specs = select_checks(only, categories, registry)
-    with Targets(plan, shared) as targets:
-        context = check_context(plan, targets, history, placement=placement)
-        report = run_checks(specs, context, on_result=on_result, call=call)
+    report = check_plan(
+        plan,
+        specs,
+        history=history,
+        on_result=on_result,
+        call=call,
+        shared=shared,
+        placement=placement,
+    )
     # One application's checks (a view of the plan) are not the plan's readiness either.
     whole = plan.application is None
     if history is not None and store and whole and not specs_filtered(only, categories):
@@ -112,58 +81,10 @@ def refresh_after_run(
 
     The other results are the preflight's, minutes old: the snapshot is as fresh as the
     run, which is what every view's "checked ... ago" means by it."""
-    chosen = registry if registry is not None else load_checks()
-    known = {spec.id for spec in chosen.all()}
-    specs = [chosen.get(i) for i in AFTER_A_RUN if i in known]
-    if not specs:
+    report = recheck(plan, history, before, AFTER_A_RUN, registry=registry)
+    if report is None:
         return before
-    with Targets(plan) as targets:
-        fresh = run_checks(specs, check_context(plan, targets, history))
-    again = {r.id: r for r in fresh.results}
-    results = tuple(again.pop(r.id, r) for r in before.results) + tuple(again.values())
-    report = ReadinessReport(plan=plan.name, checked_at=fresh.checked_at, results=results)
     return _store_and_notify(plan, history, report)
-
-
-def wayback_checks(registry: CheckRegistry | None = None) -> list[CheckSpec]:
-    """The checks of the failback direction: the plan's own, asked of the reversed plan
-    (from ``registry``, every check of drills by default), and the way back's own."""
-    from drills.checks.wayback import SWAPPED, WAYBACK
-
-    chosen = registry if registry is not None else load_checks()
-    swapped = [chosen.get(i) for i in SWAPPED if i in {s.id for s in chosen.all()}]
-    return swapped + WAYBACK.all()
-
-
-def run_wayback(
-    plan: DrillPlan,
-    *,
-    history: HistoryStore | None = None,
-    on_result: Callable[[CheckResult], None] | None = None,
-    registry: CheckRegistry | None = None,
-    call: CheckCall = call_in_place,
-) -> ReadinessReport:
-    """Readiness for the way back (DR → primary), never stored as the plan's readiness.
-
-    The checks run on the reversed plan, with each site named for what it really is in
-    errors, and the results are titled for the failback direction.
-    """
-    from drills.checks.wayback import SWAPPED, TITLES, homeward
-    from drills.plan.reverse import reversed_plan
-
-    specs = wayback_checks(registry)
-    reverse = reversed_plan(plan)
-    with Targets(reverse, reverse=True) as targets:
-        context = check_context(reverse, targets, history)
-        report = run_checks(specs, context, on_result=on_result, call=call)
-    results = tuple(
-        dataclasses.replace(r, title=TITLES[r.id], summary=homeward(r.summary),
-                            remediation=homeward(r.remediation) if r.remediation else r.remediation)
-        if r.id in SWAPPED else r
-        for r in report.results
-    )  # fmt: skip
-    log.info("way-back readiness of %s: %d blocking", plan.name, sum(r.blocking for r in results))
-    return dataclasses.replace(report, plan=plan.name, results=results)
 
 
 def _store_and_notify(

@@ -111,7 +111,8 @@ def readiness(
     """Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan.
     A check that could not read its target (unreachable, or something else answering for it,
     such as a proxy's 404) reports error, never pass."""
-    from drills.checks.readiness import run_readiness, select_checks
+    from drills.checks.checkup import select_checks
+    from drills.checks.readiness import run_readiness
     from drills.orchestrator.placement import gather
 
     narrowed = bool(only or category)
@@ -258,7 +259,7 @@ def _direction(plan: DrillPlan, asked: str | None, db: str | None, store: bool) 
 
 
 def _way_back(plan: DrillPlan, db: str | None, *, as_json: bool, verbose: bool) -> None:
-    from drills.checks.readiness import run_wayback
+    from drills.checks.checkup import run_wayback
 
     report = run_wayback(plan, history=open_history(db))
     if as_json:

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from drills.checks.areas.cadence import MAX_DRILL_AGE_DAYS
 from drills.checks.base import Status
-from drills.checks.cadence import MAX_DRILL_AGE_DAYS
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode

@@ -1,5 +1,5 @@
 """Where the orchestrator runs, for the orchestrator.placement readiness check: this
-process's cluster (drills.checks.orchestrator_placement.here) and the drills work pool's
+process's cluster (drills.checks.areas.orchestrator_placement.here) and the drills work pool's
 workers, asked of the Prefect API (PREFECT_API_URL) here, since the checks never import Prefect."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import dataclasses
 import logging
 import os
 
+from drills.checks.areas.orchestrator_placement import here
 from drills.checks.base import Placement, WorkerFact
-from drills.checks.orchestrator_placement import here
 from drills.errors import DrillError
 from drills.orchestrator.rest import PrefectRest
 from drills.orchestrator.serve import WORK_POOL

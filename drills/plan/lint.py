@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 Loc = tuple[str | int, ...]
 
 # The readiness check drill.cadence fails when the last successful drill is older than
-# this (drills/checks/cadence.py); a schedule with longer gaps makes it fail by design.
+# this (drills/checks/areas/cadence.py); a schedule with longer gaps makes it fail by design.
 MAX_DRILL_GAP = dt.timedelta(days=92)
 DAILY = dt.timedelta(days=1)
 

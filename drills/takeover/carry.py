@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from drills.checks.carry_model import carried_percent, replicas_needed
-from drills.checks.demand_query import demand_at
+from drills.checks.areas.carry_sizing import carried_percent, replicas_needed
+from drills.checks.areas.demand_query import demand_at
 from drills.checks.runner import ReadinessReport
 from drills.errors import DrillError, TargetError
 from drills.plan import DrillPlan, Workload

@@ -18,9 +18,9 @@ import logging
 from functools import partial
 from typing import Any
 
+from drills.checks.areas.identity import distinct_result
 from drills.checks.base import Status
-from drills.checks.identity import distinct_result
-from drills.checks.readiness import run_wayback
+from drills.checks.checkup import run_wayback
 from drills.errors import DrillError, RunRefused
 from drills.notify.runs import announce_incident_closed
 from drills.plan import DrillPlan

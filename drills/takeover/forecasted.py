@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drills.checks.forecast_rto import FORECAST_CHECK
+from drills.checks.areas.forecast_rto import FORECAST_CHECK
 from drills.checks.runner import ReadinessReport
 from drills.forecast.model import forecast_error
 from drills.store.details import ForecastRecord

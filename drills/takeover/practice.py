@@ -19,9 +19,9 @@ import time
 from functools import partial
 from urllib.parse import urlsplit, urlunsplit
 
+from drills.checks.areas.identity import CHECK_ID as DISTINCT_CHECK
 from drills.checks.base import Status
-from drills.checks.identity import CHECK_ID as DISTINCT_CHECK
-from drills.checks.readiness import check_context, select_checks
+from drills.checks.checkup import check_context, select_checks
 from drills.checks.runner import run_checks
 from drills.errors import RunRefused
 from drills.plan import DrillPlan, SmokeProbe

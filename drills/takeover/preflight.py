@@ -13,10 +13,11 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from drills.checks.areas.identity import CHECK_ID as DISTINCT_CHECK
+from drills.checks.areas.identity import distinct_result
 from drills.checks.base import CheckRegistry
-from drills.checks.identity import CHECK_ID as DISTINCT_CHECK
-from drills.checks.identity import distinct_result
-from drills.checks.readiness import check_context, run_readiness, select_checks
+from drills.checks.checkup import check_context, select_checks
+from drills.checks.readiness import run_readiness
 from drills.checks.runner import ReadinessReport, run_checks
 from drills.errors import DrillError
 from drills.store.kinds import Mode

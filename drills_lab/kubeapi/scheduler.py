@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from drills.checks.placement import affinity_refusal, untolerated
+from drills.checks.areas.placement import affinity_refusal, untolerated
 from drills_lab.kubeapi import pods as podlib
 from drills_lab.kubeapi.objects import dig
 

@@ -16,8 +16,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from drills.checks.areas.demand_query import DAY_S, peak_over
 from drills.checks.base import Status
-from drills.checks.demand_query import DAY_S, peak_over
 from drills.cli.app import app
 from drills.plan import load_plan
 from drills.store.history import HistoryStore

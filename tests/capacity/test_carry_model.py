@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drills.checks.carry_model import (
+from drills.checks.areas.carry_sizing import (
     ServiceNeed,
     carried_percent,
     evaluate,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import drills.checks.cadence  # noqa: F401 - registers the check
+import drills.checks.areas.cadence  # noqa: F401 - registers the check
 from drills.checks.base import Status
 from drills.plan import DrillPlan, plan_from_text
 from drills.store.history import HistoryStore

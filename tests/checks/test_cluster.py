@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import drills.checks.cluster  # noqa: F401 - registers the checks
+import drills.checks.areas.cluster  # noqa: F401 - registers the checks
+from drills.checks.areas.cluster_resources import pack_gpus
+from drills.checks.areas.template_diff import strip_registry
 from drills.checks.base import Status
-from drills.checks.cluster_model import pack_gpus
-from drills.checks.template_diff import strip_registry
 from drills.plan import load_plan
 from drills_lab.kubeapi import write_kubeconfig
 from drills_lab.runtime import LabInfo

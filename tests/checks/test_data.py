@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from drills.checks import data
+from drills.checks.areas import data, data_protection
 from drills.checks.base import CheckResult, Status
 from drills.plan import DrillPlan, load_plan, plan_from_text
 from drills.targets.objects import LifecycleRule
@@ -419,7 +419,7 @@ def test_noncurrent_expiration_rule(
     plan_ds = plan_over(
         "http://127.0.0.1:9", dataset("a-bucket", "b-bucket", min_versions=min_versions)
     )
-    assert (data.rule_problems(rule, plan_ds.datasets[0]) == []) is allowed
+    assert (data_protection.rule_problems(rule, plan_ds.datasets[0]) == []) is allowed
 
 
 def test_delete_marker_at_dr_fails(s3: Any, moto_server: MotoServer, pair: tuple[str, str]) -> None:
@@ -456,7 +456,7 @@ def test_an_object_written_at_dr_in_the_second_of_t0_counts_as_written_since(
 ) -> None:
     """S3 lists LastModified in whole seconds: an object written 0.3 s after T0, in the
     same second, is listed as before T0; the failback's count of DR writes keeps it."""
-    from drills.checks.wayback import reverse_sync
+    from drills.checks.areas.wayback import reverse_sync
     from drills.plan.reverse import reversed_plan
 
     put(pair[1], "p/at-dr.bin", b"written at DR")

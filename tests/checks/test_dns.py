@@ -17,7 +17,7 @@ import boto3
 import pytest
 import yaml
 
-import drills.checks.dns  # noqa: F401 - registers the checks
+import drills.checks.areas.dns  # noqa: F401 - registers the checks
 from drills.checks.base import Status
 from drills.plan import DrillPlan, load_plan
 from drills_lab.moto_server import MotoServer

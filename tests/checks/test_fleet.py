@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from drills.checks.data import dataset_diff
-from drills.checks.readiness import select_checks
+from drills.checks.areas.data import dataset_diff
+from drills.checks.checkup import select_checks
 from drills.cli import app
 from drills.plan import DrillPlan, load_plan
 from drills.store.history import HistoryStore

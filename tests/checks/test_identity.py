@@ -24,8 +24,8 @@ import boto3
 import pytest
 import yaml
 
+from drills.checks.areas.canary import CANARY_PREFIX
 from drills.checks.base import Status
-from drills.checks.canary import CANARY_PREFIX
 from drills.errors import PlanError
 from drills.plan import DrillPlan, load_plan, plan_from_text
 from drills.store.history import HistoryStore
@@ -426,8 +426,8 @@ def test_two_buckets_of_one_name_on_two_storages_are_two(id_lab: LabInfo) -> Non
 def test_buckets_of_one_name_on_another_providers_stores_are_told_by_settings() -> None:
     """Another provider's store is what its settings say: with the same settings a bucket
     name at both sites is one bucket, and the plan is refused; with others, two."""
-    from drills.checks.identity import one_bucket
-    from drills.checks.readiness import check_context
+    from drills.checks.areas.identity import one_bucket
+    from drills.checks.checkup import check_context
 
     doc = yaml.safe_load((Path(__file__).parents[1] / "plan" / "plans" / "valid.yaml").read_text())
     doc["sites"]["primary"]["objects"] = {"provider": "blobs", "settings": {"account": "use1"}}

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import yaml
 
-import drills.checks.images  # noqa: F401 - registers the check
+import drills.checks.areas.images  # noqa: F401 - registers the check
 from drills.checks.base import CheckResult, Status
 from drills.plan import DrillPlan, load_plan, plan_from_text
 from drills_lab import topology

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from drills.checks.base import CheckContext, CheckRegistry, Outcome, Status
-from drills.checks.readiness import select_checks
+from drills.checks.checkup import select_checks
 from drills.orchestrator.rest import PrefectRest
 from drills.plan import load_plan
 from drills.store.history import HistoryStore

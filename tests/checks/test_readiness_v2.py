@@ -15,8 +15,8 @@ from typing import Any
 import boto3
 from kubernetes import client, config
 
+from drills.checks.areas.canary import CANARY_PREFIX
 from drills.checks.base import Status
-from drills.checks.canary import CANARY_PREFIX
 from drills.plan import load_plan
 from drills_lab import topology
 from drills_lab.runtime import LabInfo

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from drills.checks.base import CheckContext, CheckRegistry, Outcome, Status
-from drills.checks.readiness import check_context
+from drills.checks.checkup import check_context
 from drills.checks.runner import run_checks
 from drills.plan import load_plan
 from drills.targets.sites import Targets

@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
-import drills.checks.secrets  # noqa: F401 - registers the checks
+import drills.checks.areas.secrets  # noqa: F401 - registers the checks
 from drills.checks.base import Status
 from drills.errors import TemporaryError
 from drills.plan import load_plan

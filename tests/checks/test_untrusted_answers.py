@@ -23,7 +23,7 @@ import pytest
 
 from drills.checks.base import CheckResult, CheckSpec, Status
 from drills.checks.catalog import load_checks
-from drills.checks.readiness import check_context, wayback_checks
+from drills.checks.checkup import check_context, wayback_checks
 from drills.checks.runner import run_one
 from drills.plan import DrillPlan
 from drills.plan.reverse import reversed_plan

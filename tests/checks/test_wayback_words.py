@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from drills.checks.wayback import homeward
+from drills.checks.areas.wayback import homeward
 
 
 @pytest.mark.parametrize(

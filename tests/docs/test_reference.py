@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import drills.cli
+from drills.checks.areas.wayback import WAYBACK
 from drills.checks.base import CATALOGUE_FIELDS, CheckContext, CheckRegistry, Outcome, Status
 from drills.checks.catalog import load_checks
-from drills.checks.wayback import WAYBACK
 from drills.cli.app import COMMANDS, load_commands
 from drills.cli.common import EXIT_CODES
 from drills.metrics.exporter import SPECS

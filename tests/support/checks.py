@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from drills.checks.base import CheckFunc, CheckRegistry, CheckResult, Placement
 from drills.checks.catalog import load_checks
-from drills.checks.readiness import check_context
+from drills.checks.checkup import check_context
 from drills.checks.runner import run_one
 from drills.plan import DrillPlan
 from drills.store.history import HistoryStore

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from drills.checks.readiness import check_context, select_checks
+from drills.checks.checkup import check_context, select_checks
 from drills.checks.runner import run_checks
 from drills.notify.deliver import subscribe
 from drills.notify.events import EventKind, Notice

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from drills.checks.readiness import select_checks
+from drills.checks.checkup import select_checks
 from drills.orchestrator.plan_schedule import apply_plan_schedule
 from drills.orchestrator.rest import PrefectRest
 from tests.support.ui import (

@@ -7,8 +7,8 @@ from typing import Any
 
 import streamlit as st
 
+from drills.checks.areas.forecast_rto import FORECAST_CHECK
 from drills.checks.base import CheckResult
-from drills.checks.forecast_rto import FORECAST_CHECK
 from drills.checks.runner import ReadinessReport
 from drills.errors import TargetError
 from ui import auth, components, data, guard, launches

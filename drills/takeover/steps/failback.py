@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from drills.checks.wayback import behind, describe_behind, reverse_sync, running_writers
+from drills.checks.areas.wayback import behind, describe_behind, reverse_sync, running_writers
 from drills.errors import DrillError, StepFailed
 from drills.plan import Workload
 from drills.plan.reverse import reversed_plan

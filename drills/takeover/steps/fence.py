@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from drills.checks.areas.identity import distinct_result
+from drills.checks.areas.wayback import running_writers
 from drills.checks.base import Status
-from drills.checks.identity import distinct_result
 from drills.checks.runner import ReadinessReport
-from drills.checks.wayback import running_writers
 from drills.errors import RunRefused, StepFailed, TargetError
 from drills.plan import ControllerFence
 from drills.takeover.steps.changes import ingress_address, workload_address

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from drills.checks.images import pod_images
+from drills.checks.areas.images import pod_images
 from drills.errors import DrillError, RunRefused
 from drills.plan import DrillPlan, Workload
 from drills.takeover.timeline import Timeline

@@ -16,8 +16,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from drills.checks.cluster_model import GPU, ZERO, pod_requests
-from drills.checks.preemptible import pod_owner
+from drills.checks.areas.cluster_resources import GPU, ZERO, pod_requests
+from drills.checks.areas.preemptible import pod_owner
 from drills.errors import TargetError
 from drills.plan import DrillPlan
 from drills.takeover.timeline import Timeline, utc_now

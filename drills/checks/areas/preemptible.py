@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from drills.checks.areas.cluster_resources import GPU, ZERO, plan_templates, pod_requests
+from drills.checks.areas.kueue import INFINITE, _quota, cohort_of
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
-from drills.checks.cluster_model import GPU, ZERO, plan_templates, pod_requests
-from drills.checks.kueue import INFINITE, _quota, cohort_of
 from drills.plan import DrillPlan, Tier
 from drills.targets.kube import KubeTarget
 from drills.targets.kube_scheduling import (

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from drills.checks.cluster_model import GPU, ZERO, node_facts, pod_requests
-from drills.checks.preemptible import pod_owner, pod_priority
+from drills.checks.areas.cluster_resources import GPU, ZERO, node_facts, pod_requests
+from drills.checks.areas.preemptible import pod_owner, pod_priority
 from drills.plan import DrillPlan, Tier
 
 UNKNOWN_MODEL = "unknown"

@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
-from drills.checks.cluster_model import (
+from drills.checks.areas.cluster_resources import (
     RESOURCES,
     ZERO,
     Demand,
@@ -31,6 +30,7 @@ from drills.checks.cluster_model import (
     shown,
     taken_over,
 )
+from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.plan import Tier, Workload
 from drills.targets.kube_quantity import parse_quantity
 from drills.targets.kube_scheduling import QUEUE_LABEL, cluster_queues, local_queue

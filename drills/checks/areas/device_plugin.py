@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from drills.checks.areas.cluster_resources import GPU, node_facts, pack_gpus, ready_condition
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
-from drills.checks.cluster_model import GPU, node_facts, pack_gpus, ready_condition
 from drills.plan import Tier
 from drills.targets.kube import KubeTarget
 from drills.targets.kube_scheduling import daemonsets

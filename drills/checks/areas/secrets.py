@@ -10,8 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
-from drills.checks.secret_reads import (
+from drills.checks.areas.secret_reads import (
     Comparison,
     PlanSecret,
     Rotation,
@@ -20,6 +19,7 @@ from drills.checks.secret_reads import (
     plan_secrets,
     read_rotation,
 )
+from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.plan import DrillPlan
 from drills.targets.sites import Targets
 

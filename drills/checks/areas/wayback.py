@@ -14,13 +14,21 @@ here, in a registry of their own so that the forward readiness never runs them:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 import time
 from collections.abc import Iterable
 from typing import Any
 
-from drills.checks.base import EXAMPLES, CheckContext, CheckRegistry, Outcome, Status
+from drills.checks.base import (
+    EXAMPLES,
+    CheckContext,
+    CheckRegistry,
+    CheckResult,
+    Outcome,
+    Status,
+)
 from drills.plan import Dataset, Workload
 from drills.store.details import DatasetCopiedBack
 from drills.targets.kube import KubeTarget
@@ -74,6 +82,17 @@ def homeward(text: str) -> str:
     is on the way back: "are at DR with the primary's digest" becomes "are at the primary
     with DR's digest"."""
     return _SITE_WORD.sub(lambda m: _SITE_WORDS[m.group(1)], text)
+
+
+def homeward_result(result: CheckResult) -> CheckResult:
+    """A result of one of the :data:`SWAPPED` checks, titled and worded for the way back."""
+    remediation = homeward(result.remediation) if result.remediation else result.remediation
+    return dataclasses.replace(
+        result,
+        title=TITLES[result.id],
+        summary=homeward(result.summary),
+        remediation=remediation,
+    )
 
 
 # How long the gate waits for copies in flight to land before it calls them missing.

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from drills.checks.areas.identity import one_bucket
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
-from drills.checks.identity import one_bucket
 from drills.errors import TargetError, unreadable
 from drills.targets.sites import store_kind
 

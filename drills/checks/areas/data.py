@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from drills.checks.areas.data_inventory import inventory_diff
+from drills.checks.areas.identity import one_bucket
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
-from drills.checks.data_inventory import inventory_diff
-from drills.checks.identity import one_bucket
 from drills.plan import Dataset, DatasetKind
-from drills.targets.objects import LifecycleRule, ObjectInfo
+from drills.targets.objects import ObjectInfo
 from drills.targets.objects_compare import (
     DatasetDiff,
     DeleteFindings,
@@ -34,10 +34,6 @@ log = logging.getLogger("drills.checks.data")
 T = TypeVar("T")
 
 DATASETS_AT_ONCE = 3
-# How long a non-current version must survive, when a rule does not keep enough of
-# them by count: a bad delete or overwrite has to be noticed and undone before the
-# last good version expires, and silent corruption can take weeks to surface.
-NONCURRENT_FLOOR_DAYS = 30
 
 
 def _locations(targets: Targets, ds: Dataset) -> tuple[Location, Location]:
@@ -83,7 +79,9 @@ def dataset_deletes(targets: Targets, ds: Dataset) -> DeleteFindings:
     return targets.once(key, lambda: compare_deletes(*_locations(targets, ds), examples=EXAMPLES))
 
 
-def _each(datasets: Iterable[Dataset], work: Callable[[Dataset], T]) -> list[tuple[Dataset, T]]:
+def for_each_dataset(
+    datasets: Iterable[Dataset], work: Callable[[Dataset], T]
+) -> list[tuple[Dataset, T]]:
     """``work`` on every dataset, a few at a time; the first error propagates."""
     chosen = list(datasets)
     if not chosen:
@@ -116,11 +114,11 @@ def _span(seconds: float) -> str:
     return duration(seconds)
 
 
-def _n(count: int, noun: str) -> str:
+def counted(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _names(items: Iterable[str]) -> str:
+def joined(items: Iterable[str]) -> str:
     return ", ".join(items)
 
 
@@ -175,7 +173,7 @@ def data_replicated(ctx: CheckContext) -> Outcome:
     plan, targets = ctx.plan, ctx.targets
     if not plan.datasets:
         return Outcome(Status.PASS, "No datasets in the plan: nothing to replicate.")
-    diffs = _each(plan.datasets, lambda ds: dataset_diff(targets, ds))
+    diffs = for_each_dataset(plan.datasets, lambda ds: dataset_diff(targets, ds))
     rows = [{"name": ds.name, "primary": d.primary, "dr": d.dr, **d.counts()} for ds, d in diffs]
     for row, (_, diff) in zip(rows, diffs, strict=True):
         row["examples"] = diff.problem_examples()
@@ -201,7 +199,7 @@ def data_replicated(ctx: CheckContext) -> Outcome:
         ]
         return Outcome(
             Status.FAIL,
-            f"{len(broken)} of {len(diffs)} datasets incomplete at DR: {_names(parts)}",
+            f"{len(broken)} of {len(diffs)} datasets incomplete at DR: {joined(parts)}",
             evidence,
             remediation=_replication_hint(broken),
             blocking=True,
@@ -209,7 +207,7 @@ def data_replicated(ctx: CheckContext) -> Outcome:
     if unproven:
         return Outcome(
             Status.WARN,
-            f"{evidence['unverified']} objects in {_names(ds.name for ds, _ in unproven)} "
+            f"{evidence['unverified']} objects in {joined(ds.name for ds, _ in unproven)} "
             "differ in multipart ETag and carry no common checksum",
             evidence,
             remediation="Upload with a full-object checksum (e.g. --checksum-algorithm "
@@ -226,7 +224,7 @@ def data_replicated(ctx: CheckContext) -> Outcome:
     )
     return Outcome(
         Status.PASS,
-        f"{_n(len(diffs), 'dataset')} at DR: {matched} primary objects match{notes}",
+        f"{counted(len(diffs), 'dataset')} at DR: {matched} primary objects match{notes}",
         evidence,
     )
 
@@ -235,7 +233,7 @@ def _stale_inventory(stale: list[tuple[Dataset, Any]], evidence: dict[str, Any])
     parts = [f"{ds.name} {_span(facts['age_s'])} old ({facts['schedule']})" for ds, facts in stale]
     return Outcome(
         Status.WARN,
-        f"Inventory reports older than their schedule: {_names(parts)}",
+        f"Inventory reports older than their schedule: {joined(parts)}",
         evidence,
         remediation="S3 has not published a newer inventory report: check that the inventory "
         "configuration is enabled and its destination bucket policy lets S3 write the report.",
@@ -289,7 +287,7 @@ def data_rpo(ctx: CheckContext) -> Outcome:
     plan, targets, now = ctx.plan, ctx.targets, ctx.now
     if not plan.datasets:
         return Outcome(Status.PASS, "No datasets in the plan: no replication lag to measure.")
-    diffs = _each(plan.datasets, lambda ds: dataset_diff(targets, ds))
+    diffs = for_each_dataset(plan.datasets, lambda ds: dataset_diff(targets, ds))
     rows: list[dict[str, Any]] = []
     late: list[tuple[Dataset, float]] = []
     for ds, diff in diffs:
@@ -317,7 +315,7 @@ def data_rpo(ctx: CheckContext) -> Outcome:
         parts = [f"{ds.name} {_span(lag)} > {_span(ds.rpo_target)}" for ds, lag in late]
         return Outcome(
             Status.FAIL,
-            f"Replication lag over RPO target: {_names(parts)}",
+            f"Replication lag over RPO target: {joined(parts)}",
             evidence,
             remediation=f"Replication of {late[0][0].name} is behind: check the replication "
             "rule and its backlog (pending operations, failed replications), then copy the "
@@ -327,7 +325,7 @@ def data_rpo(ctx: CheckContext) -> Outcome:
     worst = max(rows, key=lambda r: r["lag_s"])
     return Outcome(
         Status.PASS,
-        f"{_n(len(rows), 'dataset')} within RPO; "
+        f"{counted(len(rows), 'dataset')} within RPO; "
         f"largest lag {_span(worst['lag_s'])} ({worst['name']})",
         evidence,
     )
@@ -372,7 +370,7 @@ def data_checkpoint_fresh(ctx: CheckContext) -> Outcome:
     if not chosen:
         return Outcome(Status.PASS, "No checkpoint datasets in the plan: not applicable.")
     rows, stale = [], []
-    for ds, diff in _each(chosen, lambda ds: dataset_diff(targets, ds)):
+    for ds, diff in for_each_dataset(chosen, lambda ds: dataset_diff(targets, ds)):
         newest = diff.newest_dr
         age = _age(now, newest.last_modified) if newest else None
         if age is None or age > ds.rpo_target:
@@ -395,150 +393,11 @@ def data_checkpoint_fresh(ctx: CheckContext) -> Outcome:
         ]
         return Outcome(
             Status.FAIL,
-            f"Newest checkpoint at DR over RPO target: {_names(parts)}",
+            f"Newest checkpoint at DR over RPO target: {joined(parts)}",
             evidence,
             remediation="Training at DR would restart from a stale checkpoint of "
             f"{stale[0][0].name}: check the checkpoint replication or copy job, "
             "and copy the latest checkpoint now.",
             blocking=True,
         )
-    return Outcome(Status.PASS, f"{_n(len(rows), 'checkpoint dataset')} fresh at DR", evidence)
-
-
-# -- data.delete_protection ---------------------------------------------------------------
-
-VIOLATIONS = (
-    "versioning_not_enabled",
-    "lifecycle_expires_current",
-    "lifecycle_expires_noncurrent",
-    "delete_marker_at_dr",
-    "delete_propagated",
-)
-
-
-def rule_problems(rule: LifecycleRule, ds: Dataset) -> list[tuple[str, dict[str, Any]]]:
-    """What a lifecycle rule of the DR bucket may remove that the plan needs kept."""
-    if not rule.covers(ds.prefix):
-        return []
-    example = {"bucket": ds.dr_bucket, "rule": rule.id, "rule_prefix": rule.prefix}
-    found: list[tuple[str, dict[str, Any]]] = []
-    if rule.expires_current:
-        found.append(("lifecycle_expires_current", example))
-    if rule.noncurrent_days is not None:
-        kept = (rule.newer_noncurrent_versions or 0) + 1
-        if kept < ds.min_versions and rule.noncurrent_days < NONCURRENT_FLOOR_DAYS:
-            found.append(
-                (
-                    "lifecycle_expires_noncurrent",
-                    {
-                        **example,
-                        "noncurrent_days": rule.noncurrent_days,
-                        "newer_noncurrent_versions": rule.newer_noncurrent_versions,
-                        "min_versions": ds.min_versions,
-                    },
-                )
-            )
-    return found
-
-
-def _protection(targets: Targets, ds: Dataset) -> dict[str, Any]:
-    dr = targets.dr.objects_for(ds.store)
-    problems: dict[str, list[dict[str, Any]]] = {kind: [] for kind in VIOLATIONS}
-    status = dr.versioning(ds.dr_bucket)
-    if status != "Enabled":
-        problems["versioning_not_enabled"].append({"bucket": ds.dr_bucket, "status": status})
-    rules = dr.lifecycle_rules(ds.dr_bucket)
-    for rule in rules:
-        for kind, example in rule_problems(rule, ds):
-            problems[kind].append(example)
-    deletes = dataset_deletes(targets, ds)
-    counts = {kind: len(found) for kind, found in problems.items()}
-    counts["delete_marker_at_dr"] = deletes.delete_marker_at_dr.count
-    counts["delete_propagated"] = deletes.delete_propagated.count
-    problems["delete_marker_at_dr"] = deletes.delete_marker_at_dr.examples
-    problems["delete_propagated"] = deletes.delete_propagated.examples
-    return {
-        "name": ds.name,
-        "dr_bucket": ds.dr_bucket,
-        "versioning": status,
-        "lifecycle_rules": len(rules),
-        "min_versions": ds.min_versions,
-        "keys_primary": deletes.primary_keys,
-        "keys_dr": deletes.dr_keys,
-        "violations": counts,
-        "examples": {kind: found[:EXAMPLES] for kind, found in problems.items() if found},
-    }
-
-
-_PROTECTION_HINTS = {
-    "versioning_not_enabled": "enable versioning on the DR bucket "
-    "(`aws s3api put-bucket-versioning --versioning-configuration Status=Enabled`)",
-    "lifecycle_expires_current": "remove the Expiration of current versions from the DR "
-    "bucket's lifecycle rule",
-    "lifecycle_expires_noncurrent": f"keep NewerNoncurrentVersions >= min_versions - 1, or "
-    f"NoncurrentDays >= {NONCURRENT_FLOOR_DAYS}",
-    "delete_marker_at_dr": "restore the objects at DR by deleting the delete markers "
-    "(their data is still a non-current version)",
-    "delete_propagated": "restore from DR's non-current versions and stop replicating "
-    "deletes (DeleteMarkerReplication Disabled)",
-}
-
-
-@check(
-    "data.delete_protection",
-    title="DR copies protected from deletes",
-    category="Data",
-    timeout_s=120,
-    reads=(
-        "Each DR bucket's versioning and lifecycle configuration, and the object versions and"
-        " delete markers of each dataset's prefix at both sites (S3 API)."
-    ),
-    blocks=(
-        "Versioning is not Enabled at DR, a lifecycle rule expires current or too recent "
-        "non-current versions, or a delete at the primary reached the DR copy."
-    ),
-    warns="Never.",
-    remediation=(
-        "Enable versioning on the DR bucket, make lifecycle rules keep min_versions or 30 "
-        "days of non-current versions, and restore deleted DR objects from their previous "
-        "versions."
-    ),
-)
-def data_delete_protection(ctx: CheckContext) -> Outcome:
-    """The DR copy of each dataset survives a bad delete at the primary ("add only,
-    never delete").
-
-    - The DR bucket has versioning `Enabled`.
-    - No enabled lifecycle rule covering the prefix expires current versions, and
-      none expires non-current versions too soon: a rule must keep at least
-      `min_versions` versions of a key (`NewerNoncurrentVersions >= min_versions - 1`)
-      or keep every non-current version for at least 30 days (`NoncurrentDays`).
-    - No object live at the primary has a delete marker as its latest version at DR.
-    - No object deleted at the primary (a delete marker as latest, after data) is
-      gone at DR (a delete marker there too, or no version at all).
-
-    Any violation fails and blocks the drill: a DR copy that deletes can reach is
-    not the clean copy a takeover needs.
-    """
-    plan, targets = ctx.plan, ctx.targets
-    if not plan.datasets:
-        return Outcome(Status.PASS, "No datasets in the plan: nothing to protect.")
-    rows = [row for _, row in _each(plan.datasets, lambda ds: _protection(targets, ds))]
-    totals = {kind: sum(r["violations"][kind] for r in rows) for kind in VIOLATIONS}
-    evidence = {"datasets": rows, "violations": totals}
-    found = [kind for kind in VIOLATIONS if totals[kind]]
-    if not found:
-        return Outcome(
-            Status.PASS,
-            f"{_n(len(rows), 'DR bucket')} versioned, retained and untouched by deletes",
-            evidence,
-        )
-    where = [r["name"] for r in rows if any(r["violations"].values())]
-    what = ", ".join(f"{totals[k]} {k.replace('_', ' ')}" for k in found)
-    return Outcome(
-        Status.FAIL,
-        f"DR copies not protected from deletes in {_names(where)}: {what}",
-        evidence,
-        remediation="; ".join(_PROTECTION_HINTS[k] for k in found) + ".",
-        blocking=True,
-    )
+    return Outcome(Status.PASS, f"{counted(len(rows), 'checkpoint dataset')} fresh at DR", evidence)

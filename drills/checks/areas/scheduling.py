@@ -11,10 +11,10 @@ from collections import Counter
 from itertools import pairwise
 from typing import Any
 
+from drills.checks.areas.cluster_resources import demand_of, node_facts, plan_templates, taken_over
+from drills.checks.areas.placement import fits_per_node, refusal
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status
 from drills.checks.base import Tier as TierName
-from drills.checks.cluster_model import demand_of, node_facts, plan_templates, taken_over
-from drills.checks.placement import fits_per_node, refusal
 from drills.errors import TargetError
 from drills.plan import Workload
 from drills.targets.kube_scheduling import priority_classes

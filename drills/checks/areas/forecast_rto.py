@@ -11,8 +11,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from drills.checks.base import CheckContext, Outcome, Status, check
-from drills.checks.cluster_model import (
+from drills.checks.areas.cluster_resources import (
     GPU,
     ZERO,
     fetch_workloads,
@@ -21,8 +20,9 @@ from drills.checks.cluster_model import (
     pod_requests,
     ready_condition,
 )
-from drills.checks.kueue import critical_quota_short
-from drills.checks.preemptible import pod_priority, yields_below
+from drills.checks.areas.kueue import critical_quota_short
+from drills.checks.areas.preemptible import pod_priority, yields_below
+from drills.checks.base import CheckContext, Outcome, Status, check
 from drills.errors import TargetError
 from drills.forecast import CurrentState, Forecast, forecast, recent_samples
 from drills.plan import Tier

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from drills.checks.cluster_model import ZERO, NodeFacts, Resources
+from drills.checks.areas.cluster_resources import ZERO, NodeFacts, Resources
 
 # Effects that keep a new pod off a node; PreferNoSchedule only discourages.
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")

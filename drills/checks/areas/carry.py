@@ -14,9 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status
-from drills.checks.carry_model import ServiceCarry, ServiceNeed, evaluate
-from drills.checks.cluster_model import (
+from drills.checks.areas.carry_sizing import ServiceCarry, ServiceNeed, evaluate
+from drills.checks.areas.cluster_resources import (
     GPU,
     ZERO,
     Templates,
@@ -25,10 +24,11 @@ from drills.checks.cluster_model import (
     plan_templates,
     taken_over,
 )
-from drills.checks.demand_query import DAY_S, Peak, peak_over
-from drills.checks.gpu_pool import PoolNode, pool_nodes
-from drills.checks.kueue import available, queue_of
-from drills.checks.placement import refusal
+from drills.checks.areas.demand_query import DAY_S, Peak, peak_over
+from drills.checks.areas.gpu_pool import PoolNode, pool_nodes
+from drills.checks.areas.kueue import available, queue_of
+from drills.checks.areas.placement import refusal
+from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status
 from drills.errors import TargetError
 from drills.plan import DrillPlan, Workload
 from drills.plan.demand import ServiceDemand

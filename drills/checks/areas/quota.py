@@ -10,9 +10,15 @@ from collections import defaultdict
 from decimal import Decimal
 from typing import Any
 
+from drills.checks.areas.cluster_resources import (
+    GPU,
+    ZERO,
+    fetch_workloads,
+    plan_demands,
+    taken_over,
+)
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status
 from drills.checks.base import Tier as TierName
-from drills.checks.cluster_model import GPU, ZERO, fetch_workloads, plan_demands, taken_over
 from drills.targets.kube_quantity import parse_quantity
 from drills.targets.kube_scheduling import resource_quotas
 
