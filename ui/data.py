@@ -41,9 +41,9 @@ from drills.orchestrator.flow_runs import (
     flow_run_progress,
     start_deployment,
 )
-from drills.orchestrator.placement import gather
 from drills.orchestrator.receiver import REFUSAL_ACTION
 from drills.orchestrator.rest import PrefectRest
+from drills.orchestrator.worker_placement import gather
 from drills.plan import DrillPlan, load_plan
 from drills.store.fleet import fleet_facts
 from drills.store.history import HistoryStore

@@ -112,7 +112,7 @@ def readiness(
     A check that could not read its target (unreachable, or something else answering for it,
     such as a proxy's 404) reports error, never pass."""
     from drills.checks.readiness import run_readiness, select_checks
-    from drills.orchestrator.placement import gather
+    from drills.orchestrator.worker_placement import gather
 
     narrowed = bool(only or category)
     _refuse_mixed_arguments(plan_path, all_plans=all_plans, narrowed=narrowed, way=direction,
