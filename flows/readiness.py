@@ -23,7 +23,7 @@ from drills.checks.runner import ReadinessReport
 from drills.checks.view import markdown, rows, verdict
 from drills.errors import PlanError
 from drills.evidence.checkpoints import export_if_due, signed_history
-from drills.orchestrator.placement import gather
+from drills.orchestrator.worker_placement import gather
 from drills.plan import load_plan
 from drills.plan.discovery import default_plan_patterns, plan_paths
 from drills.plan.durations import parse_duration

@@ -33,8 +33,8 @@ from drills.evidence.history_chain import chain_status
 from drills.evidence.keys import SigningKeyError, configured_reference, load_signer
 from drills.evidence.pack import build, zip_bytes
 from drills.evidence.render import chromium_problem
-from drills.orchestrator.placement import gather
 from drills.orchestrator.receiver import REFUSAL_ACTION
+from drills.orchestrator.worker_placement import gather
 from drills.plan import DrillPlan, load_plan
 from drills.store.fleet import fleet_facts
 from drills.store.history import HistoryStore

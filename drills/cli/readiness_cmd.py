@@ -113,7 +113,7 @@ def readiness(
     such as a proxy's 404) reports error, never pass."""
     from drills.checks.checkup import select_checks
     from drills.checks.readiness import run_readiness
-    from drills.orchestrator.placement import gather
+    from drills.orchestrator.worker_placement import gather
 
     narrowed = bool(only or category)
     _refuse_mixed_arguments(plan_path, all_plans=all_plans, narrowed=narrowed, way=direction,

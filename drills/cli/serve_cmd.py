@@ -22,8 +22,8 @@ from drills.cli.common import EXIT_FAILED, exit_not_running
 from drills.cli.serve_group import StateDir, console, err, fail, serve_app
 from drills.errors import LabError
 from drills.orchestrator import serve
+from drills.orchestrator.receiver_process import ensure_receiver, receiver_running
 from drills.orchestrator.rest import PrefectRest
-from drills.orchestrator.serve_receiver import ensure_receiver, receiver_running
 
 
 def _print_started(info: serve.ServeInfo, already: bool) -> None:

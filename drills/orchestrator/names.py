@@ -1,4 +1,5 @@
-"""Names the local server, the warm runner (flows/warm.py) and the dashboard share."""
+"""Names the local server, the warm runner (warm_runner.py), its standby and the dashboard
+share."""
 
 from __future__ import annotations
 
@@ -7,5 +8,17 @@ INCIDENT_DEPLOYMENT = "minimum-takeover-drill/declare-incident"
 # What the warm runner logs once a standby has everything imported and can take a run;
 # `drills serve` waits for it in warm.log.
 WARM_READY = "ready (standby pid"
+# The warm runner's standby: a module of the flows, since it imports Prefect and the flow,
+# started as `python -m`; it prints this line once all of that is imported.
+WARM_STANDBY_MODULE = "flows.warm_standby"
+STANDBY_READY_LINE = "ready"
+# The warm runner itself, started by `drills serve` as `python -m`.
+WARM_RUNNER_MODULE = "drills.orchestrator.warm_runner"
 
-__all__ = ["INCIDENT_DEPLOYMENT", "WARM_READY"]
+__all__ = [
+    "INCIDENT_DEPLOYMENT",
+    "STANDBY_READY_LINE",
+    "WARM_READY",
+    "WARM_RUNNER_MODULE",
+    "WARM_STANDBY_MODULE",
+]

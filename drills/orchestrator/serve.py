@@ -15,8 +15,6 @@ import datetime as dt
 import json
 import logging
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,11 +25,20 @@ from pathlib import Path
 
 from drills import apps
 from drills.errors import LabError
-from drills.orchestrator.names import INCIDENT_DEPLOYMENT, WARM_READY
+from drills.orchestrator.names import INCIDENT_DEPLOYMENT, WARM_READY, WARM_RUNNER_MODULE
 from drills.orchestrator.plan_schedule import apply_plan_schedule
+from drills.orchestrator.process_tree import (
+    KILL_WAIT_S,
+    SERVE_MARK_ENV,
+    is_serve_process,
+    log_tail,
+    prefect_cli,
+    spawn,
+    stop_tree,
+)
 from drills.orchestrator.rest import PrefectRest, WorkerStatus
 from drills.ports import free_port
-from drills.processes import descendants, marked, pid_alive
+from drills.processes import marked, pid_alive
 from drills.store.history import database_url
 from drills.store.url import url_backend, url_password, url_without_password, with_driver
 
@@ -44,7 +51,7 @@ WORKER_NAME = "drills-local-worker"
 INFO_FILE = "serve.json"
 # How often the worker asks for runs: Prefect's 10 s default is for fleets, not a laptop.
 WORKER_QUERY_SECONDS = "2"
-# The incident deployment has a warm runner of its own (flows/warm.py): a standby process
+# The incident deployment has a warm runner of its own (warm_runner.py): a standby process
 # with everything imported, and a query every WARM_POLL_SECONDS.
 WARM_POLL_SECONDS = "0.2"
 
@@ -62,7 +69,7 @@ class ServeInfo:
     startup_seconds: float = 0.0
     warm_pid: int | None = None  # the warm runner of the incident deployment
     prefect_db: str = ""  # redacted; empty: Prefect's SQLite in the state directory
-    receiver_pid: int | None = None  # the Alertmanager webhook receiver (serve_receiver)
+    receiver_pid: int | None = None  # the Alertmanager webhook receiver (receiver_process)
     receiver_url: str = ""
 
     @property
@@ -90,95 +97,6 @@ def read_info(state_dir: Path) -> ServeInfo | None:
     if not path.exists():
         return None
     return ServeInfo(**json.loads(path.read_text()))
-
-
-# -- processes -----------------------------------------------------------------------
-
-
-def _is_prefect(pid: int) -> bool:
-    """Whether pid still runs prefect, our warm runner or our receiver: after a reboot the
-    recorded pid may be anyone's."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"prefect" in cmdline or b"flows.warm" in cmdline or RECEIVER_ARGV in cmdline
-
-
-RECEIVER_ARGV = b"serve\0receiver"  # `drills serve receiver` (serve_receiver starts it)
-
-
-def _stop_tree(pid: int, timeout: float, *, check: bool = True) -> list[int]:
-    """SIGTERM the process, its group and its descendants; SIGKILL what outlives timeout.
-
-    Returns the pids still alive after that. A process is followed from the moment it is
-    seen below pid: one whose parent died meanwhile is re-parented away from the tree, and
-    one stuck in uninterruptible I/O (a database flush on a loaded disk) takes a while to
-    die even of SIGKILL, so the wait after it is long."""
-    if not pid_alive(pid) or (check and not _is_prefect(pid)):
-        return []
-    tree = {pid, *descendants(pid)}
-
-    def alive() -> list[int]:
-        tree.update(descendants(*[m for m in tree if pid_alive(m)]))  # started meanwhile
-        return sorted(m for m in tree if pid_alive(m))
-
-    def signal_all(sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)  # each of ours leads its own session
-        for member in alive():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(member, sig)
-
-    signal_all(signal.SIGTERM)
-    if _wait_gone(alive, timeout):
-        return []
-    log.warning("pid %d did not stop within %.0fs; killing it", pid, timeout)
-    signal_all(signal.SIGKILL)
-    _wait_gone(alive, _KILL_WAIT_S)
-    return alive()
-
-
-_KILL_WAIT_S = 30.0
-
-
-def _wait_gone(alive: Callable[[], list[int]], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while alive():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
-# Every process `drills serve` starts carries its state directory in this variable, and so
-# does everything they start: a flow-run process in a session of its own, or one orphaned
-# when its parent died, is still found by it when stopping.
-SERVE_MARK_ENV = "DRILLS_SERVE_MARK"
-
-
-def _spawn(argv: list[str], *, log_path: Path, env: dict[str, str], cwd: Path) -> int:
-    with log_path.open("ab") as out:
-        child = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=cwd, env=env, start_new_session=True,
-        )  # fmt: skip
-    return child.pid
-
-
-def _log_tail(path: Path, lines: int = 20) -> str:
-    if not path.exists():
-        return "(no log)"
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
-
-def prefect_cli() -> str:
-    """The prefect command of this interpreter's environment, so versions never mix."""
-    beside = Path(sys.executable).with_name("prefect")
-    found = str(beside) if beside.exists() else shutil.which("prefect")
-    if found is None:
-        raise LabError("the prefect command is not installed; run `make venv`")
-    return found
 
 
 # -- settings ------------------------------------------------------------------------
@@ -270,7 +188,7 @@ def worker_env(info: ServeInfo) -> dict[str, str]:
 # -- lifecycle -----------------------------------------------------------------------
 def running(state_dir: Path = DEFAULT_STATE_DIR) -> ServeInfo | None:
     info = read_info(state_dir.resolve())
-    if info is None or not pid_alive(info.server_pid) or not _is_prefect(info.server_pid):
+    if info is None or not pid_alive(info.server_pid) or not is_serve_process(info.server_pid):
         return None
     return info
 
@@ -280,9 +198,9 @@ def _wait(what: str, ready: Callable[[], bool], pid: int, log_path: Path, deadli
         if ready():
             return
         if not pid_alive(pid):
-            raise LabError(f"the {what} exited while starting:\n{_log_tail(log_path)}")
+            raise LabError(f"the {what} exited while starting:\n{log_tail(log_path)}")
         time.sleep(0.25)
-    raise LabError(f"the {what} did not become ready in time:\n{_log_tail(log_path)}")
+    raise LabError(f"the {what} did not become ready in time:\n{log_tail(log_path)}")
 
 
 def _run_cli(args: list[str], info: ServeInfo, log_path: Path, timeout: float) -> None:
@@ -296,7 +214,7 @@ def _run_cli(args: list[str], info: ServeInfo, log_path: Path, timeout: float) -
         except subprocess.TimeoutExpired:
             raise LabError(f"`prefect {' '.join(args)}` timed out") from None
     if done.returncode != 0:
-        raise LabError(f"`prefect {' '.join(args)}` failed:\n{_log_tail(log_path)}")
+        raise LabError(f"`prefect {' '.join(args)}` failed:\n{log_tail(log_path)}")
 
 
 def _online(api: PrefectRest, name: str, since: dt.datetime) -> bool:
@@ -319,7 +237,7 @@ def start_worker(info: ServeInfo, name: str, log_path: Path, deadline: float) ->
     argv = [prefect_cli(), "worker", "start", "--pool", WORK_POOL, "--type", "process"]
     argv += ["--name", name]
     since = dt.datetime.now(dt.UTC)
-    pid = _spawn(argv, log_path=log_path, env=worker_env(info), cwd=Path(info.project_dir))
+    pid = spawn(argv, log_path=log_path, env=worker_env(info), cwd=Path(info.project_dir))
     with PrefectRest(info.api_url) as api:
         _wait("worker", lambda: _online(api, name, since), pid, log_path, deadline)
     return pid
@@ -342,16 +260,16 @@ def _warm_ready(info: ServeInfo) -> bool:
 
 
 def _start_warm(info: ServeInfo, deadline: float) -> ServeInfo:
-    """The warm runner of the incident deployment, beside the worker (flows/warm.py),
+    """The warm runner of the incident deployment, beside the worker (warm_runner.py),
     waited on until its standby is ready."""
-    argv = [sys.executable, "-m", "flows.warm", "--deployment", INCIDENT_DEPLOYMENT]
+    argv = [sys.executable, "-m", WARM_RUNNER_MODULE, "--deployment", INCIDENT_DEPLOYMENT]
     argv += ["--poll", WARM_POLL_SECONDS]
     env = worker_env(info)
     env.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "drills")  # as prefect.yaml gives the worker
     # A ready line from an earlier runner proves nothing; its log may tell why it stopped.
     with contextlib.suppress(FileNotFoundError):
         info.logs["warm"].replace(info.logs["warm"].with_suffix(".log.1"))
-    pid = _spawn(argv, log_path=info.logs["warm"], env=env, cwd=Path(info.project_dir))
+    pid = spawn(argv, log_path=info.logs["warm"], env=env, cwd=Path(info.project_dir))
     info = dataclasses.replace(info, warm_pid=pid)
     _write_info(info)
     _wait("warm runner", lambda: _warm_ready(info), pid, info.logs["warm"], deadline)
@@ -359,7 +277,9 @@ def _start_warm(info: ServeInfo, deadline: float) -> ServeInfo:
 
 
 def warm_running(info: ServeInfo) -> bool:
-    return info.warm_pid is not None and pid_alive(info.warm_pid) and _is_prefect(info.warm_pid)
+    return (
+        info.warm_pid is not None and pid_alive(info.warm_pid) and is_serve_process(info.warm_pid)
+    )
 
 
 def up(
@@ -403,7 +323,7 @@ def up(
     server_env = prefect_env(info)
     if database:  # the server alone opens it; migrated by Prefect on start
         server_env["PREFECT_API_DATABASE_CONNECTION_URL"] = prefect_database_url(database)
-    pid = _spawn(argv, log_path=info.logs["server"], env=server_env, cwd=state_dir)
+    pid = spawn(argv, log_path=info.logs["server"], env=server_env, cwd=state_dir)
     info = dataclasses.replace(info, server_pid=pid)
     _write_info(info)
     try:
@@ -435,7 +355,7 @@ def _complete(existing: ServeInfo, deadline: float) -> tuple[ServeInfo, bool]:
     """A server already running: start whatever of ours it is missing."""
     info, already = existing, True
     worker = existing.worker_pid
-    if worker is None or not pid_alive(worker) or not _is_prefect(worker):
+    if worker is None or not pid_alive(worker) or not is_serve_process(worker):
         log.info("the server runs without its worker; starting one")
         info, already = _start_worker(info, deadline), False
     if not warm_running(info):
@@ -460,14 +380,14 @@ def down(state_dir: Path = DEFAULT_STATE_DIR, timeout: float = 15.0) -> bool:
         left
         for pid in (info.receiver_pid, info.warm_pid, info.worker_pid, info.server_pid)
         if pid
-        for left in _stop_tree(pid, timeout)
+        for left in stop_tree(pid, timeout)
     ]
     strays = marked(SERVE_MARK_ENV, str(state_dir))  # left the trees before the stop
-    survivors += [left for pid in strays for left in _stop_tree(pid, timeout, check=False)]
+    survivors += [left for pid in strays for left in stop_tree(pid, timeout, check=False)]
     if survivors:
         raise LabError(
             f"processes {', '.join(map(str, survivors))} outlived SIGKILL for "
-            f"{_KILL_WAIT_S:.0f} s (stuck in I/O?); run drills serve stop again"
+            f"{KILL_WAIT_S:.0f} s (stuck in I/O?); run drills serve stop again"
         )
     (state_dir / INFO_FILE).unlink(missing_ok=True)
     return was_running

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from drills.plan.kubeconfig import KubeconfigError, load_kubeconfig
-from drills.plan.loader import DrillPlan
-from drills.plan.models import ControllerFence, Site
+from drills.plan.models import ControllerFence, DrillPlan, Site
 
 ClaimKind = Literal["workload", "dns", "bucket"]
 

@@ -3,7 +3,7 @@ description, so the two never drift, with every URL redacted (a URL may carry a 
 
 from __future__ import annotations
 
-from drills.plan.loader import ControllerFence, EcrRegistry, OciRegistry, Site
+from drills.plan.models import ControllerFence, EcrRegistry, OciRegistry, Site
 from drills.text import redact_url
 
 

@@ -10,9 +10,8 @@ is not in its way.
 from __future__ import annotations
 
 from drills.errors import DrillError
-from drills.plan.applications import Application, workload_keys
-from drills.plan.loader import DrillPlan
-from drills.plan.models import Practice
+from drills.plan.models import DrillPlan, Practice
+from drills.plan.models.applications import Application, workload_keys
 
 
 class UnknownApplicationError(DrillError):

@@ -9,8 +9,7 @@ checks, both directions, no copy of their logic.
 
 from __future__ import annotations
 
-from drills.plan.loader import DrillPlan
-from drills.plan.models import Sites
+from drills.plan.models import DrillPlan, Sites
 
 
 def reversed_plan(plan: DrillPlan) -> DrillPlan:

@@ -89,6 +89,15 @@ def format_loc(loc: Loc) -> str:
     return out
 
 
+def nearest_position(positions: dict[Loc, Position], loc: Loc) -> Position | None:
+    """Where ``loc`` is written, or else the nearest section that holds it."""
+    # A defaulted field (max_ttl left out) points at the section that omitted it.
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in positions:
+            return positions[loc[:end]]
+    return None
+
+
 def read_plan_text(path: Path, source: str) -> tuple[str | None, list[PlanProblem]]:
     """Read a plan file as UTF-8 text; on failure return the problem instead."""
 

@@ -19,7 +19,7 @@ import httpx
 from drills.errors import RunRefused
 from drills.plan import DrillPlan
 from drills.plan.cron import next_fire_times
-from drills.plan.gates import Alertmanager, BlockedWindow, split_matchers
+from drills.plan.models.drill_gates import Alertmanager, BlockedWindow, split_matchers
 from drills.store.kinds import Mode
 from drills.text import first_line
 

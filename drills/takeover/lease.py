@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from drills.errors import DrillError
-from drills.plan.applications import lease_name
 from drills.plan.claims import Claim
+from drills.plan.models.applications import lease_name
 from drills.store import leases
 from drills.store.clock import database_now
 from drills.store.history import HistoryStore

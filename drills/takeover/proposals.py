@@ -22,7 +22,7 @@ from typing import Any
 from drills.notify.deliver import notify
 from drills.notify.proposals import incident_proposed, proposal_withdrawn
 from drills.plan import DrillPlan
-from drills.plan.gates import selector_matches
+from drills.plan.models.drill_gates import selector_matches
 from drills.store import proposals as stored
 from drills.store.history import HistoryStore
 from drills.takeover.incident import (

@@ -30,7 +30,7 @@ import yaml
 from drills.errors import DrillError, NotMet, StepFailed, TemporaryError
 from drills.plan import DrillPlan
 from drills.plan.files import read_regular_file
-from drills.plan.validation_jobs import ValidationJob, job_problems
+from drills.plan.models.validation_job_spec import ValidationJob, job_problems
 from drills.store.details import ValidationJobRecord
 from drills.takeover.steps.job_changes import KIND, job_address
 from drills.takeover.steps.phases import PhaseContext

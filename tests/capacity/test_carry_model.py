@@ -9,7 +9,7 @@ from drills.checks.areas.carry_sizing import (
     formula,
     replicas_needed,
 )
-from drills.plan.demand import ServiceDemand
+from drills.plan.models.demand import ServiceDemand
 
 
 def _spec(**fields: object) -> ServiceDemand:

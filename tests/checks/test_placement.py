@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from drills.checks.base import Placement, Status, WorkerFact
-from drills.orchestrator.placement import gather, workers
+from drills.orchestrator.worker_placement import gather, workers
 from drills.plan import DrillPlan, plan_from_text
 from tests.support.checks import run_check
 from tests.support.drill import offline_lab_plan_data

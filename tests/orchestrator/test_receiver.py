@@ -25,7 +25,7 @@ from sqlalchemy import select
 
 from drills.errors import PlanError
 from drills.plan import load_plan
-from drills.plan.gates import selector_matches
+from drills.plan.models.drill_gates import selector_matches
 from drills.store import proposals as stored
 from drills.store.history import HistoryStore
 from drills.store.models import AuditEvent

@@ -26,7 +26,7 @@ from drills.orchestrator import serve
 from drills.orchestrator.plan_schedule import deployment_schedules
 from drills.orchestrator.rest import FlowRunState, PrefectRest, describe_schedule
 from drills.plan import DrillPlan, load_plan
-from drills.processes import pid_alive
+from drills.processes import descendants, pid_alive
 from drills.store.history import HistoryStore
 from drills.store.models import AuditEvent
 from drills.takeover.journal import Journal
@@ -349,10 +349,10 @@ def test_stop_refuses_while_a_run_is_active_and_force_stops_everything(
     assert refused.returncode == 1 and "still active" in refused.stderr
     assert serve.running(state) is not None
 
-    tree = [info.server_pid, info.worker_pid, *serve.descendants(info.server_pid)]
+    tree = [info.server_pid, info.worker_pid, *descendants(info.server_pid)]
     assert info.worker_pid is not None and info.warm_pid is not None
-    tree += serve.descendants(info.worker_pid)
-    tree += [info.warm_pid, *serve.descendants(info.warm_pid)]  # with its standby
+    tree += descendants(info.worker_pid)
+    tree += [info.warm_pid, *descendants(info.warm_pid)]  # with its standby
     assert info.receiver_pid is not None and pid_alive(info.receiver_pid)
     tree.append(info.receiver_pid)  # the alert receiver stops with the rest
     assert len(tree) >= 3, tree  # the paused flow run's process is among them
@@ -363,7 +363,7 @@ def test_stop_refuses_while_a_run_is_active_and_force_stops_everything(
         env={**os.environ, serve.SERVE_MARK_ENV: str(state.resolve())},
     )  # fmt: skip
     orphan = int(orphan_out.read_text())
-    assert pid_alive(orphan) and orphan not in serve.descendants(info.server_pid)
+    assert pid_alive(orphan) and orphan not in descendants(info.server_pid)
     tree.append(orphan)
     stopped = drills("serve", "stop", "--force", "--state-dir", str(state), timeout=90)
     assert stopped.returncode == 0 and "stopped" in stopped.stdout

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from drills.cli.app import app
 from drills.errors import LabError
 from drills.orchestrator import serve
-from drills.orchestrator.serve_receiver import ensure_receiver, receiver_running
+from drills.orchestrator.receiver_process import ensure_receiver, receiver_running
 from drills.processes import pid_alive
 from drills.store.history import HistoryStore
 from drills_lab.procs import free_port

@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from drills.errors import TemporaryError
+from drills.orchestrator import warm_runner as warm
 from drills.orchestrator.flow_runs import cancel_flow_run
 from drills.orchestrator.rest import PrefectRest
-from flows import warm
 
 
 def new_run(api: PrefectRest, *states: str) -> str:

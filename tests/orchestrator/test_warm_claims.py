@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from drills.orchestrator import warm_runner as warm
 from drills.orchestrator.rest import PrefectRest
-from flows import warm
 
 STALE_RUNS = 12  # more than a page of the runner's query
 

@@ -25,7 +25,7 @@ from drills.plan import (
     plan_schema,
 )
 from drills.plan.durations import format_duration, parse_duration
-from drills.plan.errors import CREDENTIAL_KEY_HINT
+from drills.plan.error_translation import CREDENTIAL_KEY_HINT
 from drills.plan.refs import LITERAL_CREDENTIAL, resolve_secret
 
 HERE = Path(__file__).parent

@@ -16,7 +16,7 @@ from drills.errors import PlanError, PlanProblem
 from drills.plan import DrillPlan, PlanWarning, load_plan, plan_from_text, plan_warnings
 from drills.plan.cron import cadence, next_fire_times
 from drills.plan.durations import parse_duration
-from drills.plan.errors import CREDENTIAL_KEY_HINT, fields_at
+from drills.plan.error_translation import CREDENTIAL_KEY_HINT, fields_at
 from tests.plan.test_plan import SOURCE, VALID, altered, position, problems_of
 
 register(app)

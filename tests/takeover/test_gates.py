@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from drills.cli import app
 from drills.errors import PlanError
 from drills.plan import DrillPlan, load_plan
-from drills.plan.gates import BlockedWindow
+from drills.plan.models.drill_gates import BlockedWindow
 from drills.store.details import RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus

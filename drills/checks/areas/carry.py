@@ -31,7 +31,7 @@ from drills.checks.areas.placement import refusal
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status
 from drills.errors import TargetError
 from drills.plan import DrillPlan, Workload
-from drills.plan.demand import ServiceDemand
+from drills.plan.models.demand import ServiceDemand
 from drills.targets.kube_scheduling import cluster_queues, local_queue, priority_classes
 from drills.targets.prometheus_api import prometheus_url
 

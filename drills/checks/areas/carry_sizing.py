@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from drills.plan.demand import ServiceDemand
+from drills.plan.models.demand import ServiceDemand
 
 
 def replicas_needed(demand: float, spec: ServiceDemand) -> int:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from drills.plan.models import PlanModel
+from drills.plan.models.base import PlanModel
 from drills.plan.types import FilePath, HttpUrl
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]

@@ -14,7 +14,10 @@ from typing import Annotated
 
 from pydantic import Field
 
-from drills.plan.models import Dataset, PlanModel, Practice, Tier, Workload
+from drills.plan.models.base import PlanModel
+from drills.plan.models.datasets import Dataset
+from drills.plan.models.objectives import Practice
+from drills.plan.models.workloads import Tier, Workload
 from drills.plan.rules import Rule
 from drills.plan.types import DnsName, Label, ShortText
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import model_validator
 
 from drills.plan.durations import PositiveDuration
-from drills.plan.model_base import PlanModel, StrictBool
+from drills.plan.models.base import PlanModel, StrictBool
 from drills.plan.rules import raise_rules
 from drills.plan.types import BucketName, FilePath, K8sName, K8sNamespace, ObjectPrefix
 from drills.text import is_credential_name

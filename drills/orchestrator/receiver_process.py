@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from drills.errors import LabError
-from drills.orchestrator import serve
+from drills.orchestrator import process_tree, serve
 from drills.orchestrator.receiver import DEFAULT_PORT, HEALTH_PATH, PATH
 from drills.plan.refs import SecretRef
 from drills.ports import free_port
@@ -22,7 +22,7 @@ from drills.processes import pid_alive
 
 def receiver_running(info: serve.ServeInfo) -> bool:
     pid = info.receiver_pid
-    return pid is not None and pid_alive(pid) and serve.RECEIVER_ARGV in _cmdline(pid)
+    return pid is not None and pid_alive(pid) and process_tree.RECEIVER_ARGV in _cmdline(pid)
 
 
 def _cmdline(pid: int) -> bytes:
@@ -57,8 +57,8 @@ def start_receiver(
     argv = [sys.executable, "-m", "drills", "serve", "receiver", "--port", str(chosen),
             "--token", _reference(token_ref)]  # fmt: skip
     log_path = info.logs["receiver"]
-    pid = serve._spawn(argv, log_path=log_path, env=serve.worker_env(info),
-                       cwd=Path(info.project_dir))  # fmt: skip
+    pid = process_tree.spawn(argv, log_path=log_path, env=serve.worker_env(info),
+                             cwd=Path(info.project_dir))  # fmt: skip
     base = f"http://127.0.0.1:{chosen}"
     info = dataclasses.replace(info, receiver_pid=pid, receiver_url=base + PATH)
     serve._write_info(info)

@@ -17,8 +17,8 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from drills.plan.durations import PositiveDuration
-from drills.plan.model_base import PlanModel
-from drills.plan.models import Tier, Workload
+from drills.plan.models.base import PlanModel
+from drills.plan.models.workloads import Tier, Workload
 from drills.plan.rules import raise_rules
 from drills.plan.types import Text
 

@@ -18,7 +18,10 @@ UI, the dashboard's Cancel) gets SIGTERM, on which an incident stops and reports
 and SIGKILL after the same grace a worker gives; a run whose process died without a
 final state is marked Crashed (Cancelled when it was being cancelled).
 
-    python -m flows.warm --deployment minimum-takeover-drill/declare-incident
+The standby is ``flows.warm_standby``, beside the flows: it imports Prefect and the flow,
+which nothing in drills/ may; this runner only speaks to Prefect's REST API.
+
+    python -m drills.orchestrator.warm_runner --deployment minimum-takeover-drill/declare-incident
 """
 
 from __future__ import annotations
@@ -36,7 +39,13 @@ from dataclasses import dataclass
 from types import FrameType
 
 from drills.errors import PermanentError, TargetError
-from drills.orchestrator.names import INCIDENT_DEPLOYMENT, WARM_READY
+from drills.orchestrator.names import (
+    INCIDENT_DEPLOYMENT,
+    STANDBY_READY_LINE,
+    WARM_READY,
+    WARM_RUNNER_MODULE,
+    WARM_STANDBY_MODULE,
+)
 from drills.orchestrator.rest import FlowRunState, PrefectRest, auth_headers
 
 log = logging.getLogger("drills.orchestrator.warm")
@@ -46,34 +55,6 @@ POLL_S = 0.2
 STANDBY_BACKOFF_S = 1.0  # after a standby dies importing; doubled each time in a row
 STANDBY_BACKOFF_MAX_S = 60.0
 KILL_AFTER_S = 30.0  # as a Prefect worker: SIGKILL a cancelled run 30 s after SIGTERM
-READY_LINE = "ready"
-
-
-# -- the standby: everything imported, waiting for a flow run id ---------------------
-def standby() -> int:
-    """Import what a flow run of the drill needs, say so, then run the run it is given."""
-    from uuid import UUID
-
-    from prefect.engine import handle_engine_signals
-    from prefect.flow_engine import flow_run_logger, load_flow_run, run_flow
-
-    from drills.checks.catalog import load_checks
-    from flows.drill import minimum_takeover_drill
-
-    load_checks()  # the check modules, and the SDKs they import
-    print(READY_LINE, flush=True)
-    # Nobody reads the pipe after this line: what the run prints goes to the runner's log.
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    line = sys.stdin.readline().strip()
-    if not line:  # the runner stopped without a run for us
-        return 0
-    flow_run_id = UUID(line)
-    os.environ["PREFECT__FLOW_RUN_ID"] = line
-    with handle_engine_signals(flow_run_id):
-        flow_run = load_flow_run(flow_run_id=flow_run_id)
-        logger = flow_run_logger(flow_run)  # as `python -m prefect.engine` passes it
-        run_flow(minimum_takeover_drill, flow_run=flow_run, error_logger=logger)  # type: ignore[arg-type]
-    return 0
 
 
 # -- the runner: claims due runs, hands them to the standby, watches them ------------
@@ -90,7 +71,7 @@ class Standby:
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "flows.warm", "--standby"],
+            [sys.executable, "-m", WARM_STANDBY_MODULE],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )  # fmt: skip
         assert self.process.stdout is not None
@@ -115,7 +96,7 @@ class Standby:
             self.process.wait()
             return None
         self._seen += chunk
-        self.ready = READY_LINE.encode() in self._seen.splitlines()
+        self.ready = STANDBY_READY_LINE.encode() in self._seen.splitlines()
         return self.ready
 
     def stop(self) -> None:
@@ -339,13 +320,10 @@ def _stop_on_signals(runner: WarmRunner) -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.warm", description=__doc__)
+    parser = argparse.ArgumentParser(prog=f"python -m {WARM_RUNNER_MODULE}", description=__doc__)
     parser.add_argument("--deployment", default=DEPLOYMENT, help="FLOW/DEPLOYMENT to run")
     parser.add_argument("--poll", type=float, default=POLL_S, help="seconds between queries")
-    parser.add_argument("--standby", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.standby:
-        return standby()
     if args.deployment != DEPLOYMENT:
         parser.error(f"the standby runs {DEPLOYMENT} only, not {args.deployment}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -362,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["WarmRunner", "main", "standby"]
+__all__ = ["WarmRunner", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,7 +11,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, model_validator
 
 from drills.plan.durations import PositiveDuration
-from drills.plan.models import PlanModel
+from drills.plan.models.base import PlanModel
 from drills.plan.refs import SecretRef
 from drills.plan.rules import raise_rules
 from drills.plan.types import CronExpr, HttpUrl, ShortText, TimeZone

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictBool
 
 from drills.plan.durations import PositiveDuration
-from drills.plan.models import PlanModel
+from drills.plan.models.base import PlanModel
 from drills.plan.types import HttpUrl, ShortText, Text
 
 Comparison = Literal["<", "<=", ">", ">="]

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, JsonValue, model_validator
 
-from drills.plan.model_base import PlanModel, StrictBool
+from drills.plan.models.base import PlanModel, StrictBool
 from drills.plan.rules import Rule, raise_rules
 from drills.plan.types import ProviderName, ShortText
 
@@ -20,7 +20,8 @@ from drills.plan.types import ProviderName, ShortText
 # as references: the loader refuses a literal one anywhere in a plan).
 ProviderSettings = Annotated[dict[str, JsonValue], Field(max_length=100)]
 # The union tag pydantic adds to an error's location for a provider that is not built in
-# (``dns.external.record``); drills.plan.errors drops it as it drops ``oci`` or ``rfc2136``.
+# (``dns.external.record``); drills.plan.error_translation drops it as it drops ``oci`` or
+# ``rfc2136``.
 EXTERNAL_TAG = "external"
 
 

@@ -10,17 +10,37 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from drills.errors import located
 from drills.plan import cron
-from drills.plan.demand import demand_findings
 from drills.plan.durations import format_duration
-
-if TYPE_CHECKING:
-    from drills.plan.loader import DrillPlan
+from drills.plan.models.datasets import Dataset
+from drills.plan.models.demand import Demands, demand_findings
+from drills.plan.models.dns_switch import DnsSwitch
+from drills.plan.models.objectives import Objectives, Schedule
+from drills.plan.models.workloads import Workload
 
 Loc = tuple[str | int, ...]
+
+
+class LintedPlan(Protocol):
+    """The sections of a drill plan the warnings read. (The plan names this module's
+    warnings, so this module names only its sections.)"""
+
+    @property
+    def dns(self) -> DnsSwitch: ...
+    @property
+    def objectives(self) -> Objectives: ...
+    @property
+    def schedule(self) -> Schedule | None: ...
+    @property
+    def datasets(self) -> tuple[Dataset, ...]: ...
+    @property
+    def workloads(self) -> tuple[Workload, ...]: ...
+    @property
+    def demand(self) -> Demands: ...
+
 
 # The readiness check drill.cadence fails when the last successful drill is older than
 # this (drills/checks/areas/cadence.py); a schedule with longer gaps makes it fail by design.
@@ -47,12 +67,12 @@ class PlanWarning:
 Finding = tuple[Loc, str, str]  # (field location, code, message)
 
 
-def findings(plan: DrillPlan) -> list[Finding]:
+def findings(plan: LintedPlan) -> list[Finding]:
     """Every warning about ``plan``, unlocated."""
     return [*_ttl(plan), *_schedule(plan), *demand_findings(plan.demand, plan.workloads)]
 
 
-def _ttl(plan: DrillPlan) -> list[Finding]:
+def _ttl(plan: LintedPlan) -> list[Finding]:
     ttl, rto = plan.dns.max_ttl, plan.objectives.rto
     if ttl < rto:
         return []
@@ -63,7 +83,7 @@ def _ttl(plan: DrillPlan) -> list[Finding]:
     return [(("dns", "max_ttl"), "ttl-exceeds-rto", message)]
 
 
-def _schedule(plan: DrillPlan) -> list[Finding]:
+def _schedule(plan: LintedPlan) -> list[Finding]:
     if plan.schedule is None:
         return []
     timing = cron.cadence(plan.schedule.cron)
@@ -94,7 +114,7 @@ def _schedule(plan: DrillPlan) -> list[Finding]:
     return found
 
 
-def _rpo_over(plan: DrillPlan, gap: dt.timedelta) -> list[Finding]:
+def _rpo_over(plan: LintedPlan, gap: dt.timedelta) -> list[Finding]:
     targets: list[tuple[Loc, float]] = [(("objectives", "rpo"), plan.objectives.rpo)]
     targets += [(("datasets", i, "rpo_target"), d.rpo_target) for i, d in enumerate(plan.datasets)]
     return [

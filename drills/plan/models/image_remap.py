@@ -14,7 +14,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from drills.plan.model_base import PlanModel
+from drills.plan.models.base import PlanModel
 from drills.plan.rules import Rule, key_of, raise_rules, unique_by
 from drills.plan.types import ImagePattern
 

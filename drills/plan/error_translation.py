@@ -20,8 +20,8 @@ from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
 from drills.errors import PlanProblem
+from drills.plan.models.stores import EXTERNAL_TAG
 from drills.plan.refs import describe, is_credential_key, safe_repr
-from drills.plan.stores import EXTERNAL_TAG
 from drills.plan.yamlfile import Loc, Position, YamlDocument
 from drills.text import for_terminal
 
