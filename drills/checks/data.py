@@ -18,11 +18,12 @@ from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.checks.data_inventory import inventory_diff
 from drills.checks.identity import one_bucket
 from drills.plan import Dataset, DatasetKind
-from drills.targets.objects import LifecycleRule, ObjectInfo
-from drills.targets.objects_compare import (
+from drills.targets.objects import (
     DatasetDiff,
     DeleteFindings,
+    LifecycleRule,
     Location,
+    ObjectInfo,
     compare_deletes,
     compare_objects,
 )

@@ -19,9 +19,9 @@ from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.checks.cluster_model import GPU, ZERO, plan_templates, pod_requests
 from drills.checks.kueue import INFINITE, _quota, cohort_of
 from drills.plan import DrillPlan, Tier
-from drills.targets.kube import KubeTarget
-from drills.targets.kube_scheduling import (
+from drills.targets.kube import (
     QUEUE_LABEL,
+    KubeTarget,
     cluster_queues,
     local_queue,
     priority_classes,

@@ -13,8 +13,7 @@ from typing import Any
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status
 from drills.checks.base import Tier as TierName
 from drills.checks.cluster_model import GPU, ZERO, fetch_workloads, plan_demands, taken_over
-from drills.targets.kube_quantity import parse_quantity
-from drills.targets.kube_scheduling import resource_quotas
+from drills.targets.kube import parse_quantity, resource_quotas
 
 # The quota names that count a pod's requests, as the quota admission plugin names them.
 _QUOTA_NAMES = {

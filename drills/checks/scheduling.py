@@ -17,7 +17,7 @@ from drills.checks.cluster_model import demand_of, node_facts, plan_templates, t
 from drills.checks.placement import fits_per_node, refusal
 from drills.errors import TargetError
 from drills.plan import Workload
-from drills.targets.kube_scheduling import priority_classes
+from drills.targets.kube import priority_classes
 
 TIER_ORDER = ("critical", "normal", "batch")
 
