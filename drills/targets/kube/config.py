@@ -1,7 +1,7 @@
 """One site's Kubernetes client configuration, from its kubeconfig or in-cluster account.
 
 Each site gets its own ``Configuration`` (CA included); the process-wide default the
-``kubernetes`` package keeps is never read nor written.
+``kubernetes`` package keeps is never touched.
 """
 
 from __future__ import annotations
