@@ -49,7 +49,7 @@ import boto3
 import yaml
 
 from bench import PLACEHOLDER_DNS
-from drills.targets.objects_listing import ListingLimits
+from drills.targets.objects import ListingLimits
 
 OBJECTS = 100_000
 SHARDS = 100

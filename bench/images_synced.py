@@ -34,8 +34,7 @@ from drills.checks.base import REGISTRY, Status
 from drills.checks.checkup import check_context
 from drills.checks.runner import run_one
 from drills.plan import DrillPlan, plan_from_text
-from drills.targets.registry import Ref
-from drills.targets.registry_oci import OciDistribution
+from drills.targets.registry import OciDistribution, Ref
 from drills.targets.sites import Targets
 from drills_lab.images import Image, build_image, push_oci
 from drills_lab.registry import RegistryServer

@@ -31,7 +31,7 @@ import dns.tsig
 import dns.update
 
 from drills.plan.models import EXTERNAL_DNS_TARGET
-from drills.targets.dns_externaldns import (
+from drills.targets.dns import (
     OWNER_LABEL,
     TTL_ANNOTATION,
     parse_labels,

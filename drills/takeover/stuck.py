@@ -22,7 +22,7 @@ from drills.store.models import DrillRun
 from drills.takeover.status import LiveView, look_live
 from drills.takeover.steps.phases import DeadlinePassed
 from drills.takeover.timeline import utc_now
-from drills.targets.kube_errors import NotReadyInTime
+from drills.targets.kube import NotReadyInTime
 
 log = logging.getLogger("drills.takeover.stuck")
 

@@ -35,7 +35,7 @@ from drills.store.details import ValidationJobRecord
 from drills.takeover.steps.job_changes import KIND, job_address
 from drills.takeover.steps.phases import PhaseContext
 from drills.takeover.timeline import utc_now
-from drills.targets import kube_jobs
+from drills.targets.kube import jobs as kube_jobs
 
 log = logging.getLogger("drills.takeover.validation_jobs")
 

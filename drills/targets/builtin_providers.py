@@ -34,8 +34,7 @@ def _s3(where: ProviderContext) -> Any:
 
 
 def _azure_blob(where: ProviderContext) -> Any:
-    from drills.targets.objects_azure import AzureBlobStore
-    from drills.targets.objects_azure_settings import client_for
+    from drills.targets.objects import AzureBlobStore, client_for
 
     return AzureBlobStore(client_for(where), where.role)
 
@@ -59,8 +58,7 @@ def _dns(where: ProviderContext) -> Any:
 
 
 def _external_dns(where: ProviderContext) -> Any:
-    from drills.targets.dns import DEFAULT_TIMEOUT_S
-    from drills.targets.dns_externaldns import external_dns_for
+    from drills.targets.dns import DEFAULT_TIMEOUT_S, external_dns_for
 
     return external_dns_for(where.plan, timeout_s=where.timeout_s or DEFAULT_TIMEOUT_S)
 

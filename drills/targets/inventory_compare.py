@@ -7,7 +7,7 @@ that are not the same on both sides are kept, with counts and the first examples
 DuckDB spills to the scratch directory past its memory limit, so a bucket of any size
 fits in bounded memory.
 
-The verdicts are the listing's (:mod:`drills.targets.objects_compare`), with one
+The verdicts are the listing's (:mod:`drills.targets.objects.compare`), with one
 difference: a report holds no full-object checksum, so a pair whose multipart ETags
 differ at the same size is *unverified*.
 
@@ -28,8 +28,7 @@ import duckdb
 
 from drills.errors import PermanentError
 from drills.targets.inventory import Manifest
-from drills.targets.objects import ObjectInfo
-from drills.targets.objects_compare import DatasetDiff
+from drills.targets.objects import DatasetDiff, ObjectInfo
 
 _COLUMNS = "key VARCHAR, size BIGINT, etag VARCHAR, lm TIMESTAMPTZ"
 MEMORY_LIMIT = "128MB"  # DuckDB's own; it spills to the scratch directory past it

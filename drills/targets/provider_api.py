@@ -14,16 +14,15 @@ cure, ``PermanentError`` for what it cannot), so a failure is reported, never a 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from drills.targets.provider_context import ProviderContext as ProviderContext
 from drills.targets.registry import Registry
 
 if TYPE_CHECKING:
-    from drills.plan import DrillPlan, Site
     from drills.targets.dns import ChangeResult, RecordAnswer
-    from drills.targets.objects import KeyHistory, LifecycleRule, ObjectInfo, VersionInfo
-    from drills.targets.objects_listing import Listing
+    from drills.targets.objects import KeyHistory, LifecycleRule, Listing, ObjectInfo, VersionInfo
     from drills.targets.retry import Waiting
 
 Kind = Literal["objects", "dns", "registry", "secrets"]
@@ -144,30 +143,6 @@ PROTOCOLS: dict[Kind, type] = {
     "registry": Registry,
     "secrets": SecretStoreAdapter,
 }
-
-
-@dataclass(frozen=True)
-class ProviderContext:
-    """What ``build`` gets: who asks, the plan, the site (None for DNS) and the settings
-    the plan gives this provider (``settings:``, for a provider that is not built in)."""
-
-    role: str
-    plan: DrillPlan
-    site: Site | None
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    timeout_s: float | None = None
-    """A tighter timeout for each call, when the caller asks for one; else the provider's."""
-
-    def secret(self, reference: str) -> str:
-        """A credential the settings give by reference (``env:NAME``, ``file:PATH``,
-        ``prefect:BLOCK``), resolved now; the plan never holds one inline."""
-        from drills.plan.refs import SecretRef
-
-        return self.plan.resolve_secret(SecretRef.parse(reference))
-
-    def path(self, relative: str) -> str:
-        """A file the settings name, relative to the plan's directory."""
-        return str(self.plan.resolve_path(relative))
 
 
 @dataclass(frozen=True)

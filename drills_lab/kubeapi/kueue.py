@@ -28,7 +28,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from drills.targets.kube_quantity import parse_quantity
+from drills.targets.kube import parse_quantity
 from drills_lab.kubeapi.objects import condition, dig, now_rfc3339
 from drills_lab.kubeapi.status import ApiError
 from drills_lab.kubeapi.store import ResourceStore

@@ -518,13 +518,13 @@ def test_special_kubeconfig_files_are_refused(fifo: Path) -> None:
 
 
 def test_the_kubernetes_target_uses_the_same_check(tmp_path: Path) -> None:
-    from drills.targets.kube import _configuration
+    from drills.targets.kube.config import site_configuration
 
     (tmp_path / "dr.kubeconfig").write_text("contexts: 5\n", encoding="utf-8")
     (tmp_path / "plan.yaml").write_text(VALID, encoding="utf-8")
     plan = load_plan(tmp_path / "plan.yaml")
     with pytest.raises(TargetError) as info:
-        _configuration("dr", plan.sites.dr.kubernetes, plan)
+        site_configuration("dr", plan.sites.dr.kubernetes, plan)
     assert "contexts must be a list of {name, context} entries" in info.value.cause
 
 

@@ -21,10 +21,10 @@ import pytest
 from drills.errors import PermanentError, TargetError, TemporaryError
 from drills.plan import Rfc2136Dns
 from drills.targets.aws import AwsEndpoint
-from drills.targets.dns_rfc2136 import Rfc2136Target
+from drills.targets.dns import Rfc2136Target
 from drills.targets.kube import KubeTarget
 from drills.targets.objects import ObjectStore
-from drills.targets.registry_oci import OciDistribution
+from drills.targets.registry import OciDistribution
 from drills.targets.retry import RetryPolicy, TimedOut, Waiting, retry_call, retry_until
 from drills_lab.kubeapi import KubeApiServer, write_kubeconfig
 from drills_lab.moto_server import MotoServer

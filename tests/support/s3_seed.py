@@ -17,8 +17,7 @@ from typing import Any
 import boto3
 
 from drills.targets.aws import AwsEndpoint
-from drills.targets.objects import ObjectStore
-from drills.targets.objects_listing import ListingLimits
+from drills.targets.objects import ListingLimits, ObjectStore
 from drills_lab.moto_server import MotoServer
 from drills_lab.seed_aws import ACCOUNT
 

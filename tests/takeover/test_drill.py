@@ -272,7 +272,7 @@ def _add_value(info: LabInfo, plan: DrillPlan, value: str) -> None:
     import dns.rdata
     import dns.rdataclass
 
-    from drills.targets.dns_rfc2136 import Rfc2136Target
+    from drills.targets.dns import Rfc2136Target
     from drills.targets.sites import Targets
 
     record = plan.dns.record

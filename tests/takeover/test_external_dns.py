@@ -196,7 +196,7 @@ def test_the_controller_leaves_a_record_another_owner_holds(extdns_lab: LabInfo)
 def test_a_service_annotation_is_switched_and_restored_exactly(extdns_lab: LabInfo) -> None:
     from drills.errors import PermanentError
     from drills.plan.models import EXTERNAL_DNS_TARGET
-    from drills.targets.dns_externaldns import TTL_ANNOTATION
+    from drills.targets.dns import TTL_ANNOTATION
     from drills_lab.externaldns import HOSTNAME_ANNOTATION
 
     name = "gw.drills.test."

@@ -27,7 +27,7 @@ from drills.plan import DrillPlan, Rfc2136Dns
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
 from drills.targets.dns import dns_for
-from drills.targets.dns_rfc2136 import parse_server
+from drills.targets.dns.rfc2136 import parse_server
 from drills_lab import topology
 from drills_lab.kubeapi.audit import AuditEvent, read_audit_file
 from drills_lab.runtime import LabInfo, audit_file

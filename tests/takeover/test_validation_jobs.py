@@ -18,7 +18,7 @@ from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.takeover.drill import Drill, DrillRequest, DrillResult
-from drills.targets import kube_jobs
+from drills.targets.kube import jobs as kube_jobs
 from drills.targets.sites import Targets
 from drills_lab import topology
 from drills_lab.kubeapi.podrun import RUN_SECONDS_ANNOTATION as RUN_SECONDS

@@ -16,8 +16,7 @@ import pytest
 
 from drills.errors import PermanentError, TemporaryError
 from drills.plan import DrillPlan, Rfc2136Dns, plan_from_text
-from drills.targets.dns import dns_for, normalize_value, serial_newer
-from drills.targets.dns_rfc2136 import Rfc2136Target
+from drills.targets.dns import Rfc2136Target, dns_for, normalize_value, serial_newer
 from drills_lab.named import LabDnsRecord, NamedServer
 from tests.support.services import require_system_binary
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from drills.targets.dns_externaldns import parse_labels, txt_names
+from drills.targets.dns import parse_labels, txt_names
 from drills.targets.external_secrets import go_duration
 
 

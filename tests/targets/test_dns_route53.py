@@ -12,7 +12,7 @@ import pytest
 from drills.errors import PermanentError, TemporaryError
 from drills.plan import Route53Dns
 from drills.targets.aws import AwsEndpoint
-from drills.targets.dns_route53 import Route53Target
+from drills.targets.dns import Route53Target
 from drills_lab.moto_server import MotoServer
 
 

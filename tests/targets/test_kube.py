@@ -14,10 +14,15 @@ from kubernetes.client.exceptions import ApiException
 
 from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
 from drills.plan import DrillPlan
-from drills.targets.kube import KubeTarget
-from drills.targets.kube_errors import NotReadyInTime, translate
-from drills.targets.kube_quantity import canonical, parse_quantity
-from drills.targets.kube_scheduling import cluster_queues, local_queue, priority_classes
+from drills.targets.kube import (
+    KubeTarget,
+    canonical,
+    cluster_queues,
+    local_queue,
+    parse_quantity,
+    priority_classes,
+)
+from drills.targets.kube.errors import NotReadyInTime, translate
 from drills_lab.kubeapi import NEVER_READY_ANNOTATION, KubeApiServer, write_kubeconfig
 from drills_lab.seed_cluster import ingress, secret, workload
 from drills_lab.topology import LabWorkload

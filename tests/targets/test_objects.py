@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from drills.errors import PermanentError, TemporaryError
-from drills.targets.objects_compare import Location, compare_deletes, compare_objects
-from drills.targets.objects_listing import BufferGauge, ListingLimits, OrderedListing, Page
+from drills.targets.objects import Location, compare_deletes, compare_objects
+from drills.targets.objects.listing import BufferGauge, ListingLimits, OrderedListing, Page
 from drills_lab.moto_server import MotoServer
 from tests.support.s3_seed import (
     make_bucket,

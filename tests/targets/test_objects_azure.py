@@ -13,9 +13,8 @@ import yaml
 
 from drills.errors import MisroutedError, PermanentError, TemporaryError
 from drills.plan import DrillPlan, load_plan
-from drills.targets.objects_azure import NO_MD5, SOFT_DELETE_RULE, AzureBlobStore
-from drills.targets.objects_compare import Location, compare_objects
-from drills.targets.objects_listing import ListingLimits
+from drills.targets.objects import ListingLimits, Location, compare_objects
+from drills.targets.objects.azure import NO_MD5, SOFT_DELETE_RULE, AzureBlobStore
 from drills.targets.providers import installed
 from drills.targets.sites import Targets
 from tests.support.azurite import ACCOUNT_KEY, KEY_ENV, AzuriteServer

@@ -13,8 +13,7 @@ import pytest
 
 from drills.errors import PermanentError, PlanError, TemporaryError
 from drills.plan import plan_from_text
-from drills.targets.registry import parse_image, registry_for
-from drills.targets.registry_oci import OciDistribution
+from drills.targets.registry import OciDistribution, parse_image, registry_for
 from drills_lab.httpserve import serve_in_thread
 from drills_lab.images import Image, build_image, push_oci
 from drills_lab.moto_server import MotoServer

@@ -12,7 +12,7 @@ import pytest
 
 from drills.errors import TemporaryError
 from drills.targets.aws import AwsEndpoint
-from drills.targets.registry_ecr import EcrImages
+from drills.targets.registry import EcrImages
 from drills_lab.images import build_image, push_ecr
 from drills_lab.moto_server import MotoServer
 

@@ -32,7 +32,7 @@ from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, t
 from drills.errors import TargetError
 from drills.plan import DrillPlan, Workload
 from drills.plan.models.demand import ServiceDemand
-from drills.targets.kube_scheduling import cluster_queues, local_queue, priority_classes
+from drills.targets.kube import cluster_queues, local_queue, priority_classes
 from drills.targets.prometheus_api import prometheus_url
 
 

@@ -14,8 +14,7 @@ from typing import Any
 
 from drills.errors import TargetError
 from drills.plan import DrillPlan, Workload
-from drills.targets.kube import KubeTarget
-from drills.targets.kube_quantity import cores, gib, parse_quantity
+from drills.targets.kube import KubeTarget, cores, gib, parse_quantity
 from drills.targets.sites import Role, Targets
 
 GPU = "nvidia.com/gpu"

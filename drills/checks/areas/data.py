@@ -18,11 +18,11 @@ from drills.checks.areas.data_inventory import inventory_diff
 from drills.checks.areas.identity import one_bucket
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.plan import Dataset, DatasetKind
-from drills.targets.objects import ObjectInfo
-from drills.targets.objects_compare import (
+from drills.targets.objects import (
     DatasetDiff,
     DeleteFindings,
     Location,
+    ObjectInfo,
     compare_deletes,
     compare_objects,
 )

@@ -22,8 +22,7 @@ from drills.plan import Dataset, DatasetInventory
 from drills.plan.models import InventoryDestination
 from drills.targets.inventory import Manifest, fetch_files, latest_manifest, report_root
 from drills.targets.inventory_compare import InventorySide, compare_inventories
-from drills.targets.objects import ObjectInfo, ObjectStore
-from drills.targets.objects_compare import DatasetDiff
+from drills.targets.objects import DatasetDiff, ObjectInfo, ObjectStore
 from drills.targets.sites import Targets
 
 log = logging.getLogger("drills.checks.data")

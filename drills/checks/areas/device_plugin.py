@@ -11,8 +11,7 @@ from typing import Any
 from drills.checks.areas.cluster_resources import GPU, node_facts, pack_gpus, ready_condition
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.plan import Tier
-from drills.targets.kube import KubeTarget
-from drills.targets.kube_scheduling import daemonsets
+from drills.targets.kube import KubeTarget, daemonsets
 
 PLUGIN_NAME = "nvidia-device-plugin"
 

@@ -32,8 +32,7 @@ from drills.checks.areas.cluster_resources import (
 )
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.plan import Tier, Workload
-from drills.targets.kube_quantity import parse_quantity
-from drills.targets.kube_scheduling import QUEUE_LABEL, cluster_queues, local_queue
+from drills.targets.kube import QUEUE_LABEL, cluster_queues, local_queue, parse_quantity
 
 INFINITE = Decimal("Infinity")
 

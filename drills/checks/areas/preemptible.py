@@ -19,9 +19,9 @@ from drills.checks.areas.cluster_resources import GPU, ZERO, plan_templates, pod
 from drills.checks.areas.kueue import INFINITE, _quota, cohort_of
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check
 from drills.plan import DrillPlan, Tier
-from drills.targets.kube import KubeTarget
-from drills.targets.kube_scheduling import (
+from drills.targets.kube import (
     QUEUE_LABEL,
+    KubeTarget,
     cluster_queues,
     local_queue,
     priority_classes,

@@ -19,8 +19,7 @@ from drills.checks.areas.cluster_resources import (
 )
 from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, tier_status
 from drills.checks.base import Tier as TierName
-from drills.targets.kube_quantity import parse_quantity
-from drills.targets.kube_scheduling import resource_quotas
+from drills.targets.kube import parse_quantity, resource_quotas
 
 # The quota names that count a pod's requests, as the quota admission plugin names them.
 _QUOTA_NAMES = {

@@ -17,7 +17,7 @@ from drills.checks.base import EXAMPLES, CheckContext, Outcome, Status, check, t
 from drills.checks.base import Tier as TierName
 from drills.errors import TargetError
 from drills.plan import Workload
-from drills.targets.kube_scheduling import priority_classes
+from drills.targets.kube import priority_classes
 
 TIER_ORDER = ("critical", "normal", "batch")
 

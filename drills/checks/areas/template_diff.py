@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from drills.targets.kube_quantity import canonical
+from drills.targets.kube import canonical
 
 # Values that may carry credentials (`--token=...`): a diff names the field, never shows it.
 HIDDEN = frozenset({"command", "args"})

@@ -32,8 +32,7 @@ from drills.checks.base import (
 from drills.plan import Dataset, Workload
 from drills.store.details import DatasetCopiedBack
 from drills.targets.kube import KubeTarget
-from drills.targets.objects import ObjectStore
-from drills.targets.objects_compare import Location, compare_objects
+from drills.targets.objects import Location, ObjectStore, compare_objects
 from drills.targets.sites import Targets
 from drills.timefmt import duration
 

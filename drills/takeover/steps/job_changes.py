@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from drills.errors import DrillError
-from drills.targets import kube_jobs
+from drills.targets.kube import jobs as kube_jobs
 from drills.targets.sites import Role, Targets
 
 KIND = "job.run"

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from drills.errors import PermanentError
-from drills.targets.provider_api import ProviderContext
+from drills.targets.provider_context import ProviderContext
 
 SETTINGS = ("account_url", "account_name", "account_key", "connection_string", "timeout_s")
 CONNECT_TIMEOUT_S = 5.0

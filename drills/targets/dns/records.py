@@ -1,8 +1,8 @@
 """The DNS record a drill switches: read it on every authoritative server, change it, confirm.
 
 Two providers share one interface (:class:`DnsTarget`): RFC 2136 dynamic updates signed
-with TSIG (BIND, PowerDNS, Knot, Infoblox; see ``dns_rfc2136.py``) and Route 53
-(``dns_route53.py``). ``dns_for(plan)`` builds the one the plan names.
+with TSIG (BIND, PowerDNS, Knot, Infoblox; see ``rfc2136.py``) and Route 53
+(``route53.py``). ``dns_for(plan)`` (``from_plan.py``) builds the one the plan names.
 
 A switch is only done when *every* authoritative server answers the new value: a
 client's resolver may ask any of them, so one stale server keeps some users on the
@@ -19,9 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from drills.errors import PermanentError, TemporaryError
-from drills.plan import DrillPlan, Rfc2136Dns, Route53Dns, SecretRef
-from drills.plan.types import check_fqdn
+from drills.errors import TemporaryError
 from drills.targets.retry import Waiting
 
 log = logging.getLogger("drills.targets.dns")
@@ -190,42 +188,3 @@ def stale_reason(answer: RecordAnswer, want: str) -> str | None:
     if not answer.values:
         return "has no such record"
     return "answers " + ", ".join(answer.values)
-
-
-def dns_for(plan: DrillPlan, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> DnsTarget:
-    """The built-in adapter for ``plan.dns`` (the ``rfc2136`` and ``route53`` providers; any
-    provider: drills.targets.providers.dns_adapter); resolves its credentials now (errors
-    name the ref only).
-
-    ``timeout_s`` bounds each DNS query of RFC 2136; Route 53 calls carry the AWS
-    client's own connect and read timeouts (``drills.targets.aws``).
-    """
-    config = plan.dns
-    if isinstance(config, Rfc2136Dns):
-        from drills.targets.dns_rfc2136 import Rfc2136Target
-
-        return Rfc2136Target(
-            config,
-            plan.resolve_secret(config.tsig.secret),
-            timeout_s=timeout_s,
-            tsig_name=_tsig_name(plan, config),
-        )
-    if not isinstance(config, Route53Dns):
-        raise PermanentError("dns", f"provider {config.provider!r} is not built in")
-    from drills.targets.dns_route53 import Route53Target, route53_endpoint
-
-    return Route53Target(config, route53_endpoint(config, plan))
-
-
-def _tsig_name(plan: DrillPlan, config: Rfc2136Dns) -> str:
-    """The TSIG key's name, read when the plan gives it by reference, and checked as the
-    plan checks a name written in it."""
-    name = config.tsig.name
-    if not isinstance(name, SecretRef):
-        return name
-    try:
-        return check_fqdn(plan.resolve_secret(name))
-    except ValueError:
-        raise PermanentError(
-            f"dns tsig key {name}", "the name it holds is not a valid DNS name"
-        ) from None

@@ -18,7 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from drills.errors import PermanentError, unreadable
 from drills.plan import DrillPlan, Route53Dns
 from drills.targets import aws
-from drills.targets.dns import (
+from drills.targets.dns.records import (
     ChangeResult,
     DnsTarget,
     RecordAnswer,

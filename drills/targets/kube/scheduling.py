@@ -3,14 +3,14 @@ ResourceQuotas and Kueue's queues. Plain JSON dicts, as :class:`KubeTarget` retu
 
 Kueue's kinds are read at ``kueue.x-k8s.io/v1beta1``; a cluster without Kueue answers
 404 for its collections, which reads as "no queues" once its discovery confirms Kueue
-is not installed (see :mod:`drills.targets.kube_discovery`).
+is not installed (see :mod:`drills.targets.kube.discovery`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from drills.targets.kube import KubeTarget
+from drills.targets.kube.client import KubeTarget
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

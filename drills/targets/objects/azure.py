@@ -15,7 +15,7 @@ A plan's bucket is a container here. The readiness checks call the same methods 
   storage key: the soft-delete retention is the only rule reported.
 
 Credentials come from the provider's settings by reference only (see
-:mod:`drills.targets.objects_azure_settings`); they never reach a log, an error or a repr.
+:mod:`drills.targets.objects.azure_settings`); they never reach a log, an error or a repr.
 """
 
 from __future__ import annotations
@@ -38,20 +38,20 @@ from azure.core.exceptions import (
 from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
-from drills.targets.objects import (
+from drills.targets.objects.listing import (
+    BufferGauge,
+    Listing,
+    ListingLimits,
+    OrderedListing,
+    Page,
+)
+from drills.targets.objects.store import (
     KeyHistory,
     LifecycleRule,
     ObjectInfo,
     VersionInfo,
     by_key,
     newest_of,
-)
-from drills.targets.objects_listing import (
-    BufferGauge,
-    Listing,
-    ListingLimits,
-    OrderedListing,
-    Page,
 )
 from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, retry_call
 

@@ -28,7 +28,7 @@ import dns.update
 
 from drills.errors import MisroutedError, PermanentError, TargetError, TemporaryError
 from drills.plan import ExternalDnsController, Rfc2136Dns, TsigAlgorithm
-from drills.targets.dns import (
+from drills.targets.dns.records import (
     DEFAULT_TIMEOUT_S,
     ChangeResult,
     DnsTarget,

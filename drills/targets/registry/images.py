@@ -2,10 +2,10 @@
 
 A drill needs one fact from a registry: the manifest digest a ``repository`` and a
 tag (or digest) resolve to, or that they resolve to nothing. Two implementations
-answer it: :class:`~drills.targets.registry_oci.OciDistribution` (the OCI
+answer it: :class:`~drills.targets.registry.oci.OciDistribution` (the OCI
 Distribution v2 API, for distribution, Harbor, Artifactory, Quay...) and
-:class:`~drills.targets.registry_ecr.EcrImages` (Amazon ECR through boto3).
-``registry_for`` picks one from the site's plan.
+:class:`~drills.targets.registry.ecr.EcrImages` (Amazon ECR through boto3).
+``registry_for`` (``from_plan.py``) picks one from the site's plan.
 """
 
 from __future__ import annotations
@@ -14,9 +14,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
-
-from drills.errors import PermanentError
-from drills.plan import DrillPlan, EcrRegistry, OciRegistry, Site
 
 # A digest reference (``sha256:<hex>``) as opposed to a tag.
 _DIGEST = re.compile(r"[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-fA-F0-9]{32,}")
@@ -94,26 +91,3 @@ def parse_image(text: str) -> ImageName:
     if not repository:
         raise ValueError(f"image reference {text!r} names no repository")
     return ImageName(host, repository, tag or None, digest or None)
-
-
-def registry_for(role: str, site: Site, plan: DrillPlan) -> Registry:
-    """The built-in registry adapter of one site (the ``oci`` and ``ecr`` providers),
-    credentials resolved from the plan's references."""
-    name = f"registry {role}"
-    if isinstance(site.registry, EcrRegistry):
-        from drills.targets.registry_ecr import EcrImages
-
-        return EcrImages.for_site(name, site, plan)
-    if not isinstance(site.registry, OciRegistry):
-        raise PermanentError(name, f"provider {site.registry.provider_name!r} is not built in")
-    from drills.targets.registry_oci import OciDistribution
-
-    auth = site.registry.auth
-    username = password = token = None
-    if auth is not None:
-        username = plan.resolve_value(auth.username) if auth.username else None
-        password = plan.resolve_secret(auth.password) if auth.password else None
-        token = plan.resolve_secret(auth.token) if auth.token else None
-    return OciDistribution(
-        str(site.registry.url), name=name, username=username, password=password, token=token
-    )

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from drills.errors import PermanentError
-from drills.targets.objects import CHECKSUM_FIELDS, KeyHistory, ObjectInfo, ObjectStore
-from drills.targets.objects_listing import BufferGauge
+from drills.targets.objects.listing import BufferGauge
+from drills.targets.objects.store import CHECKSUM_FIELDS, KeyHistory, ObjectInfo, ObjectStore
 
 log = logging.getLogger("drills.targets.objects")
 

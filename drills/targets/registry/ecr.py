@@ -25,8 +25,8 @@ from drills.targets.aws import (
     resolve_endpoint,
     translate,
 )
-from drills.targets.registry import Ref, is_digest
-from drills.targets.registry_oci import MANIFEST_TYPES
+from drills.targets.registry.images import Ref, is_digest
+from drills.targets.registry.oci import MANIFEST_TYPES
 from drills.targets.retry import retry_call
 
 log = logging.getLogger("drills.targets.registry")

@@ -10,31 +10,28 @@ whole readiness run, for objects the callers would turn back into dicts anyway.
 
 Every request carries ``_request_timeout=(connect, read)``; the client's own
 urllib3 retries are off (they would triple every timeout); every client or
-urllib3 exception is translated once, in :mod:`drills.targets.kube_errors`.
+urllib3 exception is translated once, in :mod:`drills.targets.kube.errors`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import urllib3.exceptions
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.client.rest import RESTResponse
-from kubernetes.config.config_exception import ConfigException
 
 from drills.errors import PermanentError, TemporaryError
-from drills.plan import DrillPlan, KubernetesAccess, Site
-from drills.plan.kubeconfig import load_kubeconfig
-from drills.targets.kube_discovery import Discovery, only_named_404s
-from drills.targets.kube_errors import (
+from drills.plan import DrillPlan, Site
+from drills.targets.kube.config import site_configuration
+from drills.targets.kube.discovery import Discovery, only_named_404s
+from drills.targets.kube.errors import (
     NotReadyInTime,
     WaitStopped,
     answered_404,
@@ -42,13 +39,13 @@ from drills.targets.kube_errors import (
     translate,
     translated,
 )
+from drills.targets.kube.watch import Watched, follow, settled
 from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, TimedOut, retry_call
 
 log = logging.getLogger("drills.targets.kube")
 
 CONNECT_TIMEOUT_S = 3.0
 READ_TIMEOUT_S = 10.0
-POOL_SIZE = 32
 # With a stop event, a watch lasts at most this long before the event is checked again.
 STOP_CHECK_S = 1.0
 JSON = "application/json"
@@ -63,37 +60,6 @@ Query = Sequence[tuple[str, str]]
 _RETRIED_METHODS = frozenset({"GET", "PATCH"})
 
 
-def _configuration(role: str, access: KubernetesAccess, plan: DrillPlan) -> client.Configuration:
-    """A fresh client configuration for one site; never the process-wide default."""
-    cfg = client.Configuration()
-    where = "in-cluster service account"
-    try:
-        if access.in_cluster:
-            config.load_incluster_config(client_configuration=cfg)
-        else:
-            assert access.kubeconfig is not None  # the plan model guarantees one of the two
-            path = plan.resolve_path(access.kubeconfig)
-            where = str(path)
-            # The plan layer's check first: the client itself walks a malformed file
-            # into a TypeError, and blocks on a FIFO.
-            load_kubeconfig(path, access.context)
-            config.load_kube_config(
-                config_file=str(path),
-                context=access.context,
-                client_configuration=cfg,
-                persist_config=False,  # never write token refreshes back into the file
-            )
-    except (ConfigException, OSError, ValueError) as exc:
-        # The loader's messages name files, contexts and keys, never the credentials.
-        cause = f"cannot load the Kubernetes configuration ({type(exc).__name__}: {exc})"
-        raise PermanentError(f"kubernetes {role} ({where})", cause) from exc
-    cfg.retries = False  # one attempt per call: the caller owns retry policy and deadlines
-    # Concurrent checks share this client; a pool smaller than their requests would
-    # open and discard connections (and log a warning) on every burst.
-    cfg.connection_pool_maxsize = POOL_SIZE
-    return cfg
-
-
 def _kind(kind: str) -> str:
     value = str(getattr(kind, "value", kind))
     if value not in _COLLECTIONS:
@@ -101,49 +67,6 @@ def _kind(kind: str) -> str:
             f"unsupported workload kind {kind!r}; expected one of {list(_COLLECTIONS)}"
         )
     return value
-
-
-def settled(obj: dict[str, Any], replicas: int) -> tuple[int, bool]:
-    """Ready replicas, and whether the workload has settled at ``replicas`` ready.
-
-    Settled means the controller has seen the latest spec (observedGeneration)
-    and, for ``replicas`` > 0, at least that many are ready; for 0, none remain.
-    """
-    status = obj.get("status") or {}
-    meta = obj.get("metadata") or {}
-    ready = int(status.get("readyReplicas") or 0)
-    observed = int(status.get("observedGeneration") or 0) >= int(meta.get("generation") or 0)
-    if replicas == 0:
-        return ready, observed and int(status.get("replicas") or 0) == 0
-    return ready, observed and ready >= replicas
-
-
-def _lines(resp: RESTResponse) -> Iterator[bytes]:
-    """A watch stream's JSON lines, as they arrive."""
-    buffer = b""
-    for chunk in resp.response.stream(amt=None, decode_content=False):
-        buffer += chunk
-        *complete, buffer = buffer.split(b"\n")
-        yield from (line for line in complete if line.strip())
-    if buffer.strip():
-        yield buffer
-
-
-@dataclass(frozen=True)
-class _Watched:
-    """The one workload ``wait_ready`` lists and watches."""
-
-    collection: str
-    namespace: str
-    name: str
-
-    @property
-    def params(self) -> dict[str, str]:
-        return {"namespace": self.namespace}
-
-    @property
-    def selector(self) -> tuple[str, str]:
-        return ("fieldSelector", f"metadata.name={self.name}")
 
 
 class KubeTarget:
@@ -176,7 +99,7 @@ class KubeTarget:
         read_timeout: float = READ_TIMEOUT_S,
         retry: RetryPolicy = DEFAULT_POLICY,
     ) -> KubeTarget:
-        cfg = _configuration(role, site.kubernetes, plan)
+        cfg = site_configuration(role, site.kubernetes, plan)
         return cls(
             client.ApiClient(configuration=cfg),
             f"kubernetes {role} ({cfg.host})",
@@ -253,7 +176,7 @@ class KubeTarget:
 
     def _get_or_none(self, path: str, params: dict[str, str]) -> dict[str, Any] | None:
         """The object, or None when the API server says it does not exist (see
-        :mod:`drills.targets.kube_discovery`: a misrouted 404 raises MisroutedError)."""
+        :mod:`drills.targets.kube.discovery`: a misrouted 404 raises MisroutedError)."""
         try:
             found = self._json("GET", path, params)
         except PermanentError as exc:
@@ -388,7 +311,7 @@ class KubeTarget:
         blocked on a watch cannot be interrupted, so it watches in short windows.
         """
         kind = _kind(kind)
-        watched = _Watched(_COLLECTIONS[kind], namespace, name)
+        watched = Watched(_COLLECTIONS[kind], namespace, name)
         deadline = time.monotonic() + deadline_s
         last: dict[str, Any] | None = None
         rv: str | None = None
@@ -410,7 +333,7 @@ class KubeTarget:
         ready = settled(last, replicas)[0] if last is not None else 0
         raise NotReadyInTime(self.target, f"{kind} {namespace}/{name}", ready, replicas, last)
 
-    def _list_one(self, watched: _Watched) -> tuple[dict[str, Any] | None, str]:
+    def _list_one(self, watched: Watched) -> tuple[dict[str, Any] | None, str]:
         """The workload as listed now, and the resourceVersion to watch from."""
         listing = self._json("GET", watched.collection, watched.params, query=[watched.selector])
         items = listing.get("items") or []
@@ -419,7 +342,7 @@ class KubeTarget:
 
     def _watch_window(
         self,
-        watched: _Watched,
+        watched: Watched,
         window: float,
         deadline: float,
         last: dict[str, Any] | None,
@@ -445,7 +368,7 @@ class KubeTarget:
                 query=query,
                 timeout=(self.connect_timeout, window + 0.25),
             )
-            return self._follow(resp, last, rv, replicas)
+            return follow(self.target, resp, last, rv, replicas)
         except urllib3.exceptions.ReadTimeoutError as exc:
             if time.monotonic() < window_end:
                 raise translate(self.target, exc) from exc
@@ -466,40 +389,6 @@ class KubeTarget:
             )
             time.sleep(min(self.retry.base_delay_s, max(0.0, deadline - time.monotonic())))
             return False, last, None
-
-    def _follow(
-        self, resp: RESTResponse, last: dict[str, Any] | None, rv: str | None, replicas: int
-    ) -> tuple[bool, dict[str, Any] | None, str | None]:
-        """Read one watch stream: (settled?, last object seen, resourceVersion to resume at).
-
-        A None resourceVersion asks the caller to re-list (the watch expired).
-        """
-        try:
-            for line in _lines(resp):
-                event = json.loads(line)
-                kind, obj = event.get("type"), event.get("object") or {}
-                if kind == "ERROR":
-                    if obj.get("code") == 410:
-                        return False, last, None
-                    error = ApiException(status=obj.get("code"), reason=obj.get("message"))
-                    raise translate(self.target, error)
-                rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                if kind == "BOOKMARK":
-                    continue
-                last = None if kind == "DELETED" else obj
-                if last is not None and settled(last, replicas)[1]:
-                    return True, last, rv
-        except urllib3.exceptions.ReadTimeoutError:
-            raise  # wait_ready tells a quiet stream at the deadline from a hung server
-        except urllib3.exceptions.HTTPError as exc:
-            raise translate(self.target, exc) from exc
-        except ValueError:
-            raise PermanentError(self.target, "a watch event is not JSON") from None
-        finally:
-            # Close before releasing: a half-read stream must not go back into the pool.
-            resp.response.close()
-            resp.response.release_conn()
-        return False, last, rv
 
     def close(self) -> None:
         self._api.close()

@@ -19,8 +19,8 @@ import httpx
 
 from drills.errors import MisroutedError, PermanentError, TargetError
 from drills.targets.http import READ_TIMEOUT_S, new_client, status_error, translated
-from drills.targets.registry import Ref, is_digest
-from drills.targets.registry_auth import Authenticator, auth_failed, repository_scope
+from drills.targets.registry.auth import Authenticator, auth_failed, repository_scope
+from drills.targets.registry.images import Ref, is_digest
 from drills.targets.retry import DEFAULT_POLICY, RetryPolicy, retry_call
 
 log = logging.getLogger("drills.targets.registry")

@@ -1,7 +1,7 @@
 """S3-compatible object storage of one site, read-only, through boto3.
 
 Listings are the hot path: a bucket may hold millions of objects, so they are
-generators in key order (see :mod:`drills.targets.objects_listing`) and never
+generators in key order (see :mod:`drills.targets.objects.listing`) and never
 lists. Every botocore error is translated here, once, into a
 :class:`~drills.errors.TargetError` naming the site's storage and the bucket.
 """
@@ -22,7 +22,7 @@ from drills.errors import PermanentError
 from drills.plan import DrillPlan, Site
 from drills.targets import aws
 from drills.targets.aws import AwsEndpoint
-from drills.targets.objects_listing import (
+from drills.targets.objects.listing import (
     BufferGauge,
     Listing,
     ListingLimits,

@@ -24,7 +24,7 @@ from typing import Any
 
 from drills.errors import PermanentError, TemporaryError
 from drills.plan import DrillPlan, ExternalDnsController
-from drills.targets.dns import (
+from drills.targets.dns.records import (
     DEFAULT_TIMEOUT_S,
     ChangeResult,
     DnsTarget,
@@ -32,7 +32,7 @@ from drills.targets.dns import (
     normalize_name,
     normalize_value,
 )
-from drills.targets.dns_rfc2136 import Rfc2136Target
+from drills.targets.dns.rfc2136 import Rfc2136Target
 from drills.targets.kube import KubeTarget
 
 log = logging.getLogger("drills.targets.dns")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drills.errors import MisroutedError, PermanentError
-from drills.targets.kube_errors import MISROUTED_HINT, named_not_found
+from drills.targets.kube.errors import MISROUTED_HINT, named_not_found
 
 # API groups every conformant cluster serves: a 404 for one of their types is never "none".
 BUILT_IN_GROUPS = frozenset(

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drills.targets.kube import KubeTarget
-from drills.targets.kube_errors import translated
+from drills.targets.kube.client import KubeTarget
+from drills.targets.kube.errors import translated
 
 JOBS = "/apis/batch/v1/namespaces/{namespace}/jobs"
 JOB = JOBS + "/{name}"
