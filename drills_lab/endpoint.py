@@ -20,7 +20,14 @@ from typing import Any, Protocol
 
 from drills_lab import topology
 from drills_lab.httpserve import FastHTTPServer, serve_in_thread
-from drills_lab.load import CONTENT_TYPE, SiteLoad, capacity_rps, ready_replicas
+from drills_lab.load import (
+    CONTENT_TYPE,
+    HEALTH_PATH,
+    SERVICE_PATH,
+    SiteLoad,
+    capacity_rps,
+    ready_replicas,
+)
 
 
 class ObjectReader(Protocol):
@@ -76,20 +83,21 @@ class SiteEndpoint:
         serving, _ = site_state(self.store)
         return self.load.exposition(ready, capacity_rps(ready) if serving else 0.0).encode()
 
-    def answer(self) -> tuple[int, bytes, float]:
+    def answer(self, path: str = SERVICE_PATH) -> tuple[int, bytes, float]:
         """One request to the service: (status, body, seconds to hold it before answering)."""
+        handler = HEALTH_PATH if path == HEALTH_PATH else SERVICE_PATH
         serving, why = site_state(self.store)
         if not serving:
-            self.load.refuse()
+            self.load.refuse(handler)
             return 503, f"{self.site}: {why}\n".encode(), 0.0
-        status, seconds = self.load.admit(capacity_rps(ready_replicas(self.store)))
+        status, seconds = self.load.admit(capacity_rps(ready_replicas(self.store)), handler=handler)
         if status != 200:
             return status, f"{self.site}: over capacity\n".encode(), seconds
         return 200, f"{self.site}\n".encode(), seconds
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}/healthz"
+        return f"http://{self.host}:{self.port}{HEALTH_PATH}"
 
     def start(self) -> None:
         site, endpoint = self.site, self
@@ -99,10 +107,11 @@ class SiteEndpoint:
 
             def do_GET(self) -> None:
                 kind = "text/plain; charset=utf-8"
-                if self.path.split("?")[0] == "/metrics":
+                path = self.path.split("?")[0]
+                if path == "/metrics":
                     status, body, kind = 200, endpoint.metrics(), CONTENT_TYPE
                 else:
-                    status, body, hold = endpoint.answer()
+                    status, body, hold = endpoint.answer(path)
                     if hold > 0:
                         time.sleep(hold)  # the replicas' latency, and the queue's
                 self.send_response(status)

@@ -32,6 +32,11 @@ DURATION = "drills_lab_request_duration_seconds"
 TOKENS = "drills_lab_tokens_generated_total"
 READY = "drills_lab_ready_replicas"
 CAPACITY = "drills_lab_capacity_rps"
+# The handlers a site counts requests by: the service its users and the load probe call, and
+# its health path, which the drill's own checks and probes call (of a standby site too, so
+# an SLO on the service's errors leaves them out, as a real one leaves out health checks).
+SERVICE_PATH = "/generate"
+HEALTH_PATH = "/healthz"
 
 
 class ObjectReader(Protocol):
@@ -64,33 +69,35 @@ class SiteLoad:
         self.site = site
         self._lock = threading.Lock()
         self._busy_until = 0.0  # when the work admitted so far is done, on time.monotonic()
-        self._codes: dict[int, int] = {}
+        self._codes: dict[tuple[str, int], int] = {}  # (handler, code) → requests
         self._buckets = [0] * len(BUCKETS)
         self._count = 0
         self._sum = 0.0
         self._tokens = 0
 
-    def admit(self, capacity: float, now: float | None = None) -> tuple[int, float]:
+    def admit(
+        self, capacity: float, now: float | None = None, handler: str = SERVICE_PATH
+    ) -> tuple[int, float]:
         """Admit one request at ``now``: (status, seconds it takes). 503 at once when the
         site serves nothing, or when the queue is longer than MAX_QUEUE_S."""
         now = time.monotonic() if now is None else now
         with self._lock:
             if capacity <= 0:
-                return self._record(503, 0.0, 0)
+                return self._record(503, 0.0, 0, handler)
             start = max(now, self._busy_until)
             wait = start - now
             if wait > MAX_QUEUE_S:
-                return self._record(503, 0.0, 0)
+                return self._record(503, 0.0, 0, handler)
             self._busy_until = start + 1.0 / capacity
-            return self._record(200, BASE_LATENCY_S + wait, TOKENS_PER_REQUEST)
+            return self._record(200, BASE_LATENCY_S + wait, TOKENS_PER_REQUEST, handler)
 
-    def refuse(self) -> None:
+    def refuse(self, handler: str = SERVICE_PATH) -> None:
         """Count a request the site answered 503 without queueing it (it does not serve)."""
         with self._lock:
-            self._record(503, 0.0, 0)
+            self._record(503, 0.0, 0, handler)
 
-    def _record(self, code: int, seconds: float, tokens: int) -> tuple[int, float]:
-        self._codes[code] = self._codes.get(code, 0) + 1
+    def _record(self, code: int, seconds: float, tokens: int, handler: str) -> tuple[int, float]:
+        self._codes[handler, code] = self._codes.get((handler, code), 0) + 1
         for i, bound in enumerate(BUCKETS):
             if seconds <= bound:
                 self._buckets[i] += 1
@@ -105,11 +112,12 @@ class SiteLoad:
         with self._lock:
             codes, buckets = dict(self._codes), list(self._buckets)
             count, total, tokens = self._count, self._sum, self._tokens
-        lines = [f"# HELP {REQUESTS} Requests the site answered, by status code.",
+        lines = [f"# HELP {REQUESTS} Requests the site answered, by handler and status code.",
                  f"# TYPE {REQUESTS} counter"]  # fmt: skip
-        lines += [f'{REQUESTS}{{{s},code="{c}"}} {n}' for c, n in sorted(codes.items())]
+        lines += [f'{REQUESTS}{{{s},handler="{h}",code="{c}"}} {n}'
+                  for (h, c), n in sorted(codes.items())]  # fmt: skip
         if not codes:
-            lines.append(f'{REQUESTS}{{{s},code="200"}} 0')
+            lines.append(f'{REQUESTS}{{{s},handler="{SERVICE_PATH}",code="200"}} 0')
         lines += [f"# HELP {DURATION} Seconds a request took, queueing included.",
                   f"# TYPE {DURATION} histogram"]  # fmt: skip
         pairs = zip(BUCKETS, buckets, strict=True)

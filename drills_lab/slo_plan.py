@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drills_lab.load import DURATION, REQUESTS
+from drills_lab.load import DURATION, REQUESTS, SERVICE_PATH
 
 # Short, so a lab drill stays a short wait; a real plan holds for minutes (the default 5m).
 SLO_HOLD = "10s"
@@ -24,14 +24,17 @@ SLO_P95_S = 0.5
 LOAD_P95_S = 0.4
 LOAD_RATE = 8  # requests a second on top of the users'
 LOAD_DURATION = "5s"
-LOAD_PATH = "/generate"
+LOAD_PATH = SERVICE_PATH
 
 # Both read 0 while DR has no traffic (a practice's, before its load), rather than the
-# NaN of 0/0, which Prometheus answers and drills counts as a failed read.
+# NaN of 0/0, which Prometheus answers and drills counts as a failed read. The errors are
+# the service's: the drill's own health checks of a standby DR (its preflight asks DR's
+# endpoint whether it answers) are 503s too, and within the rate window of the switch.
 _DR = 'site="dr"'
+_SERVICE = f'{_DR},handler="{SERVICE_PATH}"'
 ERROR_RATIO = (
-    f'(sum(rate({REQUESTS}{{{_DR},code!~"2.."}}[15s])) or vector(0))'
-    f" / clamp_min(sum(rate({REQUESTS}{{{_DR}}}[15s])), 1e-9)"
+    f'(sum(rate({REQUESTS}{{{_SERVICE},code!~"2.."}}[15s])) or vector(0))'
+    f" / clamp_min(sum(rate({REQUESTS}{{{_SERVICE}}}[15s])), 1e-9)"
 )
 P95_LATENCY = (
     f"(histogram_quantile(0.95, sum by (le) (rate({DURATION}_bucket{{{_DR}}}[15s]))) >= 0)"
