@@ -16,14 +16,21 @@ from collections.abc import Callable, Mapping, Sequence
 
 def lazy_face(package: str, homes: Mapping[str, Sequence[str]]) -> Callable[[str], object]:
     """A module ``__getattr__`` for ``package``: each name of ``homes`` (module → its names)
-    is imported from its module when first asked for, then kept on the package."""
-    home_of = {name: module for module, names in homes.items() for name in names}
+    is imported from its module when first asked for, then kept on the package. A name
+    written ``"up as serve_up"`` is the module's ``up``, known on the face as ``serve_up``
+    (a name that says, beside the rest of the package, what it is)."""
+    home_of: dict[str, tuple[str, str]] = {}
+    for module, entries in homes.items():
+        for entry in entries:
+            own, _, alias = entry.partition(" as ")
+            home_of[alias or own] = (module, own)
 
     def attribute(name: str) -> object:
-        module = home_of.get(name)
-        if module is None:
+        home = home_of.get(name)
+        if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        module, own = home
+        value = getattr(importlib.import_module(f"{package}.{module}"), own)
         setattr(sys.modules[package], name, value)
         return value
 

@@ -21,25 +21,26 @@ from prefect.runtime import flow_run as current_flow_run
 from prefect.states import Cancelled, Completed, State
 
 from drills.errors import DrillError
-from drills.evidence.checkpoints import signed_history
-from drills.launch.request import drill_request, takeover
+from drills.evidence import signed_history
+from drills.launch import drill_request, takeover
 from drills.plan import load_plan
-from drills.plan.only import only as application_view
-from drills.store.history import HistoryStore
-from drills.store.kinds import Mode, RunStatus
-from drills.store.report import render_markdown, report_data
-from drills.takeover.cancellation import cancel_on_signals
-from drills.takeover.detection import parse_moment
-from drills.takeover.drill import (
+from drills.plan import only_applications as application_view
+from drills.store import HistoryStore, Mode, RunStatus, render_markdown, report_data
+from drills.takeover import (
+    LEASE_S,
     Approval,
     DrillAborted,
     DrillHooks,
     DrillRequest,
     DrillResult,
+    Listener,
+    PhaseRecord,
+    StepRecord,
     approval_question,
+    cancel_on_signals,
+    every,
+    parse_moment,
 )
-from drills.takeover.lease import LEASE_S
-from drills.takeover.timeline import Listener, PhaseRecord, StepRecord, every
 from drills.timefmt import duration
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events

@@ -16,20 +16,23 @@ from prefect import Flow, flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from drills.checks.base import CheckRegistry, CheckResult, CheckSpec
-from drills.checks.fleet import run_readiness_all
-from drills.checks.readiness import run_readiness
-from drills.checks.runner import ReadinessReport
-from drills.checks.view import markdown, rows, verdict
+from drills.checks import (
+    CheckRegistry,
+    CheckResult,
+    CheckSpec,
+    ReadinessReport,
+    markdown,
+    rows,
+    run_readiness,
+    run_readiness_all,
+    verdict,
+)
 from drills.errors import PlanError
-from drills.evidence.checkpoints import export_if_due, signed_history
-from drills.orchestrator.worker_placement import gather
-from drills.plan import load_plan
-from drills.plan.discovery import default_plan_patterns, plan_paths
-from drills.plan.durations import parse_duration
-from drills.plan.only import only as application_view
-from drills.store.history import HistoryStore
-from drills.store.prune import prune_if_due
+from drills.evidence import export_if_due, signed_history
+from drills.orchestrator import gather
+from drills.plan import default_plan_patterns, load_plan, parse_duration, plan_paths
+from drills.plan import only_applications as application_view
+from drills.store import HistoryStore, prune_if_due
 from flows.artifacts import artifact_key
 from flows.events import notices_as_events
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from drills.evidence.checkpoints import signed_history
-from drills.takeover.orphans import recover_orphans as recover_all
+from drills.evidence import signed_history
+from drills.takeover import recover_orphans as recover_all
 from flows.events import notices_as_events
 
 

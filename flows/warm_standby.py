@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from drills.orchestrator.names import STANDBY_READY_LINE
+from drills.orchestrator import STANDBY_READY_LINE
 
 
 def standby() -> int:
@@ -21,7 +21,7 @@ def standby() -> int:
     from prefect.engine import handle_engine_signals
     from prefect.flow_engine import flow_run_logger, load_flow_run, run_flow
 
-    from drills.checks.catalog import load_checks
+    from drills.checks import load_checks
     from flows.drill import minimum_takeover_drill
 
     load_checks()  # the check modules, and the SDKs they import

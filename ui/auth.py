@@ -34,7 +34,12 @@ from typing import Any, Literal
 import streamlit as st
 
 from drills.passwords import PasswordHashError, verify_password
-from drills.store import sign_in as lockout
+from drills.store import (
+    record_sign_in_failure,
+    record_sign_in_success,
+    sign_in_subjects,
+    sign_in_wait_s,
+)
 from drills.text import for_markdown
 from ui import data
 from ui.settings import UISettings
@@ -164,9 +169,9 @@ def _check_password(settings: UISettings, name: str, password: str) -> str | Non
     if not name:
         return "give your name: it goes into the audit log"
     address = _client_address()
-    subjects = lockout.subjects(name, address)
+    subjects = sign_in_subjects(name, address)
     store = data.store(settings)
-    wait = lockout.wait_s(store, subjects)
+    wait = sign_in_wait_s(store, subjects)
     if wait > 0:  # the password is not even looked at
         _audit_sign_in(settings, name, accepted=False, outcome=f"locked out for {wait:.0f} s more",
                        detail={"address": address, "locked_for_s": round(wait)})  # fmt: skip
@@ -177,7 +182,7 @@ def _check_password(settings: UISettings, name: str, password: str) -> str | Non
         log.error("DRILLS_UI_OPERATOR_PASSWORD_HASH is unusable: %s", exc)
         return "the operator password hash is misconfigured; see the server log"
     if not ok:
-        failures, locked = lockout.record_failure(store, subjects)
+        failures, locked = record_sign_in_failure(store, subjects)
         _audit_sign_in(
             settings, name, accepted=False, outcome="wrong password",
             detail={"address": address, "failures": failures, "locked_for_s": round(locked)},
@@ -185,7 +190,7 @@ def _check_password(settings: UISettings, name: str, password: str) -> str | Non
         if locked:
             return f"wrong password; too many failed attempts, try again in {locked:.0f} s"
         return "wrong password"
-    lockout.record_success(store, subjects)
+    record_sign_in_success(store, subjects)
     _audit_sign_in(settings, name, accepted=True, outcome="signed in", detail={"address": address})
     st.session_state[USER_KEY] = name
     return None

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from drills.orchestrator.flow_runs import FlowRunProgress
-from drills.store.kinds import Mode
+from drills.orchestrator import FlowRunProgress
+from drills.store import Mode
 from ui import components, data, guard, launches
 from ui.auth import Access
 from ui.settings import UISettings

@@ -8,7 +8,7 @@ from typing import Any
 import altair as alt
 import pandas as pd  # type: ignore[import-untyped]
 
-from drills.store.kinds import Verdict
+from drills.store import Verdict
 from drills.timefmt import duration
 from ui.queries import RtoPoint
 

@@ -9,9 +9,7 @@ from typing import Any
 import streamlit as st
 
 from drills import timefmt
-from drills.checks.base import CheckResult, Status, worst
-from drills.checks.runner import ReadinessReport
-from drills.checks.view import by_category, verdict
+from drills.checks import CheckResult, ReadinessReport, Status, by_category, verdict, worst
 from drills.text import for_markdown
 from ui import data
 from ui.settings import UISettings

@@ -18,33 +18,43 @@ from typing import Any
 
 import streamlit as st
 
-from drills.capacity.figures import FiguresCache
-from drills.capacity.figures import compute as compute_capacity
-from drills.capacity.idle import busy_over_time
-from drills.checks.base import CheckResult
-from drills.checks.checkup import run_wayback, select_checks
-from drills.checks.readiness import run_readiness
-from drills.checks.runner import ReadinessReport
+from drills.capacity import FiguresCache, busy_over_time
+from drills.capacity import compute as compute_capacity
+from drills.checks import CheckResult, ReadinessReport, run_readiness, run_wayback, select_checks
 from drills.errors import DrillError, PlanError, TargetError
-from drills.evidence.checkpoints import configured_sign
-from drills.evidence.coverage import Coverage, Period, chain_not_checked, coverage
-from drills.evidence.findings import Finding, history_version, open_counts, open_findings
-from drills.evidence.history_chain import chain_status
-from drills.evidence.keys import SigningKeyError, configured_reference, load_signer
-from drills.evidence.pack import build, zip_bytes
-from drills.evidence.render import chromium_problem
-from drills.orchestrator.receiver import REFUSAL_ACTION
-from drills.orchestrator.worker_placement import gather
+from drills.evidence import (
+    Coverage,
+    Finding,
+    Period,
+    SigningKeyError,
+    build,
+    chain_not_checked,
+    chain_status,
+    chromium_problem,
+    configured_reference,
+    configured_sign,
+    coverage_over,
+    history_version,
+    load_signer,
+    open_counts,
+    open_findings,
+    zip_bytes,
+)
+from drills.orchestrator import REFUSAL_ACTION, gather
 from drills.plan import DrillPlan, load_plan
-from drills.store.fleet import fleet_facts
-from drills.store.history import HistoryStore
-from drills.store.kinds import Mode, RunStatus
-from drills.store.report import render_markdown, report_data
-from drills.store.serving import RecordedServing, Site, recorded_serving_of
-from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
-from drills.takeover.incident import ACTION as DECLARE_ACTION
-from drills.takeover.proposals import ACTIONS as PROPOSAL_ACTIONS
-from drills.targets.prometheus_api import prometheus_url
+from drills.store import (
+    HistoryStore,
+    Mode,
+    RecordedServing,
+    RunStatus,
+    Site,
+    fleet_facts,
+    recorded_serving_of,
+    render_markdown,
+    report_data,
+)
+from drills.takeover import DECLARE_ACTION, FAILBACK_ACTION, PROPOSAL_ACTIONS
+from drills.targets import prometheus_url
 from ui import queries
 from ui.fleet import (
     Blocked,
@@ -385,7 +395,7 @@ def plan_coverage(db_url: str, plan_names: tuple[str, ...], verify: bool) -> Cov
     """Coverage over the last 12 months; with the history chain's verdict when ``verify``
     (it reads every record of the store: asked for, not on every view)."""
     chain = chain_status if verify else chain_not_checked
-    return coverage(_store(db_url), plan_names, Period.parse(COVERAGE_PERIOD), chain=chain)
+    return coverage_over(_store(db_url), plan_names, Period.parse(COVERAGE_PERIOD), chain=chain)
 
 
 @st.cache_data(ttl=SHORT, show_spinner=False)

@@ -12,12 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from drills.capacity.figures import DrFigures
-from drills.checks.areas.cadence import MAX_DRILL_AGE_DAYS
-from drills.plan import DrillPlan
-from drills.plan.claims import cluster_of
-from drills.plan.cron import next_fire_times
-from drills.store.fleet import PlanFacts
+from drills.capacity import DrFigures
+from drills.checks import MAX_DRILL_AGE_DAYS
+from drills.plan import DrillPlan, cluster_of, next_fire_times
+from drills.store import PlanFacts
 
 FORECAST_CHECK = "forecast.rto"
 CARRY_CHECK = "capacity.carry"

@@ -11,9 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from drills.plan import DrillPlan
-from drills.store.history import HistoryStore
-from drills.store.kinds import Mode
-from drills.store.models import DrillRun
+from drills.store import DrillRun, HistoryStore, Mode
 
 # How far back, in drills of a plan, an application's last drill is looked for.
 RUNS_LOOKED_AT = 500

@@ -15,20 +15,19 @@ from typing import Any
 
 import streamlit as st
 
+from drills import launch
 from drills.errors import TargetError
-from drills.launch import takeovers
-from drills.launch.deployment_runs import start
-from drills.orchestrator.flow_runs import (
+from drills.launch import Consent, approve_proposal, start
+from drills.orchestrator import (
     CancelOutcome,
     DeploymentInfo,
     FlowRunProgress,
+    PrefectRest,
     cancel_flow_run,
     deployment_info,
     flow_run_progress,
 )
-from drills.orchestrator.rest import PrefectRest
-from drills.takeover import proposals
-from drills.takeover.incident import Declaration
+from drills.takeover import Declaration, ProposalApproval
 from ui.data import CANCEL_ACTION, MEDIUM, SHORT, PlanEntry, clear_caches, store
 from ui.settings import UISettings, prefect_headers
 
@@ -113,10 +112,10 @@ def declare(
     declared_at: dt.datetime,
 ) -> Declaration:
     """Hand the declaration to the launcher, which checks, audits and starts it."""
-    consent = takeovers.Consent(entry.path, entry.name, operator, reason, confirmation)
+    consent = Consent(entry.path, entry.name, operator, reason, confirmation)
     try:
         with _prefect(settings.prefect_api_url) as api:
-            return takeovers.declare(
+            return launch.declare(
                 api, settings.incident_deployment, store(settings), consent,
                 declared_at=declared_at, force_unfenced=force_unfenced,
             )  # fmt: skip
@@ -124,13 +123,11 @@ def declare(
         clear_caches()
 
 
-def approve(settings: UISettings, approval: proposals.Approval) -> Declaration:
+def approve(settings: UISettings, approval: ProposalApproval) -> Declaration:
     """Hand an approved proposal to the launcher, which declares its incident."""
     try:
         with _prefect(settings.prefect_api_url) as api:
-            return takeovers.approve_proposal(
-                api, settings.incident_deployment, store(settings), approval
-            )
+            return approve_proposal(api, settings.incident_deployment, store(settings), approval)
     finally:
         clear_caches()
 
@@ -146,10 +143,10 @@ def fail_back(
 ) -> Declaration:
     """Hand the request to the launcher, which checks, audits and starts the `failback`
     deployment."""
-    consent = takeovers.Consent(entry.path, entry.name, operator, reason, confirmation)
+    consent = Consent(entry.path, entry.name, operator, reason, confirmation)
     try:
         with _prefect(settings.prefect_api_url) as api:
-            return takeovers.fail_back(
+            return launch.fail_back(
                 api, settings.failback_deployment, store(settings), consent,
                 requested_at=requested_at,
             )  # fmt: skip

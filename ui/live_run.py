@@ -13,8 +13,8 @@ from typing import Any
 import streamlit as st
 
 from drills import timefmt
-from drills.orchestrator.flow_runs import FlowRunProgress
-from drills.store.kinds import Mode, RunStatus
+from drills.orchestrator import FlowRunProgress
+from drills.store import Mode, RunStatus
 from drills.text import for_markdown
 from ui import components, data, launches
 from ui.auth import Access

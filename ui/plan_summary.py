@@ -13,8 +13,8 @@ from drills.plan import (
     Rfc2136Dns,
     Route53Dns,
     Tier,
+    describe_site,
 )
-from drills.plan.describe import describe_site
 
 
 def headline(plan: DrillPlan) -> str:

@@ -11,9 +11,20 @@ from typing import Any
 
 import streamlit as st
 
-from drills.store import proposals as stored
-from drills.takeover import proposals
-from drills.takeover.incident import Declaration
+from drills.store import (
+    PROPOSAL_DECIDED_STATES,
+    PROPOSAL_PENDING,
+    PROPOSAL_RESOLVED,
+    Proposal,
+    proposal_listing,
+)
+from drills.takeover import (
+    APPROVE_ACTION,
+    DISMISS_ACTION,
+    Declaration,
+    ProposalApproval,
+    dismiss_proposal,
+)
 from drills.text import for_markdown
 from ui import components, data, guard, launches
 from ui.auth import Access
@@ -29,8 +40,8 @@ Follow = Callable[[str, str, Any, str], None]
 
 
 @st.cache_data(ttl=data.SHORT, show_spinner=False)
-def _listing(db_url: str, states: tuple[str, ...], limit: int) -> list[stored.Proposal]:
-    return stored.listing(data._store(db_url), states, limit)
+def _listing(db_url: str, states: tuple[str, ...], limit: int) -> list[Proposal]:
+    return proposal_listing(data._store(db_url), states, limit)
 
 
 def approve(
@@ -39,16 +50,16 @@ def approve(
 ) -> Declaration:  # fmt: skip
     """Hand the approval to drills.takeover.proposals, through the launcher, which declares
     the incident."""
-    approval = proposals.Approval(
+    approval = ProposalApproval(
         proposal_id=proposal_id, plan_path=entry.path, operator=operator, reason=reason,
         confirmation=confirmation, declared_at=declared_at,
     )  # fmt: skip
     return launches.approve(settings, approval)
 
 
-def _alerts(found: stored.Proposal) -> None:
+def _alerts(found: Proposal) -> None:
     for alert in found.alerts:
-        state = "resolved" if alert["status"] == stored.RESOLVED else "firing"
+        state = "resolved" if alert["status"] == PROPOSAL_RESOLVED else "firing"
         labels = ", ".join(f"{k}={v}" for k, v in sorted(alert["labels"].items()))
         summary = alert["annotations"].get("summary") or alert["annotations"].get("description")
         line = (
@@ -59,7 +70,7 @@ def _alerts(found: stored.Proposal) -> None:
 
 
 def _pending(
-    settings: UISettings, access: Access, found: stored.Proposal, entry: PlanEntry | None,
+    settings: UISettings, access: Access, found: Proposal, entry: PlanEntry | None,
     busy: str | None, follow: Follow,
 ) -> None:  # fmt: skip
     with st.container(border=True, key=f"{KEY}.{found.id}"):
@@ -82,7 +93,7 @@ def _pending(
 
 
 def _decide(
-    settings: UISettings, access: Access, found: stored.Proposal, entry: PlanEntry,
+    settings: UISettings, access: Access, found: Proposal, entry: PlanEntry,
     busy: str | None, follow: Follow,
 ) -> None:  # fmt: skip
     key, off = f"{KEY}.{found.id}", busy is not None
@@ -101,7 +112,7 @@ def _decide(
     )
     approve_col, dismiss_col = st.columns(2)
     if approve_col.button(APPROVE_BUTTON, key=f"{key}.approve", type="primary", disabled=off):
-        if not guard.allowed(settings, access, action=proposals.APPROVE_ACTION, plan=found.plan,
+        if not guard.allowed(settings, access, action=APPROVE_ACTION, plan=found.plan,
                              what="approving a proposed incident"):  # fmt: skip
             return
         declared_at = components.now()  # T0 is the click, as for a declaration
@@ -112,10 +123,10 @@ def _decide(
             st.rerun()
         st.error(f"Incident **not** declared — {decision.message}", icon=":material/block:")
     if dismiss_col.button(DISMISS_BUTTON, key=f"{key}.dismiss", disabled=off):
-        if not guard.allowed(settings, access, action=proposals.DISMISS_ACTION, plan=found.plan,
+        if not guard.allowed(settings, access, action=DISMISS_ACTION, plan=found.plan,
                              what="dismissing a proposed incident"):  # fmt: skip
             return
-        why = proposals.dismiss(data.store(settings), found.id, who=operator, reason=reason,
+        why = dismiss_proposal(data.store(settings), found.id, who=operator, reason=reason,
                                 now=components.now())  # fmt: skip
         data.clear_caches()
         if why is None:
@@ -123,7 +134,7 @@ def _decide(
         st.error(f"Not dismissed — {why}", icon=":material/block:")
 
 
-def _decided(rows: list[stored.Proposal]) -> None:
+def _decided(rows: list[Proposal]) -> None:
     with st.expander(f"Proposals decided: the last {len(rows)}", expanded=False):
         if not rows:
             st.caption("None yet.")
@@ -150,8 +161,8 @@ def section(
     follow: Follow,
 ) -> None:  # fmt: skip
     """Pending proposals (the one in ``?proposal=`` first), then those decided."""
-    pending = _listing(settings.db_url, (stored.PENDING,), 20)
-    decided = _listing(settings.db_url, stored.DECIDED_STATES, 10)
+    pending = _listing(settings.db_url, (PROPOSAL_PENDING,), 20)
+    decided = _listing(settings.db_url, PROPOSAL_DECIDED_STATES, 10)
     if not pending and not decided:
         return
     st.header("Proposed incidents")

@@ -11,11 +11,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from drills.store import runs as run_queries
-from drills.store.audit import recent_events
-from drills.store.history import HistoryStore
-from drills.store.kinds import Mode, RunStatus, Verdict
-from drills.store.models import DrillRun
+from drills.store import (
+    DrillRun,
+    HistoryStore,
+    Mode,
+    RunStatus,
+    Verdict,
+    first_run_since,
+    plan_names,
+    recent_events,
+    rto_rows,
+    run_of_flow_run,
+)
+from drills.store import (
+    runs_page as stored_runs_page,
+)
 
 
 @dataclass(frozen=True)
@@ -102,7 +112,7 @@ def run_row(run: DrillRun) -> RunRow:
 
 
 # One page of runs, newest first, as rows, and whether another page follows.
-runs_page = partial(run_queries.runs_page, row=run_row)
+runs_page = partial(stored_runs_page, row=run_row)
 
 
 def rto_points(
@@ -113,13 +123,13 @@ def rto_points(
     Every verdict is kept whatever the table's verdict filter: the chart is there to
     show failures among successes.
     """
-    return [RtoPoint(*row) for row in run_queries.rto_rows(store, plan=plan, mode=mode,
+    return [RtoPoint(*row) for row in rto_rows(store, plan=plan, mode=mode,
                                                            limit=limit)]  # fmt: skip
 
 
 def run_plans(store: HistoryStore) -> list[str]:
     """Every plan name that has a run in the store."""
-    return run_queries.plan_names(store)
+    return plan_names(store)
 
 
 def last_run(store: HistoryStore, plan: str, mode: str | None = None) -> RunRow | None:
@@ -135,11 +145,11 @@ def run_for_flow_run(
     mode: str = Mode.INCIDENT,
 ) -> RunRow | None:
     """The history record a flow run writes: by its flow run id, else by plan and time."""
-    run = run_queries.run_of_flow_run(store, flow_run_id)
+    run = run_of_flow_run(store, flow_run_id)
     if run is None and declared_at is not None:
         # The run record starts after the click; the first run of this mode on this
         # plan since then is the one.
-        run = run_queries.first_run_since(store, plan, mode, declared_at)
+        run = first_run_since(store, plan, mode, declared_at)
     return run_row(run) if run is not None else None
 
 

@@ -27,10 +27,10 @@ import os
 import re
 from dataclasses import dataclass
 
-from drills.orchestrator.names import INCIDENT_DEPLOYMENT
-from drills.orchestrator.rest import auth_headers
-from drills.plan import discovery
-from drills.store.history import database_url
+from drills.orchestrator import INCIDENT_DEPLOYMENT, auth_headers
+from drills.plan import default_plan_patterns
+from drills.plan import plan_paths as find_plan_paths
+from drills.store import database_url
 
 DRILL_DEPLOYMENT = "minimum-takeover-drill/quarterly-drill"
 READINESS_DEPLOYMENT = "readiness-check/readiness-check"
@@ -80,7 +80,7 @@ def _names(name: str) -> frozenset[str]:
 def plan_paths(spec: str | None) -> tuple[str, ...]:
     """Plan files named by ``spec`` (see drills.plan.discovery); by default
     ``.lab/plan.yaml`` when the lab wrote one, then ``plans/*.yaml``."""
-    return discovery.plan_paths(spec, discovery.default_plan_patterns())
+    return find_plan_paths(spec, default_plan_patterns())
 
 
 def _prefect_api_url() -> str | None:

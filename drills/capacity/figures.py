@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from drills.capacity.gather import gather, pricing_for
+from drills.capacity.gather import gather_capacity, pricing_for
 from drills.capacity.report import CapacityReport, build_report
 from drills.errors import DrillError
 from drills.plan import DrillPlan
@@ -59,7 +59,7 @@ def compute(plan: DrillPlan) -> CapacityReport:
     pricing, note = pricing_for(plan, os.environ.get("DRILLS_PRICING"))
     prometheus = prometheus_url(plan)
     with Targets(plan) as targets:
-        inputs = gather(plan, targets, pricing=pricing, pricing_note=note,
+        inputs = gather_capacity(plan, targets, pricing=pricing, pricing_note=note,
                         prometheus=prometheus, window_s=WINDOW_S)  # fmt: skip
     return build_report(inputs)
 

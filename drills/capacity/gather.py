@@ -95,7 +95,7 @@ def pricing_for(plan: DrillPlan, override: str | None) -> tuple[Pricing | None, 
     return None, NO_PRICING
 
 
-def gather(
+def gather_capacity(
     plan: DrillPlan,
     targets: Targets,
     *,

@@ -14,7 +14,7 @@ from drills.cli.common import EXIT_FAILED, EXIT_INVALID, PlanPath, StableJson, l
 from drills.cli.console import err_console, out_console
 
 if TYPE_CHECKING:
-    from drills.capacity.report import CapacityReport
+    from drills.capacity import CapacityReport
 
 console = out_console()
 
@@ -68,14 +68,10 @@ def capacity(
         ),
     ] = None,
 ) -> None:
-    from drills.capacity.gather import gather, pricing_for
-    from drills.capacity.pricing import PricingError
-    from drills.capacity.report import build_report
+    from drills.capacity import PricingError, build_report, gather_capacity, pricing_for
     from drills.errors import TargetError
-    from drills.plan.durations import parse_duration
-    from drills.plan.urls import check_http_url
-    from drills.targets.prometheus_api import prometheus_for
-    from drills.targets.sites import Targets
+    from drills.plan import check_http_url, parse_duration
+    from drills.targets import Targets, prometheus_for
 
     try:
         window_s = parse_duration(window)
@@ -95,7 +91,7 @@ def capacity(
         raise _fail(f"--prometheus: {exc}", EXIT_INVALID) from None
     try:
         with Targets(plan) as targets:
-            inputs = gather(plan, targets, pricing=prices, pricing_note=pricing_note,
+            inputs = gather_capacity(plan, targets, pricing=prices, pricing_note=pricing_note,
                             prometheus=url, window_s=window_s)  # fmt: skip
     except TargetError as exc:
         raise _fail(f"DR could not be read: {exc}", EXIT_FAILED) from None

@@ -17,7 +17,7 @@ from drills.errors import PlanError
 
 if TYPE_CHECKING:
     from drills.plan import DrillPlan
-    from drills.store.history import HistoryStore
+    from drills.store import HistoryStore
 
 EXIT_FAILED = 1
 EXIT_INVALID = 2
@@ -74,7 +74,7 @@ PlanFiles = Annotated[
 
 def fleet_paths(spec: str | None) -> tuple[str, ...]:
     """The plan files of the fleet: ``DRILLS_PLANS`` (or ``--plans``), else the defaults."""
-    from drills.plan.discovery import default_plan_patterns, plan_paths
+    from drills.plan import default_plan_patterns, plan_paths
 
     return plan_paths(spec, default_plan_patterns())
 
@@ -101,11 +101,11 @@ def load_plan_or_exit(path: Path) -> DrillPlan:
 def load_plan_view_or_exit(path: Path, application: str | None) -> DrillPlan:
     """The plan, or one application's view of it (`--only`); exit 2, in one line naming the
     plan's applications, when it has no such one."""
-    from drills.plan.only import UnknownApplicationError, only
+    from drills.plan import UnknownApplicationError, only_applications
 
     plan = load_plan_or_exit(path)
     try:
-        return only(plan, application)
+        return only_applications(plan, application)
     except UnknownApplicationError as unknown:
         err_console().print(Text(str(unknown), style="red"), soft_wrap=True)
         raise typer.Exit(EXIT_INVALID) from None
@@ -114,7 +114,7 @@ def load_plan_view_or_exit(path: Path, application: str | None) -> DrillPlan:
 def with_usable_providers(plan: DrillPlan) -> DrillPlan:
     """``plan``, or a PlanError naming each provider it selects that is not installed here
     or failed to load, with those that are (one line each, at the field that names it)."""
-    from drills.targets.providers import unusable
+    from drills.targets import unusable
 
     problems = [plan.problem_at(field, line) for field, line in unusable(plan)]
     if problems:
@@ -127,8 +127,8 @@ def open_history(url: str | None, *, read_only: bool = False) -> HistoryStore:
     ``read_only``: nothing is created or changed, and a store that is not there is exit 2;
     a store whose chain was removed is left for the reader (`drills evidence verify`) to
     report, where every other opener refuses it (exit 1)."""
-    from drills.evidence.checkpoints import configured_sign
-    from drills.store.history import HistoryStore  # SQLAlchemy: only for commands that keep runs
+    from drills.evidence import configured_sign
+    from drills.store import HistoryStore
 
     with store_guard():
         sign = None if read_only else configured_sign()
@@ -141,10 +141,8 @@ def store_guard() -> Iterator[None]:
     naming `drills db upgrade` or what is wrong, and exit 2 (bad URL, schema, an unusable
     signing key) or 1 (down, or its evidence chain tampered with); never a traceback, never
     the URL's password."""
-    from drills.evidence.keys import SigningKeyError
-    from drills.store.checkpoints import ChainTamperedError
-    from drills.store.schema import SchemaError
-    from drills.store.url import StoreUnreachableError, StoreUrlError
+    from drills.evidence import SigningKeyError
+    from drills.store import ChainTamperedError, SchemaError, StoreUnreachableError, StoreUrlError
 
     try:
         yield
@@ -153,7 +151,7 @@ def store_guard() -> Iterator[None]:
         failed = isinstance(exc, StoreUnreachableError | ChainTamperedError)
         raise typer.Exit(EXIT_FAILED if failed else EXIT_INVALID) from None
     except Exception as exc:
-        from drills.store.outage import is_store_outage, outage_text
+        from drills.store import is_store_outage, outage_text
 
         if not is_store_outage(exc):
             raise

@@ -36,16 +36,14 @@ def upgrade(db: DbUrl = None, as_json: JsonFlag = False) -> None:
     drills 0.1.0 (before migrations) is adopted first. A store that never had an evidence
     chain gets one here, and only here: its records are sealed as pre-chain. A store whose
     chain was removed is not sealed again: it is reported as tampered with (exit 1)."""
-    from drills.store import schema
-    from drills.store.history import database_url, make_engine
-    from drills.store.url import store_errors
+    from drills.store import database_url, make_engine, schema_state, schema_upgrade, store_errors
 
     url = db or database_url()
     with store_guard(), store_errors(url):
         engine = make_engine(url)
         try:
-            was_empty = schema.state(engine).empty
-            before, after = schema.upgrade(engine)
+            was_empty = schema_state(engine).empty
+            before, after = schema_upgrade(engine)
         finally:
             engine.dispose()
     # A store that had no chain got it above; one whose chain was removed is reported.
@@ -66,15 +64,13 @@ def upgrade(db: DbUrl = None, as_json: JsonFlag = False) -> None:
 def current(db: DbUrl = None, as_json: JsonFlag = False) -> None:
     """Show the history store's schema version and the one this drills needs. Exit 0 when
     they match, 1 when `drills db upgrade` is due. Changes nothing."""
-    from drills.store import schema
-    from drills.store.history import database_url, make_engine
-    from drills.store.url import store_errors
+    from drills.store import database_url, make_engine, schema_state, store_errors
 
     url = db or database_url()
     with store_guard(), store_errors(url):
         engine = make_engine(url)
         try:
-            found = schema.state(engine)
+            found = schema_state(engine)
         finally:
             engine.dispose()
     if as_json:
@@ -93,7 +89,7 @@ def current(db: DbUrl = None, as_json: JsonFlag = False) -> None:
 
 
 def _age(value: str) -> dt.timedelta:
-    from drills.plan.durations import parse_duration
+    from drills.plan import parse_duration
 
     try:
         seconds = parse_duration(value)
@@ -125,7 +121,7 @@ def prune(
     result per check per day and each plan's newest. Runs, journals, audit entries and
     evidence are never removed; the evidence chain records each prune, so `drills evidence
     verify --db` still passes."""
-    from drills.store.prune import prune_readiness
+    from drills.store import prune_readiness
 
     age = _age(older_than)
     result = prune_readiness(open_history(db), age, dry_run=dry_run)

@@ -14,8 +14,8 @@ from drills.cli.common import EXIT_FAILED, EXIT_INVALID, DbUrl, open_history
 from drills.cli.console import err_console, out_console
 
 if TYPE_CHECKING:
-    from drills.evidence.checkpoints import Found
-    from drills.store.chain_report import ChainReport
+    from drills.evidence import Found
+    from drills.store import ChainReport
 
 err = err_console(highlight=False, soft_wrap=True)
 
@@ -40,12 +40,13 @@ def _fail(message: str, code: int = EXIT_FAILED) -> typer.Exit:
 def _external(place: str, public_key: Path | None) -> tuple[Found, list[str]]:
     """The checkpoints at ``place``, and why any cannot be trusted (unreadable; with a
     public key, not signed by it)."""
-    from drills.evidence.checkpoints import (
+    from drills.evidence import (
         CheckpointPlaceError,
+        SigningKeyError,
+        load_verifier,
         read_checkpoints,
         signature_problem,
     )
-    from drills.evidence.keys import SigningKeyError, load_verifier
 
     try:
         verifier = load_verifier(public_key) if public_key else None
@@ -65,7 +66,7 @@ def _external(place: str, public_key: Path | None) -> tuple[Found, list[str]]:
 
 def verify_db(db: str, place: str | None, public_key: Path | None, as_json: bool) -> None:
     """The store's chain, opened read-only, against its own checkpoints and ``place``'s."""
-    from drills.store.chain_verify import verify_store
+    from drills.store import verify_store
 
     found, untrusted = _external(place, public_key) if place else (None, [])
     store = open_history(db, read_only=True)
@@ -132,7 +133,7 @@ def checkpoint(
     already at the place are kept. Exit 0 written, 1 the store was tampered with or the
     place cannot be written, 2 bad input."""
     from drills.cli.common import load_plan_or_exit
-    from drills.evidence.checkpoints import CheckpointPlaceError, write_checkpoints
+    from drills.evidence import CheckpointPlaceError, write_checkpoints
 
     chosen = load_plan_or_exit(plan) if plan is not None else None
     place = out or (chosen.evidence.checkpoints if chosen else None)

@@ -19,8 +19,7 @@ from drills.cli.console import err_console, out_console
 from drills.text import first_line
 
 if TYPE_CHECKING:
-    from drills.evidence.coverage import UnreadablePlan
-    from drills.evidence.pack import Verification
+    from drills.evidence import UnreadablePlan, Verification
 
 evidence_app = typer.Typer(
     name="evidence",
@@ -62,7 +61,7 @@ def keygen(
     """Write an Ed25519 key pair: DIR/signing.key (mode 0600) and DIR/signing.pub. Exit 0, or 1
     when a key is already there (without --force); anything at either name counts, a symbolic
     link too, and --force replaces the link itself: the key is never written through one."""
-    from drills.evidence.keys import keygen as make_pair
+    from drills.evidence import keygen as make_pair
 
     try:
         private, public, keyid = make_pair(directory, overwrite=force)
@@ -92,9 +91,14 @@ def export(
     in-toto Statement over them. Signed with the key DRILLS_SIGNING_KEY references (file:PATH,
     env:NAME or prefect:BLOCK); without one the pack is written unsigned, and says so. Exit 0
     written, 1 no such run or the PDF failed, 2 the configured key is unusable."""
-    from drills.evidence.keys import SigningKeyError, configured_reference, load_signer
-    from drills.evidence.pack import build, write
-    from drills.evidence.render import RenderError
+    from drills.evidence import (
+        RenderError,
+        SigningKeyError,
+        build,
+        configured_reference,
+        load_signer,
+        write,
+    )
 
     try:
         signer = load_signer(configured_reference())
@@ -183,8 +187,8 @@ def verify(
     created): every record against its link, the chain against its checkpoints, and with
     --checkpoints against those kept outside the store (each signed by --public-key when
     given)."""
-    from drills.evidence.keys import SigningKeyError, load_verifier
-    from drills.evidence.pack import verify as verify_pack
+    from drills.evidence import SigningKeyError, load_verifier
+    from drills.evidence import verify as verify_pack
 
     if (pack is None) == (db is None):
         raise _fail("give either a PACK or --db", EXIT_INVALID)
@@ -215,9 +219,8 @@ def verify(
 def _plan_names(plans: str | None) -> tuple[list[str], list[UnreadablePlan]]:
     """The names of the plans configured, and the plan files that cannot be read."""
     from drills.errors import PlanError
-    from drills.evidence.coverage import UnreadablePlan
-    from drills.plan import load_plan
-    from drills.plan.discovery import default_plan_patterns, plan_paths
+    from drills.evidence import UnreadablePlan
+    from drills.plan import default_plan_patterns, load_plan, plan_paths
 
     defaults = default_plan_patterns()
     names, unreadable = [], []
@@ -265,9 +268,15 @@ def coverage_cmd(
     finding: counted in the headline, listed, and exit 1. Exit 0 when every plan was drilled
     in the period, 1 when one was not (or a plan file cannot be read, or the chain does not
     verify), 2 bad input."""
-    from drills.evidence.coverage import Period, coverage, coverage_markdown
-    from drills.evidence.history_chain import chain_status
-    from drills.evidence.render import RenderError, to_html, to_pdf
+    from drills.evidence import (
+        Period,
+        RenderError,
+        chain_status,
+        coverage_markdown,
+        coverage_over,
+        to_html,
+        to_pdf,
+    )
 
     if fmt not in ("md", "json", "pdf"):
         raise _fail(f"--format must be md, json or pdf, not {fmt!r}", EXIT_INVALID)
@@ -278,7 +287,7 @@ def coverage_cmd(
     except ValueError as exc:
         raise _fail(str(exc), EXIT_INVALID) from None
     names, unreadable = _plan_names(plans)
-    report = coverage(open_history(db), names, span, chain=chain_status, unreadable=unreadable)
+    report = coverage_over(open_history(db), names, span, chain=chain_status, unreadable=unreadable)
     text = coverage_markdown(report)
     data: bytes
     if fmt == "json":

@@ -34,9 +34,8 @@ def forecast(
     ] = False,
     db: DbUrl = None,
 ) -> None:
-    from drills.checks.areas.forecast_rto import plan_forecast
-    from drills.checks.checkup import check_context
-    from drills.targets.sites import Targets
+    from drills.checks import check_context, plan_forecast
+    from drills.targets import Targets
 
     plan = load_plan_or_exit(plan_path)
     history = open_history(db)
@@ -58,7 +57,7 @@ def _span(low: float, point: float, high: float) -> str:
 
 
 def print_forecast(f: Forecast) -> None:
-    from drills.checks.areas.forecast_rto import headline
+    from drills.checks import headline
 
     style = (
         "red" if f.certainly_above or not f.completes else ("yellow" if f.above_target else "green")

@@ -12,13 +12,12 @@ from rich.text import Text
 from drills import timefmt
 from drills.cli.common import EXIT_FAILED, DbUrl, open_history
 from drills.cli.console import REPORT_FORMATS, echo_markdown, err_console, out_console
-from drills.store.report_slo import load_summary, slo_summary
+from drills.store import load_summary, slo_summary
 
 # The history store (SQLAlchemy under it) is imported by the commands that use it, so that
 # the rest of the CLI starts at once.
 if TYPE_CHECKING:
-    from drills.store.history import HistoryStore
-    from drills.store.models import DrillRun
+    from drills.store import DrillRun, HistoryStore
 
 console = out_console()
 err = err_console()
@@ -27,9 +26,8 @@ err = err_console()
 def echo_report(history: HistoryStore, run: DrillRun, *, fmt: str) -> None:
     """The run's report with its findings as they stood when it ended: those it opened,
     saw again or closed, and those still open from earlier runs of the plan."""
-    from drills.evidence.findings import findings_of_run
-    from drills.evidence.render import findings_markdown
-    from drills.store.report import render_markdown, report_data
+    from drills.evidence import findings_markdown, findings_of_run
+    from drills.store import render_markdown, report_data
 
     data = report_data(run, history)
     found = findings_of_run(history, run)
@@ -42,7 +40,7 @@ def echo_report(history: HistoryStore, run: DrillRun, *, fmt: str) -> None:
 
 
 def _row(run: DrillRun) -> dict[str, Any]:
-    from drills.store.detection_chain import detection_chain, detection_seconds
+    from drills.store import detection_chain_of, detection_seconds
 
     link = run.details.incident
     detection = run.details.detection
@@ -72,7 +70,7 @@ def _row(run: DrillRun) -> dict[str, Any]:
         # An incident's detection -> declaration (the alert's startsAt or --detected-at).
         "detected_at": detection.detected_at.isoformat() if detection else None,
         "detection_seconds": detection_seconds(run),
-        "detection_chain": detection_chain(run),  # detection → … → DR carrying
+        "detection_chain": detection_chain_of(run),  # detection → … → DR carrying
         "slo": slo_summary(run.details.slo),
         "load": load_summary(run.details.load),
     }

@@ -16,7 +16,7 @@ from drills.cli.console import SafeConsole, err_console, step_line
 
 # The takeover (Kubernetes, boto3 under it) is imported once a run starts, not with the CLI.
 if TYPE_CHECKING:
-    from drills.takeover.timeline import PhaseRecord, StepRecord
+    from drills.takeover import PhaseRecord, StepRecord
 
 STATUS_STYLE = {
     "ok": "green",
@@ -37,7 +37,7 @@ class LiveView:
         self.phases: list[PhaseRecord] = []
         self.t0: dt.datetime | None = None
         self.lock = threading.Lock()
-        from drills.takeover.timeline import every
+        from drills.takeover import every
 
         # Without the live table (not a terminal, --json): each step as it ends, and each
         # wait, as a line on stderr, so a pipe or a CI log follows the run as it goes.

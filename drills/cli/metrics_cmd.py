@@ -56,11 +56,9 @@ def serve(
     """Serve /metrics until interrupted; each scrape reads the store and the plans anew, on a
     thread of its own (a listen backlog of 1024: a burst of scrapes waits, none is dropped).
     ?name[]=METRIC returns only those metrics; a name[] naming no metric of drills is a 400."""
-    from drills.capacity.figures import FiguresCache
-    from drills.metrics.exporter import DrillsCollector, start
-    from drills.metrics.plans import PlanCache
-    from drills.metrics.snapshot import Snapshotter
-    from drills.plan.discovery import default_plan_patterns, plan_paths
+    from drills.capacity import FiguresCache
+    from drills.metrics import DrillsCollector, PlanCache, Snapshotter, start
+    from drills.plan import default_plan_patterns, plan_paths
 
     def paths() -> tuple[str, ...]:
         defaults = default_plan_patterns()

@@ -25,15 +25,16 @@ from drills.errors import PlanError, PlanProblem, TargetError
 from drills.plan import (
     DrillPlan,
     ExternalDnsController,
+    KubeconfigError,
     PlanWarning,
     Rfc2136Dns,
     Route53Dns,
     Site,
     Tier,
+    describe_site,
+    load_kubeconfig,
     plan_schema_text,
 )
-from drills.plan.describe import describe_site
-from drills.plan.kubeconfig import KubeconfigError, load_kubeconfig
 from drills.text import for_terminal, redact_url
 
 plan_app = typer.Typer(
@@ -180,7 +181,7 @@ def _validate_all(paths: tuple[str, ...], *, resolve: bool, strict: bool) -> Non
 
 def _fleet_warnings(plans: list[DrillPlan]) -> int:
     """Warn about plan names used twice and targets claimed by several plans; their count."""
-    from drills.plan.claims import shared_claims
+    from drills.plan import shared_claims
 
     err, count = _err(), 0
     names: dict[str, int] = {}

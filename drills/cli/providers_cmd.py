@@ -37,7 +37,7 @@ def list_providers(as_json: StableJson = False) -> None:
     --json prints one object whose "providers" list gives each one's name, kind, package,
     version, entry_point, summary, supports and checks, or its error.
     """
-    from drills.targets.providers import installed
+    from drills.targets import installed
 
     found = installed()
     if as_json:

@@ -25,9 +25,7 @@ from drills.cli.common import (
 from drills.cli.console import err_console, out_console
 
 if TYPE_CHECKING:
-    from drills.checks.base import CheckResult
-    from drills.checks.fleet import PlanReadiness
-    from drills.checks.runner import ReadinessReport
+    from drills.checks import CheckResult, PlanReadiness, ReadinessReport
     from drills.plan import DrillPlan
 
 console = out_console()
@@ -111,9 +109,8 @@ def readiness(
     """Run the plan's readiness checks. Exit 0 if none fails, 1 if any fails, 2 for a bad plan.
     A check that could not read its target (unreachable, or something else answering for it,
     such as a proxy's 404) reports error, never pass."""
-    from drills.checks.checkup import select_checks
-    from drills.checks.readiness import run_readiness
-    from drills.orchestrator.worker_placement import gather
+    from drills.checks import run_readiness, select_checks
+    from drills.orchestrator import gather
 
     narrowed = bool(only or category)
     _refuse_mixed_arguments(plan_path, all_plans=all_plans, narrowed=narrowed, way=direction,
@@ -199,7 +196,7 @@ def _readiness_all(
     plans: str | None, db: str | None, *, store: bool, concurrency: int, as_json: bool
 ) -> None:
     """Every plan at once; exit 2 if a plan file is invalid, else 1 if any plan fails."""
-    from drills.checks.fleet import run_readiness_all
+    from drills.checks import run_readiness_all
 
     paths = fleet_paths(plans)
     if not paths:
@@ -226,7 +223,7 @@ def _readiness_all(
 
 
 def _verdict(result: PlanReadiness) -> str:
-    from drills.checks.view import verdict
+    from drills.checks import verdict
 
     return verdict(result.report) if result.report else f"not checked: {result.error}"
 
@@ -252,14 +249,14 @@ def _direction(plan: DrillPlan, asked: str | None, db: str | None, store: bool) 
         return asked
     if not store:  # --no-store opens no history, so it cannot tell where the plan serves
         return "takeover"
-    from drills.store.serving import Site, recorded_serving
+    from drills.store import Site, recorded_serving
 
     serving = recorded_serving(open_history(db), plan.name).site
     return "failback" if serving == Site.DR else "takeover"
 
 
 def _way_back(plan: DrillPlan, db: str | None, *, as_json: bool, verbose: bool) -> None:
-    from drills.checks.checkup import run_wayback
+    from drills.checks import run_wayback
 
     report = run_wayback(plan, history=open_history(db))
     if as_json:
@@ -272,7 +269,7 @@ def _way_back(plan: DrillPlan, db: str | None, *, as_json: bool, verbose: bool) 
 
 
 def print_report(report: ReadinessReport, *, verbose: bool) -> None:
-    from drills.checks.view import by_category, verdict
+    from drills.checks import by_category, verdict
 
     # Summaries, evidence, remediations and the plan's name are outside text: Text, never markup.
     table = Table(title=Text(f"Readiness of {report.plan}"), show_lines=verbose)
@@ -296,7 +293,7 @@ def print_report(report: ReadinessReport, *, verbose: bool) -> None:
 def print_notifications(report: ReadinessReport) -> None:
     """What changed since the last stored snapshot, and what became of each message: waits
     for the deliveries at most as long as the process would at exit."""
-    from drills.notify.deliver import EXIT_FLUSH_S
+    from drills.notify import EXIT_FLUSH_S
 
     if not report.notices:
         console.print("[dim]notifications: nothing changed since the last stored run[/]")
@@ -318,7 +315,7 @@ def _details(r: CheckResult) -> Text:
     text = Text()
     if r.evidence:
         text.append("\n" + json.dumps(dict(r.evidence), indent=1, default=str), style="dim")
-    from drills.checks.base import Status
+    from drills.checks import Status
 
     if r.remediation and r.status is not Status.PASS:
         text.append(f"\n→ {r.remediation}", style="cyan")

@@ -16,7 +16,7 @@ from drills.cli.console import err_console, out_console
 from drills.errors import DrillError, RunRefused
 
 if TYPE_CHECKING:
-    from drills.takeover.recover import Action, RecoverReport
+    from drills.takeover import Action, RecoverReport
 
 console = out_console()
 err = err_console()
@@ -26,7 +26,7 @@ EXIT_REFUSED = 3  # as `drills run` refuses
 
 
 def _print(report: RecoverReport) -> None:
-    from drills.takeover.recover import RecoverStatus
+    from drills.takeover import RecoverStatus
 
     # Cells are Text: a target's name or state is outside text, never Rich markup.
     table = Table(title=Text(f"journal of run {report.run_id} ({report.mode} of {report.plan})"))
@@ -128,8 +128,7 @@ def recover_cmd(
     3 refused (the plan or a target held by another live process) or an incident waiting
     for --complete or --hold."""
     # The takeover, and the SDKs under it, load only when a run is recovered.
-    from drills.takeover.lease import LeaseHeldError
-    from drills.takeover.recover import RecoverStatus, pick_run, plan_of, recover
+    from drills.takeover import LeaseHeldError, RecoverStatus, pick_run, plan_of, recover_run
 
     if complete + hold + fail_back > 1:
         err.print("[red]choose one of --complete, --hold and --fail-back[/]")
@@ -141,7 +140,7 @@ def recover_cmd(
     history = open_history(db)
     try:
         run = pick_run(history, run_id, plan)
-        report = recover(
+        report = recover_run(
             history,
             plan_of(run, plan_file),
             run,

@@ -16,14 +16,20 @@ from drills.cli.common import EXIT_FAILED, DbUrl, load_plan_view_or_exit, open_h
 from drills.cli.console import err_console
 from drills.cli.history_cmd import echo_report
 from drills.cli.live_view import LiveView
-from drills.store.kinds import Mode
+from drills.store import Mode
 
 # The takeover and the history store (Kubernetes, boto3, SQLAlchemy under them) are imported
 # by the commands that use them, so that the rest of the CLI starts at once.
 if TYPE_CHECKING:
-    from drills.store.history import HistoryStore
-    from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult
-    from drills.takeover.steps.executor import PlannedChange
+    from drills.store import HistoryStore
+    from drills.takeover import (
+        Approval,
+        Drill,
+        DrillHooks,
+        DrillRequest,
+        DrillResult,
+        PlannedChange,
+    )
 
 err = err_console()
 
@@ -39,7 +45,7 @@ def _confirm(planned: list[PlannedChange]) -> bool:
 
 
 def _approve(request: DrillRequest) -> Approval:
-    from drills.takeover.drill import Approval, approval_question
+    from drills.takeover import Approval, approval_question
 
     approver = typer.prompt("Approver", default=getpass.getuser(), err=True)
     question, effect = approval_question(request)
@@ -188,7 +194,7 @@ def run(
     history = open_history(db)
     title = plan.name + (f" (application {application})" if application else "")
     view = LiveView(title, mode, console=err)
-    from drills.launch.request import drill_request  # the takeover: once the options are good
+    from drills.launch import drill_request
 
     request = drill_request(
         plan,
@@ -228,7 +234,7 @@ def _accepted_checks(ids: list[str], mode: str, reason: str) -> tuple[str, ...]:
     """--accept-blocking as known check ids, or one line of error (exit 2)."""
     if not ids:
         return ()
-    from drills.checks.catalog import load_checks
+    from drills.checks import load_checks
 
     if not Mode(mode).rehearsal:
         err.print("[red]--accept-blocking belongs to a drill or a practice: an incident is "
@@ -249,7 +255,7 @@ def _detected_at(value: str | None, mode: str) -> dt.datetime | None:
     """--detected-at as a time, or one line of error (exit 2)."""
     if value is None:
         return None
-    from drills.takeover.detection import parse_moment
+    from drills.takeover import parse_moment
 
     if mode != Mode.INCIDENT:
         err.print("[red]--detected-at only makes sense with --mode incident[/]")
@@ -265,14 +271,13 @@ def _detected_at(value: str | None, mode: str) -> dt.datetime | None:
 
 
 def _hooks(view: LiveView) -> DrillHooks:
-    from drills.takeover import crashpoints
-    from drills.takeover.drill import DrillHooks
+    from drills.takeover import DrillHooks, crashpoint, crashpoints_wanted
 
     return DrillHooks(
         approve=_approve,
         listener=view.on_event,
         # Only the crash tests set DRILLS_CRASH_AT; otherwise no hook at all.
-        crash_point=crashpoints.point if crashpoints.wanted() else None,
+        crash_point=crashpoint if crashpoints_wanted() else None,
     )
 
 
@@ -288,10 +293,9 @@ def _execute(
     """Run the drill with the live view; returns its result. With ``ask``, the changes are
     confirmed before the run starts, so a "no" leaves no run in the history."""
     from drills.errors import RunRefused
-    from drills.launch.request import takeover
-    from drills.store.outage import is_store_outage, outage_text
-    from drills.takeover.cancellation import cancel_on_signals
-    from drills.takeover.lease import LeaseHeldError, UnfinishedRunError
+    from drills.launch import takeover
+    from drills.store import is_store_outage, outage_text
+    from drills.takeover import LeaseHeldError, UnfinishedRunError, cancel_on_signals
 
     drill = takeover(request, history, hooks)
     try:
@@ -342,9 +346,7 @@ def _audit_refusal(request: DrillRequest, history: HistoryStore, why: str) -> No
     """A refused incident or failback is audited as the dashboard's refusals are: the same
     action, who, plan and reason, and the refusal as its outcome (a drill is not audited:
     it changes nothing that stays)."""
-    from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
-    from drills.takeover.incident import ACTION as DECLARE_ACTION
-    from drills.takeover.incident import Declaration, audit_decision
+    from drills.takeover import DECLARE_ACTION, FAILBACK_ACTION, Declaration, audit_decision
 
     action = {Mode.INCIDENT: DECLARE_ACTION, Mode.FAILBACK: FAILBACK_ACTION}.get(request.mode)
     if action is None or request.dry_run:
@@ -359,7 +361,7 @@ def _audit_refusal(request: DrillRequest, history: HistoryStore, why: str) -> No
 
 
 def _print_report(history: HistoryStore, result: DrillResult, *, as_json: bool) -> None:
-    from drills.store.outage import is_store_outage
+    from drills.store import is_store_outage
 
     try:
         stored = history.get_run(result.run_id)

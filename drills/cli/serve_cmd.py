@@ -21,12 +21,24 @@ from drills import apps, timefmt
 from drills.cli.common import EXIT_FAILED, exit_not_running
 from drills.cli.serve_group import StateDir, console, err, fail, serve_app
 from drills.errors import LabError
-from drills.orchestrator import serve
-from drills.orchestrator.receiver_process import ensure_receiver, receiver_running
-from drills.orchestrator.rest import PrefectRest
+from drills.orchestrator import (
+    INCIDENT_DEPLOYMENT,
+    SERVE_STATE_DIR,
+    WORK_POOL,
+    WORKER_NAME,
+    PrefectRest,
+    ServeInfo,
+    ensure_receiver,
+    receiver_running,
+    redacted_url,
+    serve_down,
+    serve_running,
+    serve_up,
+    warm_running,
+)
 
 
-def _print_started(info: serve.ServeInfo, already: bool) -> None:
+def _print_started(info: ServeInfo, already: bool) -> None:
     if already:
         console.print(f"Already running (server pid {info.server_pid}, worker {info.worker_pid}).")
     else:
@@ -34,14 +46,12 @@ def _print_started(info: serve.ServeInfo, already: bool) -> None:
     table = Table(show_header=False)
     table.add_row("UI", info.ui_url)
     table.add_row("API", info.api_url)
-    table.add_row(
-        "work pool", f"{serve.WORK_POOL} (worker {serve.WORKER_NAME}, pid {info.worker_pid})"
-    )
-    table.add_row("warm runner", f"{serve.INCIDENT_DEPLOYMENT} (pid {info.warm_pid})")
+    table.add_row("work pool", f"{WORK_POOL} (worker {WORKER_NAME}, pid {info.worker_pid})")
+    table.add_row("warm runner", f"{INCIDENT_DEPLOYMENT} (pid {info.warm_pid})")
     if receiver_running(info):
         table.add_row("alert receiver", f"{info.receiver_url} (pid {info.receiver_pid})")
     table.add_row("project", info.project_dir)
-    table.add_row("history store", serve.redacted(info.db_url))
+    table.add_row("history store", redacted_url(info.db_url))
     table.add_row("logs", ", ".join(str(p) for p in info.logs.values()))
     console.print(table)
     console.print(
@@ -63,7 +73,7 @@ def _own_server_hint(project: Path) -> str:
     return (
         "An existing Prefect server instead: set PREFECT_API_URL to it (and PREFECT_API_KEY\n"
         f"if it needs one), then `{pythonpath}prefect --no-prompt deploy --all{shipped}` and\n"
-        f"`DRILLS_PROJECT_DIR=$PWD {pythonpath}prefect worker start --pool {serve.WORK_POOL}` "
+        f"`DRILLS_PROJECT_DIR=$PWD {pythonpath}prefect worker start --pool {WORK_POOL}` "
         "here; the\ndashboard and `drills serve run` follow PREFECT_API_URL when no local server "
         "runs. Give quarterly-drill\nits plan's schedule yourself there: `prefect deployment "
         "schedule create\nminimum-takeover-drill/quarterly-drill --cron CRON --timezone ZONE`."
@@ -112,7 +122,7 @@ def start(
             "--receiver-port", min=1, max=65535, help="Port of the receiver (default 9095 if free)."
         ),
     ] = None,
-    state_dir: StateDir = serve.DEFAULT_STATE_DIR,
+    state_dir: StateDir = SERVE_STATE_DIR,
 ) -> None:
     """Start a local Prefect server, deploy the drills flows and start a worker, and a warm
     runner that starts declared incidents at once (idempotent). The scheduled drill
@@ -123,10 +133,10 @@ def start(
     stop` stops it all."""
     if ctx.invoked_subcommand is not None:
         return
-    if serve.running(state_dir) is None:
+    if serve_running(state_dir) is None:
         err.print("Starting the Prefect server, deployments and worker (about 30 s)…")
     try:
-        info, already = serve.up(
+        info, already = serve_up(
             state_dir,
             project_dir=project_dir,
             port=port,
@@ -146,18 +156,18 @@ def start(
 
 @serve_app.command("stop")
 def stop(
-    state_dir: StateDir = serve.DEFAULT_STATE_DIR,
+    state_dir: StateDir = SERVE_STATE_DIR,
     force: Annotated[
         bool,
         typer.Option("--force", help="Stop even while a flow run is running or paused."),
     ] = False,
 ) -> None:
     """Stop the worker (and any flow run it started), then the server."""
-    info = serve.running(state_dir)
+    info = serve_running(state_dir)
     if info is not None and not force:
         _refuse_while_active(info)
     try:
-        stopped = serve.down(state_dir)
+        stopped = serve_down(state_dir)
     except LabError as exc:
         raise fail(f"drills serve stop: {exc}") from None
     if stopped:
@@ -166,7 +176,7 @@ def stop(
         console.print(f"No local Prefect server runs from {state_dir}.")
 
 
-def _refuse_while_active(info: serve.ServeInfo) -> None:
+def _refuse_while_active(info: ServeInfo) -> None:
     """A drill killed mid-takeover leaves the primary fenced until `drills recover`."""
     with PrefectRest(info.api_url) as api:
         if not api.healthy():
@@ -182,26 +192,26 @@ def _refuse_while_active(info: serve.ServeInfo) -> None:
 
 @serve_app.command("status")
 def status(
-    state_dir: StateDir = serve.DEFAULT_STATE_DIR,
+    state_dir: StateDir = SERVE_STATE_DIR,
     as_json: Annotated[bool, typer.Option("--json", help="Print the state as JSON.")] = False,
 ) -> None:
     """Show what runs, whether it answers, and the deployments. Exit 1 if it is down."""
-    info = serve.running(state_dir)
+    info = serve_running(state_dir)
     if info is None:
         exit_not_running(
             as_json, f"No local Prefect server runs from {state_dir}; start it: drills serve"
         )
     with PrefectRest(info.api_url) as api:
         healthy = api.healthy()
-        workers = api.workers(serve.WORK_POOL) if healthy else []
+        workers = api.workers(WORK_POOL) if healthy else []
         deployments = api.deployments() if healthy else []
     if as_json:
         payload: dict[str, Any] = {
             "running": True,
             "healthy": healthy,
             **{k: v for k, v in info.__dict__.items()},
-            "db_url": serve.redacted(info.db_url),
-            "warm_running": serve.warm_running(info),
+            "db_url": redacted_url(info.db_url),
+            "warm_running": warm_running(info),
             "receiver_running": receiver_running(info),
             "workers": [w.__dict__ for w in workers],
             "deployments": [{**d.__dict__, "schedules": list(d.schedules)} for d in deployments],
@@ -218,8 +228,8 @@ def status(
         console.print(
             Text(f"Worker {w.name}: {w.status} (last heartbeat {w.last_heartbeat or '—'})")
         )
-    warm = "running" if serve.warm_running(info) else "NOT running (`drills serve` restarts it)"
-    console.print(f"Warm runner of {serve.INCIDENT_DEPLOYMENT} (pid {info.warm_pid}): {warm}")
+    warm = "running" if warm_running(info) else "NOT running (`drills serve` restarts it)"
+    console.print(f"Warm runner of {INCIDENT_DEPLOYMENT} (pid {info.warm_pid}): {warm}")
     if info.receiver_pid is not None:
         state = "running" if receiver_running(info) else "NOT running"
         console.print(

@@ -16,8 +16,15 @@ from rich.text import Text
 
 from drills.cli.common import DbUrl, open_history
 from drills.cli.serve_group import err, fail, serve_app
-from drills.orchestrator import receiver
-from drills.plan import discovery
+from drills.orchestrator import (
+    RECEIVER_PATH,
+    RECEIVER_PORT,
+    RECEIVER_READY_LINE,
+    PlanCache,
+    Receiver,
+    make_receiver_server,
+)
+from drills.plan import default_plan_patterns, plan_paths
 
 TOKEN_HELP = (
     "The bearer token Alertmanager must send (its webhook_config's http_config.authorization), "
@@ -29,7 +36,7 @@ TOKEN_HELP = (
 def resolve_token(reference: str) -> str:
     """The token its reference names, or one line of error (exit 2); never the token."""
     from drills.errors import TargetError
-    from drills.plan.refs import SecretRef, resolve_secret
+    from drills.plan import SecretRef, resolve_secret
 
     try:
         return resolve_secret(SecretRef.parse(reference), Path.cwd())
@@ -49,7 +56,7 @@ def run_receiver(
     ],
     port: Annotated[
         int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: a free one).")
-    ] = receiver.DEFAULT_PORT,
+    ] = RECEIVER_PORT,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     plans: Annotated[
         str | None,
@@ -69,16 +76,14 @@ def run_receiver(
     withdrawn. Runs until interrupted."""
     secret = resolve_token(token)
     history = open_history(db)
-    cache = receiver.PlanCache(
-        lambda: discovery.plan_paths(plans, discovery.default_plan_patterns())
-    )
+    cache = PlanCache(lambda: plan_paths(plans, default_plan_patterns()))
     try:
-        server = receiver.make_server(receiver.Receiver(secret, cache, history), host, port)
+        server = make_receiver_server(Receiver(secret, cache, history), host, port)
     except OSError as exc:
         raise fail(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound = server.server_address[1]
     # The line `drills serve` waits for; it names the address, never the token.
-    err.print(Text(f"{receiver.READY_LINE} http://{host}:{bound}{receiver.PATH}"))
+    err.print(Text(f"{RECEIVER_READY_LINE} http://{host}:{bound}{RECEIVER_PATH}"))
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:

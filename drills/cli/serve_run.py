@@ -27,17 +27,23 @@ from drills.cli.common import open_history
 from drills.cli.console import echo_markdown, step_line
 from drills.cli.serve_group import StateDir, err, fail, serve_app
 from drills.errors import DrillError
-from drills.launch.deployment_runs import DRILL_FLOW, drill_mode, follow, start
-from drills.orchestrator import serve
-from drills.orchestrator.rest import Deployment, FlowRunState, PrefectRest, auth_headers
-from drills.store.history import HistoryStore
-from drills.store.kinds import Mode
-from drills.store.report import render_markdown, report_data
+from drills.launch import DRILL_FLOW, drill_mode, follow, start
+from drills.orchestrator import (
+    SERVE_STATE_DIR,
+    Deployment,
+    FlowRunState,
+    PrefectRest,
+    auth_headers,
+    local_history_url,
+    redacted_url,
+    serve_running,
+)
+from drills.store import HistoryStore, Mode, render_markdown, report_data
 
 # The launcher (and the takeover under it) is imported by the commands that use it, so that
 # the rest of the CLI starts at once.
 if TYPE_CHECKING:
-    from drills.launch.takeovers import Consent
+    from drills.launch import Consent
 
 EXIT_STILL_RUNNING = 3
 
@@ -60,9 +66,9 @@ def _target(api_url: str | None, state_dir: Path) -> tuple[str, dict[str, str], 
     """Which server to talk to: --api-url, else the local one, else PREFECT_API_URL."""
     if api_url:
         return api_url, auth_headers(), None
-    local = serve.running(state_dir)
+    local = serve_running(state_dir)
     if local is not None:
-        return local.api_url, {}, serve.history_url(local)
+        return local.api_url, {}, local_history_url(local)
     if from_env := os.environ.get("PREFECT_API_URL"):
         return from_env, auth_headers(), None
     raise fail("no Prefect server: start one with `drills serve` or set PREFECT_API_URL")
@@ -73,7 +79,7 @@ class StepPrinter:
     each step as it ends), timed from T0: the click, for a declared incident."""
 
     def __init__(self, history: HistoryStore, t0: dt.datetime | None = None) -> None:
-        from drills.takeover.timeline import every
+        from drills.takeover import every
 
         self.history = history
         self.t0 = t0
@@ -81,7 +87,7 @@ class StepPrinter:
         self.wait_due = every()  # a step waiting on a target: a line every few seconds
 
     def __call__(self, flow_run_id: str) -> None:
-        from drills.orchestrator.flow_runs import drill_run_of
+        from drills.orchestrator import drill_run_of
 
         run = drill_run_of(self.history, flow_run_id)
         if run is None:
@@ -178,7 +184,7 @@ def run_deployment(
         str | None,
         typer.Option("--db", help="History store URL (default: the one the local worker uses)."),
     ] = None,
-    state_dir: StateDir = serve.DEFAULT_STATE_DIR,
+    state_dir: StateDir = SERVE_STATE_DIR,
 ) -> None:
     """Start a flow run of a deployment on the Prefect server and follow it to its report.
 
@@ -259,11 +265,11 @@ def _declare(
 ) -> FlowRunState:
     """Declare the incident through the launcher, the dashboard's one path: validated,
     refused while the plan is held, audited either way."""
-    from drills.launch import takeovers
+    from drills.launch import declare
 
     declared_at = _declared_at(params.pop("declared_at", None))  # T0: before anything else
     asked = _person_asks(target, params, operator, reason, confirm, INCIDENT_WARNING)
-    declaration = takeovers.declare(
+    declaration = declare(
         api, target.full_name, open_history(db_url), asked, declared_at=declared_at,
         force_unfenced=bool(params.pop("force_unfenced", False)), extra_parameters=params,
     )  # fmt: skip
@@ -289,11 +295,11 @@ def _fail_back(
 ) -> FlowRunState:
     """Ask for the failback through the launcher, the dashboard's one path: validated,
     refused unless the plan serves from DR and nothing is in the way, audited either way."""
-    from drills.launch import takeovers
+    from drills.launch import fail_back
 
     requested_at = dt.datetime.now(dt.UTC)
     asked = _person_asks(target, params, operator, reason, confirm, FAILBACK_WARNING)
-    decision = takeovers.fail_back(
+    decision = fail_back(
         api, target.full_name, open_history(db_url), asked, requested_at=requested_at,
         extra_parameters=params,
     )  # fmt: skip
@@ -314,7 +320,7 @@ def _person_asks(
     """Take who, why and the plan out of the options and ``params``; ask for the plan's
     name on a terminal when --confirm was not given."""
     from drills.cli.common import load_plan_or_exit
-    from drills.launch.takeovers import Consent
+    from drills.launch import Consent
 
     # The options win over the same -p parameters, which still work as they did.
     passed = {key: params.pop(key, None) for key in ("operator", "reason", "mode")}
@@ -368,13 +374,13 @@ def _ask_confirmation(plan_name: str, warning: str) -> str:
 
 
 def _print_report(history: HistoryStore, run: FlowRunState) -> None:
-    from drills.orchestrator.flow_runs import drill_run_of
+    from drills.orchestrator import drill_run_of
 
     drill = drill_run_of(history, run.id)
     if drill is None:
         err.print(
             Text(
-                f"flow run {run.name} recorded no drill in {serve.redacted(history.url)}",
+                f"flow run {run.name} recorded no drill in {redacted_url(history.url)}",
                 style="yellow",
             )
         )

@@ -35,7 +35,7 @@ def status_cmd(
     """Where the plan serves from (primary, dr or in-transition), since when, the run that put
     it there, the open incident and the run holding the plan. Exit 4 when the live DNS or the
     endpoints disagree with the history, 5 when the DNS record could not be read."""
-    from drills.takeover.status import serving_status
+    from drills.takeover import serving_status
 
     plan = load_plan_or_exit(plan_path)
     status = serving_status(plan, open_history(db), live=live)

@@ -52,15 +52,18 @@ def local_prefect(env: dict[str, str]) -> str | None:
     """
     if "PREFECT_API_URL" in env:
         return None
-    from drills.orchestrator import serve  # SQLAlchemy and httpx: not for `drills ui --help`
+    from drills.orchestrator import (  # SQLAlchemy and httpx: not for `drills ui --help`
+        local_history_url,
+        serve_running,
+    )
 
-    info = serve.running()
+    info = serve_running()
     if info is None:
         return None
     env["PREFECT_API_URL"] = info.api_url
     env.setdefault("PREFECT_UI_URL", info.ui_url.rstrip("/"))
     if "DRILLS_DB_URL" not in env:  # serve.json keeps it without its password
-        env["DRILLS_DB_URL"] = serve.history_url(info)
+        env["DRILLS_DB_URL"] = local_history_url(info)
     return info.api_url
 
 

@@ -151,7 +151,7 @@ def _chain_cell(chain: ChainStatus, plan: str) -> str:
     return "does NOT verify" if plan in chain.broken else "verifies"
 
 
-def coverage(
+def coverage_over(
     store: HistoryStore,
     plan_names: Iterable[str],
     period: Period,

@@ -6,20 +6,29 @@ background (deliver). Below the checks and the takeover, which call it; above th
 targets and the store.
 """
 
-from drills.notify.deliver import (
-    NOTIFY_ENV,
-    REMIND_ENV,
-    Batch,
-    Delivery,
-    notify,
-    remind_after,
-    subscribe,
-)
-from drills.notify.events import EventKind, Notice, Severity
-from drills.notify.readiness import ReadinessChanges, readiness_changes
-from drills.notify.render import UI_URL_ENV, render
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from drills.faces import lazy_face
+
+if TYPE_CHECKING:
+    from drills.notify.deliver import (
+        EXIT_FLUSH_S,
+        NOTIFY_ENV,
+        REMIND_ENV,
+        Batch,
+        Delivery,
+        notify,
+        remind_after,
+        subscribe,
+    )
+    from drills.notify.events import EventKind, Notice, Severity
+    from drills.notify.readiness import ReadinessChanges, readiness_changes
+    from drills.notify.render import UI_URL_ENV
 
 __all__ = [
+    "EXIT_FLUSH_S",
     "NOTIFY_ENV",
     "REMIND_ENV",
     "UI_URL_ENV",
@@ -32,6 +41,26 @@ __all__ = [
     "notify",
     "readiness_changes",
     "remind_after",
-    "render",
     "subscribe",
 ]
+
+# Each name is imported from its module when first asked for: delivery loads Apprise and
+# httpx, which a caller that only renders a notice never needs.
+__getattr__ = lazy_face(
+    __name__,
+    {
+        "deliver": [
+            "Batch",
+            "Delivery",
+            "EXIT_FLUSH_S",
+            "NOTIFY_ENV",
+            "REMIND_ENV",
+            "notify",
+            "remind_after",
+            "subscribe",
+        ],
+        "events": ["EventKind", "Notice", "Severity"],
+        "readiness": ["ReadinessChanges", "readiness_changes"],
+        "render": ["UI_URL_ENV"],
+    },
+)

@@ -30,7 +30,7 @@ def application_named(plan: DrillPlan, name: str) -> Application:
     raise UnknownApplicationError(plan, name)
 
 
-def only(plan: DrillPlan, name: str | None) -> DrillPlan:
+def only_applications(plan: DrillPlan, name: str | None) -> DrillPlan:
     """``plan`` as a run of application ``name`` sees it; the whole plan for None.
     Raises UnknownApplicationError when the plan has no such application."""
     if name is None:
@@ -60,4 +60,4 @@ def only(plan: DrillPlan, name: str | None) -> DrillPlan:
     return view
 
 
-__all__ = ["UnknownApplicationError", "application_named", "only"]
+__all__ = ["UnknownApplicationError", "application_named", "only_applications"]

@@ -21,7 +21,7 @@ def _phase_end(run: DrillRun, name: str) -> dt.datetime | None:
     return None
 
 
-def detection_chain(run: DrillRun) -> list[dict[str, Any]]:
+def detection_chain_of(run: DrillRun) -> list[dict[str, Any]]:
     """The moments of an incident, in order; empty for any other run. A moment not reached
     (or not known, as detection without an alert or --detected-at) has ``at`` None."""
     if run.mode != Mode.INCIDENT or run.dry_run:
@@ -87,4 +87,4 @@ def chain_markdown(chain: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-__all__ = ["chain_markdown", "detection_chain", "detection_seconds"]
+__all__ = ["chain_markdown", "detection_chain_of", "detection_seconds"]

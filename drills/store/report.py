@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import asdict
 from typing import Any
 
-from drills.store.detection_chain import chain_markdown, detection_chain, detection_seconds
+from drills.store.detection_chain import chain_markdown, detection_chain_of, detection_seconds
 from drills.store.history import HistoryStore
 from drills.store.incident_record import incident_markdown, incident_record
 from drills.store.kinds import Mode, RunStatus
@@ -71,7 +71,7 @@ def report_data(run: DrillRun, store: HistoryStore) -> dict[str, Any]:
         "detected_at": _iso(details.detection.detected_at) if details.detection else None,
         "detection": details.detection.model_dump(mode="json") if details.detection else None,
         "detection_seconds": detection_seconds(run),
-        "detection_chain": detection_chain(run),
+        "detection_chain": detection_chain_of(run),
         "slo": details.slo,
         "load": details.load,
         "validation_jobs": [job.model_dump(mode="json") for job in details.validation_jobs],

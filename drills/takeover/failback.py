@@ -24,7 +24,7 @@ from drills.checks.checkup import run_wayback
 from drills.errors import DrillError, RunRefused
 from drills.notify.runs import announce_incident_closed
 from drills.plan import DrillPlan
-from drills.plan.only import only
+from drills.plan.only import only_applications
 from drills.store.details import FailbackRecord, IncidentLink
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.store.models import DrillRun
@@ -123,7 +123,7 @@ class Failback(Drill):
         incident = open_incident(self.history, self.plan.name)
         application = incident.details.application if incident else None
         if application and self.plan.application != application:
-            self.plan = only(self.plan.whole, application)
+            self.plan = only_applications(self.plan.whole, application)
             self.details.application = application
 
     def _run(self) -> DrillResult:

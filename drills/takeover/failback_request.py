@@ -31,7 +31,7 @@ from drills.takeover.incident import (
     run_parameters,
 )
 
-ACTION = "fail-back"
+FAILBACK_ACTION = "fail-back"
 # Any run going on the plan is in the way of a failback, not only incidents.
 ANY_MODE = (Mode.DRILL, Mode.INCIDENT, Mode.FAILBACK)
 
@@ -64,7 +64,7 @@ def request_failback(
         "plan_path": request.plan_path,
         "incident_run": incident,
     }
-    audit_decision(history, ACTION, request.operator, request.plan_name, request.reason,
+    audit_decision(history, FAILBACK_ACTION, request.operator, request.plan_name, request.reason,
                    decision, detail)  # fmt: skip
     return decision
 
@@ -92,7 +92,7 @@ def _decide(
     if recorded.site != Site.DR or recorded.incident_id is None:
         refused = f"refused: {not_serving_from_dr(request.plan_name, recorded.site)}"
         return Declaration(False, refused), None
-    key = f"{ACTION}:{request.plan_name}:{request.requested_at.isoformat()}"
+    key = f"{FAILBACK_ACTION}:{request.plan_name}:{request.requested_at.isoformat()}"
     try:
         flow_run_id = launcher.start(failback_parameters(request), idempotency_key=key)
     except DrillError as exc:
@@ -101,4 +101,4 @@ def _decide(
     return Declaration(True, message, flow_run_id=flow_run_id), recorded.incident_id
 
 
-__all__ = ["ACTION", "FailbackRequest", "failback_parameters", "request_failback"]
+__all__ = ["FAILBACK_ACTION", "FailbackRequest", "failback_parameters", "request_failback"]

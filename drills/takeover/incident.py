@@ -26,7 +26,7 @@ from drills.store.serving import serving_from_dr_refusal
 
 log = logging.getLogger("drills.takeover.incident")
 
-ACTION = "declare-incident"
+DECLARE_ACTION = "declare-incident"
 
 # One dashboard process serves many sessions: two people clicking at once must not
 # both pass the "nothing running" check before either run exists. A failback request
@@ -246,7 +246,7 @@ def declare_incident(
         "force_unfenced": request.force_unfenced,
         "plan_path": request.plan_path,
     }
-    audit_decision(history, ACTION, request.operator, request.plan_name, request.reason,
+    audit_decision(history, DECLARE_ACTION, request.operator, request.plan_name, request.reason,
                    declaration, detail)  # fmt: skip
     if declaration.accepted:
         announce_incident(
@@ -288,7 +288,7 @@ def _decide(
     )
     if refusal is not None:
         return refusal
-    key = f"{ACTION}:{request.plan_name}:{request.declared_at.isoformat()}"
+    key = f"{DECLARE_ACTION}:{request.plan_name}:{request.declared_at.isoformat()}"
     try:
         flow_run_id = launcher.start(incident_parameters(request), idempotency_key=key)
     except DrillError as exc:

@@ -41,7 +41,7 @@ from drills.store.kinds import Mode
 from drills.store.leases import unfinished_runs_and_leases
 from drills.store.models import DrillRun, Lease
 from drills.takeover.lease import LEASE_S, holder_is_dead, run_lease
-from drills.takeover.recover import Action, plan_of, recover
+from drills.takeover.recover import Action, plan_of, recover_run
 from drills.takeover.stuck import hold_stuck, is_stuck
 
 log = logging.getLogger("drills.takeover.orphans")
@@ -137,7 +137,7 @@ def _recover(
     # answer, and a hold that insists on seeing it fail would fail at every scan.
     unfenced = run.details.force_unfenced or run.details.unfenced
     try:
-        report = recover(history, plan, run, action=action, force_unfenced=unfenced)
+        report = recover_run(history, plan, run, action=action, force_unfenced=unfenced)
     except DrillError as exc:  # e.g. its lease taken meanwhile by someone else's recover
         log.warning("orphaned run %s not recovered now: %s", run.id, exc)
         return OrphanOutcome(run.id, run.plan, run.mode, action, "skipped", str(exc))

@@ -41,7 +41,7 @@ from drills.checks.runner import ReadinessReport
 from drills.errors import DrillError, RunRefused
 from drills.plan import DrillPlan, load_plan
 from drills.plan.claims import plan_claims
-from drills.plan.only import UnknownApplicationError, only
+from drills.plan.only import UnknownApplicationError, only_applications
 from drills.store.details import RecoverAttempt, RunDetails
 from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState, Mode, RunStatus, Verdict
@@ -118,7 +118,7 @@ def plan_of(run: DrillRun, path: Path | None = None) -> DrillPlan:
     if plan.name != run.plan:
         raise RecoverError(f"{source} is plan {plan.name}, but run {run.id} is of plan {run.plan}")
     try:  # a run of one application is recovered as it ran: over that application's view
-        return only(plan, run.details.application)
+        return only_applications(plan, run.details.application)
     except UnknownApplicationError as gone:
         raise RecoverError(
             f"run {run.id} ran application {run.details.application}, but "
@@ -126,7 +126,7 @@ def plan_of(run: DrillRun, path: Path | None = None) -> DrillPlan:
         ) from None
 
 
-def recover(
+def recover_run(
     history: HistoryStore,
     plan: DrillPlan,
     run: DrillRun,
@@ -414,5 +414,5 @@ __all__ = [
     "RecoverStatus",
     "pick_run",
     "plan_of",
-    "recover",
+    "recover_run",
 ]

@@ -106,8 +106,8 @@ def test_serve_status_shows_paused_and_names_as_written(
         def deployments(self) -> list[Deployment]:
             return [Deployment("1", "nightly [/]", "drill", ("cron 0 3 * * *",), True, {})]
 
-    monkeypatch.setattr(serve_cmd.serve, "running", lambda state_dir: info)
-    monkeypatch.setattr(serve_cmd.serve, "warm_running", lambda info: True)
+    monkeypatch.setattr(serve_cmd, "serve_running", lambda state_dir: info)
+    monkeypatch.setattr(serve_cmd, "warm_running", lambda info: True)
     monkeypatch.setattr(serve_cmd, "PrefectRest", lambda url: Api())
     serve_cmd.status(state_dir=tmp_path, as_json=False)
     printed = out.getvalue()

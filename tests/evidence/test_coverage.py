@@ -11,7 +11,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from drills.cli import app
-from drills.evidence.coverage import ChainStatus, Period, coverage, coverage_markdown
+from drills.evidence.coverage import ChainStatus, Period, coverage_markdown, coverage_over
 from drills.store.kinds import Mode, RunStatus
 from tests.evidence.support import BASE, check, make_run, phase, store_with
 
@@ -45,7 +45,7 @@ def test_coverage_per_plan(tmp_path: Path) -> None:
         make_run("old", plan="payments-eu", days=-400),  # drilled, but long ago
         make_run("f1", plan="payments-eu", days=4, status=RunStatus.ROLLED_BACK),
     )  # fmt: skip
-    report = coverage(store, ["payments-eu", "batch"], Period.parse("12m"),
+    report = coverage_over(store, ["payments-eu", "batch"], Period.parse("12m"),
                       chain=_verifies, now=NOW)  # fmt: skip
     rows = {p.plan: p for p in report.plans}
     assert list(rows) == ["batch", "gpu", "payments-eu", "payments-us"]
@@ -67,7 +67,7 @@ def test_coverage_per_plan(tmp_path: Path) -> None:
 def test_one_plan_not_drilled_reads_as_one(tmp_path: Path) -> None:
     store = store_with(tmp_path, make_run("p1", plan="a", days=1))
     broken = ChainStatus(False, "the history does NOT verify: b: run x changed", {"b": "..."})
-    report = coverage(store, ["b"], Period.parse("90d"), chain=lambda _: broken, now=NOW)
+    report = coverage_over(store, ["b"], Period.parse("90d"), chain=lambda _: broken, now=NOW)
     assert report.headline() == "1 of 2 plans drilled in the last 90 days; b has not been."
     assert [p.chain for p in report.plans] == ["verifies", "does NOT verify"]
 

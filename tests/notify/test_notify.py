@@ -16,7 +16,7 @@ import yaml
 
 from drills.checks.readiness import run_readiness
 from drills.errors import PlanError
-from drills.notify import EventKind, Notice, Severity, notify, readiness_changes, render
+from drills.notify import EventKind, Notice, Severity, notify, readiness_changes
 from drills.notify.deliver import (
     DEADLINE_S,
     EXIT_FLUSH_S,
@@ -24,6 +24,7 @@ from drills.notify.deliver import (
     resolve_targets,
     target_label,
 )
+from drills.notify.render import render
 from drills.notify.runs import run_finished
 from drills.plan import load_plan, plan_from_text
 from drills.store.history import HistoryStore

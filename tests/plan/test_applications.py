@@ -12,7 +12,7 @@ import yaml
 from drills.errors import PlanError, PlanProblem
 from drills.plan import DrillPlan, load_plan, plan_digest
 from drills.plan.claims import plan_claims
-from drills.plan.only import UnknownApplicationError, only
+from drills.plan.only import UnknownApplicationError, only_applications
 from tests.support.drill import offline_lab_plan_data
 
 PRACTICE_NAME = "practice.drills.test."
@@ -110,22 +110,22 @@ def test_an_applications_view_holds_its_members_and_what_no_application_lists(
     tmp_path: Path,
 ) -> None:
     plan = _plan(tmp_path)
-    view = only(plan, "training")
+    view = only_applications(plan, "training")
     keys = {w.key for w in view.workloads}
     assert {"training/trainer", "training/data-loader", "serving/llm-server",
             "batch/eval-runner"} <= keys  # fmt: skip
     assert not keys & {"platform/model-registry", "platform/metrics-gateway"}
     assert {d.name for d in view.datasets} == {"training-data", "checkpoints"}
     assert view.practice.record is None  # the platform's: training probes DR's endpoint
-    assert only(plan, "platform").practice.record == PRACTICE_NAME
+    assert only_applications(plan, "platform").practice.record == PRACTICE_NAME
     assert (view.application, view.lease_name, view.whole) == ("training", "lab/training", plan)
     assert plan_digest(view) == plan_digest(plan)  # the file it came from
-    assert only(plan, None) is plan and plan.lease_name == "lab"
+    assert only_applications(plan, None) is plan and plan.lease_name == "lab"
 
 
 def test_an_unknown_application_names_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(UnknownApplicationError) as raised:
-        only(_plan(tmp_path), "billing")
+        only_applications(_plan(tmp_path), "billing")
     assert str(raised.value) == (
         "plan lab has no application 'billing' (its applications: training, platform)"
     )
@@ -133,7 +133,7 @@ def test_an_unknown_application_names_the_known_ones(tmp_path: Path) -> None:
 
 def test_practices_of_two_applications_claim_nothing_in_common(tmp_path: Path) -> None:
     plan = _plan(tmp_path)
-    training, platform = only(plan, "training"), only(plan, "platform")
+    training, platform = only_applications(plan, "training"), only_applications(plan, "platform")
     # They share what no application lists (the critical tier here): they overlap there...
     shared = set(plan_claims(training, practice=True)) & set(plan_claims(platform, practice=True))
     assert any("serving/Deployment/llm-server" in c.key for c in shared)

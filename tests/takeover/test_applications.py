@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from drills.cli import app
 from drills.plan import DrillPlan
 from drills.plan.claims import plan_claims
-from drills.plan.only import only
+from drills.plan.only import only_applications
 from drills.store.details import RunDetails
 from drills.store.history import HistoryStore
 from drills.takeover import lease
@@ -192,7 +192,7 @@ def test_practices_of_applications_that_share_nothing_hold_their_leases_at_once(
                                      "datasets": ["checkpoints"]})  # fmt: skip
 
     plan: DrillPlan = lab_plan(apps_lab, disjoint)
-    training, platform = only(plan, "training"), only(plan, "platform")
+    training, platform = only_applications(plan, "training"), only_applications(plan, "platform")
 
     def leased(view: DrillPlan, run_id: str, *, practice: bool = True) -> PlanLease:
         claims = plan_claims(view, practice=practice)

@@ -239,7 +239,7 @@ def test_a_drill_whose_rollback_fails_stays_unfinished(
     from drills.errors import DrillError
     from drills.store.report import render_markdown, report_data
     from drills.takeover.lease import UnfinishedRunError
-    from drills.takeover.recover import RecoverStatus, pick_run, recover
+    from drills.takeover.recover import RecoverStatus, pick_run, recover_run
 
     def expect_wrong_body(data: dict[str, Any]) -> None:
         data["smoke"][0]["expect_body"] = "a body the DR site never sends"
@@ -262,7 +262,7 @@ def test_a_drill_whose_rollback_fails_stays_unfinished(
         drill(plan, history)
     assert pick_run(history, None, plan.name).id == result.run_id
     assert stored is not None
-    recovered = recover(history, plan, stored)
+    recovered = recover_run(history, plan, stored)
     assert recovered.status == RecoverStatus.RECOVERED, recovered.error
     assert snapshot(plan) == before
 

@@ -240,7 +240,7 @@ def test_two_plans_over_one_site_started_together_give_one_run_and_one_refusal(
 def test_a_recover_holds_the_targets_its_run_touched(lab: LabInfo, history: HistoryStore) -> None:
     from drills.plan import load_plan
     from drills.plan.claims import plan_claims
-    from drills.takeover.recover import recover
+    from drills.takeover.recover import recover_run
 
     crashed, other = (load_plan(_renamed(lab, n)) for n in ("recover-a", "recover-b"))
     now = dt.datetime.now(dt.UTC)
@@ -249,7 +249,7 @@ def test_a_recover_holds_the_targets_its_run_touched(lab: LabInfo, history: Hist
     history.create_run(run)
     held = PlanLease(history, other.name, "run-b", claims=plan_claims(other))
     with held, pytest.raises(lease.TargetBusyError) as busy:
-        recover(history, crashed, run)
+        recover_run(history, crashed, run)
     assert busy.value.other_plan == "recover-b" and busy.value.run_id == "run-b"
     assert lease.current(history, crashed.name) is None  # its plan lease given back too
 

@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from drills.cli import app
-from drills.evidence.coverage import Period, chain_not_checked, coverage, coverage_markdown
+from drills.evidence.coverage import Period, chain_not_checked, coverage_markdown, coverage_over
 from drills.plan import DrillPlan, Rfc2136Dns
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus
@@ -168,7 +168,7 @@ def test_practice_brings_dr_up_and_back_without_touching_the_primary(
     assert "does not count for the quarterly drill cadence" in report.output
     # Counted on its own; never as a drill.
     assert history.last_successful_drill(plan.name) is None
-    covered = coverage(history, [plan.name], Period.parse("90d"), chain=chain_not_checked)
+    covered = coverage_over(history, [plan.name], Period.parse("90d"), chain=chain_not_checked)
     [row] = covered.plans
     assert (row.practices, row.drilled) == (1, False)
     assert "| practices |" in coverage_markdown(covered)

@@ -28,7 +28,7 @@ from drills.takeover.cancellation import DrillCancelled
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.journal import Journal
 from drills.takeover.lease import UnfinishedRunError, current
-from drills.takeover.recover import RecoverError, RecoverStatus, pick_run, plan_of, recover
+from drills.takeover.recover import RecoverError, RecoverStatus, pick_run, plan_of, recover_run
 from drills.takeover.snapshot import Snapshot
 from drills.takeover.steps.changes import KINDS
 from drills.takeover.steps.executor import ChangeExecutor
@@ -99,13 +99,13 @@ def test_recover_rolls_a_crashed_drill_back_twice_and_after_a_partial_recover(
 
     run = pick_run(history, None, plan.name)
     assert run.id == run_id
-    first = recover(history, plan_of(run), run)
+    first = recover_run(history, plan_of(run), run)
     assert first.status == RecoverStatus.RECOVERED, first.error
     assert first.drift == {} and snapshot(plan) == original
     assert "api.drills.test./A" not in first.undone  # already back: no second write
     assert serving(recover_lab.endpoints["primary"]) and not serving(recover_lab.endpoints["dr"])
 
-    again = recover(history, plan, history.get_run(run_id))  # type: ignore[arg-type]
+    again = recover_run(history, plan, history.get_run(run_id))  # type: ignore[arg-type]
     assert again.status == RecoverStatus.RECOVERED and again.undone == []
     assert snapshot(plan) == original
     done = history.get_run(run_id)
@@ -222,7 +222,7 @@ def test_a_run_without_a_snapshot_is_verified_against_its_journal(
     plan = lab_plan(recover_lab)
     original = snapshot(plan)
     run_id = crash_at(recover_lab, history, "phase:smoke:start")
-    first = recover(history, plan, _forget_snapshot(history, run_id))
+    first = recover_run(history, plan, _forget_snapshot(history, run_id))
     assert first.status == RecoverStatus.RECOVERED, first.error
     assert first.drift == {} and snapshot(plan) == original
     (compare,) = [s for p in first.timeline.to_json() for s in p["steps"] if "compare" in s["name"]]
@@ -233,7 +233,7 @@ def test_a_run_without_a_snapshot_is_verified_against_its_journal(
     with Targets(plan) as targets:
         KINDS["workload.scale"].write(targets, trainer, {"replicas": 3})
         try:
-            again = recover(history, plan, history.get_run(run_id))  # type: ignore[arg-type]
+            again = recover_run(history, plan, history.get_run(run_id))  # type: ignore[arg-type]
         finally:
             KINDS["workload.scale"].write(targets, trainer, original[trainer])
     assert again.status == RecoverStatus.RECOVER_FAILED
@@ -250,7 +250,7 @@ def test_a_mistaken_incident_without_a_snapshot_is_abandoned_at_once(
     original = snapshot(plan)
     where = "workload.scale dr/Deployment/serving/llm-server written"  # before its DNS switch
     run_id = crash_at(recover_lab, history, where, mode=Mode.INCIDENT)
-    report = recover(
+    report = recover_run(
         history, plan, _forget_snapshot(history, run_id), action="fail-back",
         operator="alice", reason="declared by mistake",
     )  # fmt: skip
@@ -327,7 +327,7 @@ def test_an_interrupt_during_the_undo_leaves_the_run_for_recover(
     assert stored is not None and stored.status == RunStatus.ROLLBACK_FAILED
     assert stored.finished_at is None
     assert [r.id for r in history.unfinished_runs(plan.name)] == [drill.run_id]
-    report = recover(history, plan, stored)
+    report = recover_run(history, plan, stored)
     assert report.status == RecoverStatus.RECOVERED, report.error
     assert report.drift == {} and snapshot(plan) == original
 

@@ -20,7 +20,7 @@ import pytest
 from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState, Mode, RunStatus
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest, DrillResult
-from drills.takeover.recover import RecoverError, RecoverStatus, pick_run, plan_of, recover
+from drills.takeover.recover import RecoverError, RecoverStatus, pick_run, plan_of, recover_run
 from drills.takeover.write_ahead import STATE_DIR_ENV, write_ahead_file
 from drills_lab.runtime import LabInfo
 from tests.support.drill import back_to_normal, lab_plan, serving, snapshot
@@ -261,7 +261,7 @@ def test_recover_undoes_from_the_snapshot_what_the_journal_lost(
     lose_the_last_four()
     write_ahead_file(state, drill.run_id).unlink(missing_ok=True)
     run_record = pick_run(pg_history, drill.run_id, None)
-    report = recover(pg_history, plan_of(run_record), run_record, deadline_s=30)
+    report = recover_run(pg_history, plan_of(run_record), run_record, deadline_s=30)
 
     assert report.status == RecoverStatus.RECOVERED, report.error
     # A validation Job the interrupted run deleted on its way out is undone already.

@@ -9,9 +9,8 @@ import getpass
 
 import streamlit as st
 
-from drills.store.kinds import Mode
-from drills.takeover.failback_request import ACTION as FAILBACK_ACTION
-from drills.takeover.incident import ACTION as DECLARE_ACTION
+from drills.store import Mode
+from drills.takeover import DECLARE_ACTION, FAILBACK_ACTION
 from drills.text import for_markdown
 from ui import auth, components, data, guard, launches, proposals
 from ui.auth import Access

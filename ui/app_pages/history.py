@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from drills.store.kinds import Mode, RunStatus, Verdict
+from drills.store import Mode, RunStatus, Verdict
 from drills.text import for_markdown
 from ui import auth, charts, components, data, guard, launches
 from ui.cancel import cancel_control

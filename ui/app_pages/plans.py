@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from drills.evidence.coverage import Coverage, PlanCoverage
-from drills.orchestrator.plan_schedule import deployment_schedules
-from drills.orchestrator.rest import describe_schedule
-from drills.store.kinds import Mode
+from drills.evidence import Coverage, PlanCoverage
+from drills.orchestrator import deployment_schedules, describe_schedule
+from drills.store import Mode
 from drills.text import for_markdown
 from ui import components, data, launches, plan_summary
 from ui.data import PlanEntry

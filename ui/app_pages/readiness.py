@@ -7,9 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from drills.checks.areas.forecast_rto import FORECAST_CHECK
-from drills.checks.base import CheckResult
-from drills.checks.runner import ReadinessReport
+from drills.checks import FORECAST_CHECK, CheckResult, ReadinessReport
 from drills.errors import TargetError
 from ui import auth, components, data, guard, launches
 from ui.auth import Access

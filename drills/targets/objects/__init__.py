@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from drills.targets.faces import lazy_face
+from drills.faces import lazy_face
 
 if TYPE_CHECKING:
     from drills.targets.objects.azure import AzureBlobStore
