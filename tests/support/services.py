@@ -55,6 +55,9 @@ def own_lab(
     # The lab plan's SLO hold and load probe add seconds to every drill: only the tests
     # about them ask for them.
     options.setdefault("slo", False)
+    # Beside the rest of the suite on two cores a lab takes longer to start than the 30 s a
+    # person is given: a slow start is not what these tests are about.
+    options.setdefault("timeout", 90.0)
     state_dir = tmp_path_factory.mktemp(name)
     info, _ = control.up(state_dir, **options)
     try:
