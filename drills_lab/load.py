@@ -114,10 +114,12 @@ class SiteLoad:
             count, total, tokens = self._count, self._sum, self._tokens
         lines = [f"# HELP {REQUESTS} Requests the site answered, by handler and status code.",
                  f"# TYPE {REQUESTS} counter"]  # fmt: skip
+        # The service's series is there before its first request, so that an SLO on the
+        # service reads 0 requests (and 0 errors) rather than nothing, which drills counts as
+        # a failed read: a standby DR has answered health checks only.
+        codes.setdefault((SERVICE_PATH, 200), 0)
         lines += [f'{REQUESTS}{{{s},handler="{h}",code="{c}"}} {n}'
                   for (h, c), n in sorted(codes.items())]  # fmt: skip
-        if not codes:
-            lines.append(f'{REQUESTS}{{{s},handler="{SERVICE_PATH}",code="200"}} 0')
         lines += [f"# HELP {DURATION} Seconds a request took, queueing included.",
                   f"# TYPE {DURATION} histogram"]  # fmt: skip
         pairs = zip(BUCKETS, buckets, strict=True)
