@@ -189,17 +189,31 @@ def test_a_pod_that_fits_no_node_stays_pending_unschedulable(
     assert job.status.active == 1 and not job.status.conditions
 
 
+def _until(what: str, found: Callable[[], Any], timeout: float = 15) -> Any:
+    end = time.monotonic() + timeout
+    while not (value := found()):
+        assert time.monotonic() < end, f"not within {timeout}s: {what}"
+        time.sleep(0.05)
+    return value
+
+
 def test_gpus_held_by_running_pods_are_not_free(api: Any, namespace: str) -> None:
     batch = client.BatchV1Api(api)
-    for i in range(2):  # 7 of 8 GPUs on each GPU node, held for a while
-        batch.create_namespaced_job(namespace, job_body(f"hold-{i}", gpus=7, seconds=3))
-    time.sleep(0.5)
+    for i in range(2):  # 7 of 8 GPUs on each GPU node, held until they are deleted
+        batch.create_namespaced_job(namespace, job_body(f"hold-{i}", gpus=7, seconds=300))
+    for i in range(2):
+        _until(f"hold-{i} runs", lambda i=i: [
+            p for p in pods_of(api, namespace, f"hold-{i}") if p.status.phase == "Running"
+        ])  # fmt: skip
     batch.create_namespaced_job(namespace, job_body("two", gpus=2))
-    time.sleep(0.5)
-    [pod] = pods_of(api, namespace, "two")
+    [pod] = _until("two has a pod the scheduler has judged", lambda: [
+        p for p in pods_of(api, namespace, "two") if p.status.conditions
+    ])  # fmt: skip
     assert pod.status.phase == "Pending", "2 GPUs fit nowhere while 7 of 8 are held on each"
     assert pod.status.conditions[0].message.endswith(": 3 Insufficient nvidia.com/gpu.")
-    job = wait_job(api, namespace, "two", timeout=15)  # the holders end: it fits then
+    for i in range(2):  # the holders end: it fits then
+        batch.delete_namespaced_job(f"hold-{i}", namespace, propagation_policy="Background")
+    job = wait_job(api, namespace, "two", timeout=30)
     assert job.status.succeeded == 1
 
 
