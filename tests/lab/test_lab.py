@@ -24,7 +24,7 @@ from drills.processes import descendants, pid_alive
 from drills_lab import control, topology
 from drills_lab.images import OCI_INDEX, OCI_MANIFEST
 from drills_lab.runtime import LabInfo
-from tests.support.services import require_system_binary
+from tests.support.services import LAB_START_S, require_system_binary
 
 ACCEPT = f"{OCI_MANIFEST}, {OCI_INDEX}, application/vnd.docker.distribution.manifest.v2+json"
 
@@ -257,7 +257,7 @@ def test_nodes_carry_gpu_capacity_and_driver_labels(lab: LabInfo, site: str) -> 
 
 def test_the_lab_trainer_writes_checkpoints_until_it_is_fenced(tmp_path: Path) -> None:
     state = tmp_path / "lab"
-    info, _ = control.up(state, ready_delay=0.1, checkpoint_every=0.3)
+    info, _ = control.up(state, ready_delay=0.1, checkpoint_every=0.3, timeout=LAB_START_S)
     try:
         primary_s3, dr_s3 = _s3(info, topology.PRIMARY_REGION), _s3(info, topology.DR_REGION)
 

@@ -17,12 +17,12 @@ from drills.plan import load_plan
 from drills_lab import control
 from drills_lab.runtime import NAMED_DIR, REGISTRY_DIRS, TSIG_FILE, clear_service_storage
 from tests.support.checks import DRIFT_FAILURES
-from tests.support.services import require_system_binary
+from tests.support.services import LAB_START_S, require_system_binary
 
 
 def failing_after_up(state: Path, *, drift: bool) -> set[str]:
     """Start a lab in ``state``, run every check (without a history: cadence only warns)."""
-    control.up(state, drift=drift, ready_delay=0.1)
+    control.up(state, drift=drift, ready_delay=0.1, timeout=LAB_START_S)
     try:
         report = run_readiness(load_plan(state / "plan.yaml"))
     finally:
