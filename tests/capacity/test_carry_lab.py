@@ -241,7 +241,11 @@ def test_a_drill_past_the_accepted_carry_failure_serves_what_it_can_is_not_met_a
     assert refused.status == RunStatus.ABORTED and "capacity.carry" in (refused.error or "")
 
     before = snapshot(plan)
-    request = DrillRequest(plan, operator="tests", reason="how far does a short DR get",
+    # Without the lab's validation job: the drift leaves DR no GPU beyond its tiers' own,
+    # so the job and the normal tier's trainer race for one, and the loser waits out its
+    # 5 min deadline. What DR carries is this test's question, not the job.
+    carried_only = plan.model_copy(update={"validation_jobs": []})
+    request = DrillRequest(carried_only, operator="tests", reason="how far does a short DR get",
                            accept_blocking=("capacity.carry",), tier_deadline_s=60)  # fmt: skip
     result = Drill(request, history).run()
     assert (result.status, result.verdict) == (RunStatus.ROLLED_BACK, Verdict.NOT_MET), result.error
