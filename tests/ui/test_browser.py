@@ -51,6 +51,13 @@ class Shots:
         self.taken: list[Path] = []
 
     def take(self, name: str) -> None:
+        # Between two runs of the page's script: while one runs, Streamlit greys what it has
+        # not redrawn yet and shows "Stop", and the picture would say the page is stale.
+        self.page.wait_for_function(  # type: ignore[attr-defined]
+            "!document.querySelector('[data-stale=\"true\"]')"
+            " && !document.querySelector('[data-testid^=\"stStatusWidgetRunning\"]')",
+            timeout=15_000, polling=100,
+        )  # fmt: skip
         path = self.out / f"{name}.png"
         self.page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
         assert path.stat().st_size > 10_000
