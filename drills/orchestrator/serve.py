@@ -51,6 +51,9 @@ WORKER_NAME = "drills-local-worker"
 INFO_FILE = "serve.json"
 # How often the worker asks for runs: Prefect's 10 s default is for fleets, not a laptop.
 WORKER_QUERY_SECONDS = "2"
+# Runs due no sooner than now: a declared incident is the warm runner's for its head start
+# (WARM_HEAD_START_S), which Prefect's 10 s prefetch would give the worker instead.
+WORKER_PREFETCH_SECONDS = "0"
 # The incident deployment has a warm runner of its own (warm_runner.py): a standby process
 # with everything imported, and a query every WARM_POLL_SECONDS.
 WARM_POLL_SECONDS = "0.2"
@@ -182,6 +185,7 @@ def worker_env(info: ServeInfo) -> dict[str, str]:
     env = prefect_env(info)
     env.update(DRILLS_PROJECT_DIR=info.project_dir, DRILLS_DB_URL=history_url(info))
     env.setdefault("PREFECT_WORKER_QUERY_SECONDS", WORKER_QUERY_SECONDS)
+    env.setdefault("PREFECT_WORKER_PREFETCH_SECONDS", WORKER_PREFETCH_SECONDS)
     return env
 
 

@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
+from drills.launch.takeovers import PrefectLauncher
 from drills.orchestrator import warm_runner as warm
+from drills.orchestrator.names import WARM_HEAD_START_S
 from drills.orchestrator.rest import PrefectRest
+from drills.orchestrator.serve import ServeInfo, worker_env
 
 STALE_RUNS = 12  # more than a page of the runner's query
 
@@ -98,3 +101,23 @@ def test_a_claim_refused_is_left_to_the_worker_and_says_why(
         assert not runner._claim(seen)  # the worker was first
     assert f"flow run {seen.name} ({declared}) left to the worker: Prefect refused" in caplog.text
     assert api.flow_run(declared).message == "claimed by a worker"
+
+
+def test_a_declaration_is_the_warm_runners_for_its_head_start(
+    api: PrefectRest, deployment_id: str
+) -> None:
+    """What the worker asks for (due by now: `drills serve` gives it no prefetch) leaves a
+    declaration out for its head start, and the warm runner's query takes it at once."""
+    name = api._call("GET", f"deployments/{deployment_id}")["name"]
+    launcher = PrefectLauncher(api, f"drills-warm-claims/{name}")
+    assert launcher.start_in == WARM_HEAD_START_S > 2 * warm.POLL_S
+    assert PrefectLauncher(api, deployment_id, tags=("failback",)).start_in == 0.0
+    declared = launcher.start({}, idempotency_key=uuid.uuid4().hex)
+    assert declared in {r.id for r in warm.WarmRunner(api, warm.DEPLOYMENT)._due(deployment_id)}
+    assert declared not in {r.id for r in api.due_flow_runs(deployment_id)}
+    assert api.flow_run(declared).state_type == "SCHEDULED"
+    info = ServeInfo(
+        state_dir="s", project_dir="p", api_url="http://127.0.0.1:1/api", ui_url="u",
+        db_url="sqlite:///h.db", server_pid=1, worker_pid=None, started_at="t",
+    )  # fmt: skip
+    assert worker_env(info)["PREFECT_WORKER_PREFETCH_SECONDS"] == "0"
