@@ -62,7 +62,7 @@ typecheck: venv
 	$(BIN)/mypy
 
 test: sysdeps venv lint typecheck
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial"
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial"
 	$(BIN)/pytest -m serial
 
 # The drill runs as a real flow run of the quarterly-drill deployment, executed by the

@@ -45,6 +45,7 @@ from drills_lab.named import NamedServer
 from drills_lab.registry import RegistryPair, RegistryServer
 from drills_lab.runtime import LabInfo
 from tests.support.azurite import ACCOUNT_KEY, KEY_ENV, AzuriteServer
+from tests.support.ordering import longest_first
 from tests.support.postgres import PostgresServer, unstarted_server
 from tests.support.services import (
     API_RECORD,
@@ -291,6 +292,10 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=90):
         yield
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items[:] = longest_first(items)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
