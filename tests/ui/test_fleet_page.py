@@ -72,6 +72,13 @@ def test_fleet_rows_problems_first_filter_and_links(ui_env: UiEnv) -> None:
     links = {(link.proto.label, link.proto.page) for link in at.get("page_link")}
     assert any(label == "Readiness of blocked" for label, _ in links)
     assert any("history" in page for _, page in links)
+    # Filters that match no plan say so; the page does not fail on an empty table.
+    at.selectbox(key="fleet.serving").select("dr").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "No plan matches these filters." in [i.value for i in at.info]
+    assert not at.dataframe and not at.get("page_link")
+    at.selectbox(key="fleet.serving").select("primary").run()
+    assert list(at.dataframe[0].value["plan"]) == ["blocked", "never"]
     # The same plans over one cluster, each drilled Monday 03:00: their windows overlap.
     assert "overlap on a shared cluster" in shown(at)
     assert at.get("vega_lite_chart")

@@ -158,16 +158,7 @@ def _applications(rows: list[ApplicationRow]) -> None:
     st.dataframe(frame, hide_index=True, width="stretch", key=f"{KEY}.applications")
 
 
-def main() -> None:
-    settings = load_settings()
-    st.title("Fleet")
-    fleet = data.fleet(settings)
-    if not fleet.rows:
-        st.info("No plan is configured: set `DRILLS_PLANS` to plan files or globs.")
-        return
-    troubled = sum(1 for r in fleet.rows if r.problems)
-    st.caption(f"{len(fleet.rows)} plan(s), {troubled} with problems — problems first.")
-    rows = _filtered(fleet.rows)
+def _table(rows: list[FleetRow]) -> None:
     # The plan and its problems stay in view however far the table is scrolled sideways.
     st.dataframe(
         fleet_style(_frame(rows)),
@@ -181,13 +172,29 @@ def main() -> None:
             "history link": st.column_config.LinkColumn("", display_text="history"),
         },
     )
-    if rows:
-        chosen = st.selectbox("Open a plan", [r.plan for r in rows], key=f"{KEY}.open")
-        left, right = st.columns(2)
-        left.page_link("app_pages/readiness.py", label=f"Readiness of {chosen}",
-                       query_params={"plan": chosen}, icon=":material/fact_check:")  # fmt: skip
-        right.page_link("app_pages/history.py", label=f"History of {chosen}",
-                        query_params={"plan": chosen}, icon=":material/monitoring:")  # fmt: skip
+    chosen = st.selectbox("Open a plan", [r.plan for r in rows], key=f"{KEY}.open")
+    left, right = st.columns(2)
+    left.page_link("app_pages/readiness.py", label=f"Readiness of {chosen}",
+                   query_params={"plan": chosen}, icon=":material/fact_check:")  # fmt: skip
+    right.page_link("app_pages/history.py", label=f"History of {chosen}",
+                    query_params={"plan": chosen}, icon=":material/monitoring:")  # fmt: skip
+
+
+def main() -> None:
+    settings = load_settings()
+    st.title("Fleet")
+    fleet = data.fleet(settings)
+    if not fleet.rows:
+        st.info("No plan is configured: set `DRILLS_PLANS` to plan files or globs.")
+        return
+    troubled = sum(1 for r in fleet.rows if r.problems)
+    st.caption(f"{len(fleet.rows)} plan(s), {troubled} with problems — problems first.")
+    rows = _filtered(fleet.rows)
+    if not rows:
+        # An empty table would read as a fleet without plans: say it is the filters.
+        st.info("No plan matches these filters.")
+    else:
+        _table(rows)
     _applications(fleet.applications)
     _calendar(fleet.windows, fleet.blocked)
 
