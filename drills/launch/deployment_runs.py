@@ -26,15 +26,12 @@ def start(
     *,
     idempotency_key: str | None = None,
     tags: Iterable[str] = (),
-    start_in: float = 0.0,
 ) -> FlowRunState:
-    """Create a run of the deployment (or of the one of that name), due ``start_in`` seconds
-    from now, and return it at once, without waiting for it."""
+    """Create a run of the deployment (or of the one of that name) and return it at once,
+    without waiting for it."""
     if isinstance(deployment, str):
         deployment = api.deployment(deployment)
-    run = api.create_flow_run(
-        deployment.id, parameters, idempotency_key=idempotency_key, tags=tags, start_in=start_in
-    )
+    run = api.create_flow_run(deployment.id, parameters, idempotency_key=idempotency_key, tags=tags)
     log.info("started %s: flow run %s (%s)", deployment.full_name, run.name, run.id)
     return run
 

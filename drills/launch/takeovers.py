@@ -17,7 +17,6 @@ from typing import Any
 from drills.errors import TargetError
 from drills.launch.deployment_runs import start
 from drills.orchestrator.flow_runs import runs_of_plan
-from drills.orchestrator.names import WARM_HEAD_START_S
 from drills.orchestrator.rest import NOT_FINAL_STATES, PrefectRest
 from drills.store.history import HistoryStore
 from drills.takeover import proposals
@@ -39,10 +38,7 @@ class Consent:
 
 class PrefectLauncher:
     """The launcher of incidents (drills.takeover.incident) and failbacks
-    (drills.takeover.failback_request) over a deployment of the drill flow.
-
-    An incident is due WARM_HEAD_START_S from now: the head start the warm runner has
-    over the worker (drills.orchestrator.names)."""
+    (drills.takeover.failback_request) over a deployment of the drill flow."""
 
     def __init__(
         self, api: PrefectRest, deployment: str, *, tags: tuple[str, ...] = ("incident",)
@@ -50,7 +46,6 @@ class PrefectLauncher:
         self.api = api
         self.deployment = deployment
         self.tags = tags
-        self.start_in = WARM_HEAD_START_S if "incident" in tags else 0.0
 
     def active_runs(self, plan_path: str, plan_name: str) -> list[ActiveRun]:
         deployment = self.api.deployment(self.deployment)
@@ -66,7 +61,7 @@ class PrefectLauncher:
     def start(self, parameters: dict[str, Any], *, idempotency_key: str) -> str:
         run = start(
             self.api, self.deployment, parameters, idempotency_key=idempotency_key,
-            tags=self.tags, start_in=self.start_in,
+            tags=self.tags,
         )  # fmt: skip
         return run.id
 

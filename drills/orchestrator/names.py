@@ -14,12 +14,12 @@ WARM_STANDBY_MODULE = "flows.warm_standby"
 STANDBY_READY_LINE = "ready"
 # The warm runner itself, started by `drills serve` as `python -m`.
 WARM_RUNNER_MODULE = "drills.orchestrator.warm_runner"
-# A declared incident is scheduled this far ahead, and the warm runner takes runs due
-# within it: the worker (which `drills serve` runs without prefetch) cannot see the run
-# before the warm runner has had several polls to claim it. Were both to look at once,
-# the worker would win one declaration in a few and start it cold. With no warm runner,
-# the worker still starts it, this much later.
-WARM_HEAD_START_S = 1.5
+# The worker beside it takes a run only this long after it is due (a negative Prefect
+# prefetch): the warm runner, which polls every 0.2 s, has that long to claim a declared
+# incident alone. Were both to look at once, the worker would win one declaration in a
+# few and start it cold. With no warm runner, the worker still starts it, this much later.
+# Whole seconds: Prefect's worker truncates its prefetch to an int.
+WARM_HEAD_START_S = 2
 
 __all__ = [
     "INCIDENT_DEPLOYMENT",

@@ -265,14 +265,12 @@ class PrefectRest:
         *,
         idempotency_key: str | None = None,
         tags: Iterable[str] = (),
-        start_in: float = 0.0,
     ) -> FlowRunState:
-        """A scheduled run of the deployment, due now or ``start_in`` seconds from now; a
-        worker of its pool picks it up."""
-        due = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=start_in)
+        """A scheduled run of the deployment, due now; a worker of its pool picks it up."""
+        now = dt.datetime.now(dt.UTC).isoformat()
         body = {
             "parameters": parameters,
-            "state": {"type": "SCHEDULED", "state_details": {"scheduled_time": due.isoformat()}},
+            "state": {"type": "SCHEDULED", "state_details": {"scheduled_time": now}},
             "tags": list(tags),
             # A retried POST returns the same run; so does a second click with the same key.
             "idempotency_key": idempotency_key or uuid.uuid4().hex,
@@ -291,13 +289,11 @@ class PrefectRest:
         }
         return [_flow_run(run) for run in self._call("POST", "flow_runs/filter", body)]
 
-    def due_flow_runs(
-        self, deployment_id: str, *, within: float = 0.0, limit: int = 10
-    ) -> list[FlowRunState]:
-        """Scheduled runs of a deployment due now (or within ``within`` seconds), the latest
-        due first: a run declared a moment ago comes before any number left over from long
-        ago (which a soonest-first page of ``limit`` would be full of)."""
-        now = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=within)).isoformat()
+    def due_flow_runs(self, deployment_id: str, *, limit: int = 10) -> list[FlowRunState]:
+        """Scheduled runs of a deployment that are due now, the latest due first: a run
+        declared a moment ago comes before any number left over from long ago (which a
+        soonest-first page of ``limit`` would be full of)."""
+        now = dt.datetime.now(dt.UTC).isoformat()
         body = {
             "deployments": {"id": {"any_": [deployment_id]}},
             "flow_runs": {

@@ -25,7 +25,12 @@ from pathlib import Path
 
 from drills import apps
 from drills.errors import LabError
-from drills.orchestrator.names import INCIDENT_DEPLOYMENT, WARM_READY, WARM_RUNNER_MODULE
+from drills.orchestrator.names import (
+    INCIDENT_DEPLOYMENT,
+    WARM_HEAD_START_S,
+    WARM_READY,
+    WARM_RUNNER_MODULE,
+)
 from drills.orchestrator.plan_schedule import apply_plan_schedule
 from drills.orchestrator.process_tree import (
     KILL_WAIT_S,
@@ -51,9 +56,10 @@ WORKER_NAME = "drills-local-worker"
 INFO_FILE = "serve.json"
 # How often the worker asks for runs: Prefect's 10 s default is for fleets, not a laptop.
 WORKER_QUERY_SECONDS = "2"
-# Runs due no sooner than now: a declared incident is the warm runner's for its head start
-# (WARM_HEAD_START_S), which Prefect's 10 s prefetch would give the worker instead.
-WORKER_PREFETCH_SECONDS = "0"
+# Runs due WARM_HEAD_START_S ago, not Prefect's 10 s ahead: a declared incident is the
+# warm runner's first. A run due in the future would not do: Prefect holds its start
+# until it is due, and the warm runner's run would wait as long.
+WORKER_PREFETCH_SECONDS = str(-WARM_HEAD_START_S)
 # The incident deployment has a warm runner of its own (warm_runner.py): a standby process
 # with everything imported, and a query every WARM_POLL_SECONDS.
 WARM_POLL_SECONDS = "0.2"

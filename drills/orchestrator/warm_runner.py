@@ -42,7 +42,6 @@ from drills.errors import PermanentError, TargetError
 from drills.orchestrator.names import (
     INCIDENT_DEPLOYMENT,
     STANDBY_READY_LINE,
-    WARM_HEAD_START_S,
     WARM_READY,
     WARM_RUNNER_MODULE,
     WARM_STANDBY_MODULE,
@@ -198,7 +197,7 @@ class WarmRunner:
 
     def _due(self, deployment_id: str) -> list[FlowRunState]:
         try:
-            return self.api.due_flow_runs(deployment_id, within=WARM_HEAD_START_S)
+            return self.api.due_flow_runs(deployment_id)
         except TargetError as exc:
             log.warning(
                 "cannot list the runs of %s (%s); the worker starts any due meanwhile",

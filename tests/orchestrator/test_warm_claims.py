@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from drills.launch.takeovers import PrefectLauncher
+from drills.launch.deployment_runs import start
 from drills.orchestrator import warm_runner as warm
 from drills.orchestrator.names import WARM_HEAD_START_S
 from drills.orchestrator.rest import PrefectRest
@@ -103,21 +103,33 @@ def test_a_claim_refused_is_left_to_the_worker_and_says_why(
     assert api.flow_run(declared).message == "claimed by a worker"
 
 
-def test_a_declaration_is_the_warm_runners_for_its_head_start(
-    api: PrefectRest, deployment_id: str
-) -> None:
-    """What the worker asks for (due by now: `drills serve` gives it no prefetch) leaves a
-    declaration out for its head start, and the warm runner's query takes it at once."""
-    name = api._call("GET", f"deployments/{deployment_id}")["name"]
-    launcher = PrefectLauncher(api, f"drills-warm-claims/{name}")
-    assert launcher.start_in == WARM_HEAD_START_S > 2 * warm.POLL_S
-    assert PrefectLauncher(api, deployment_id, tags=("failback",)).start_in == 0.0
-    declared = launcher.start({}, idempotency_key=uuid.uuid4().hex)
-    assert declared in {r.id for r in warm.WarmRunner(api, warm.DEPLOYMENT)._due(deployment_id)}
-    assert declared not in {r.id for r in api.due_flow_runs(deployment_id)}
+def test_a_declaration_is_the_warm_runners_before_the_worker_sees_it(api: PrefectRest) -> None:
+    """The worker `drills serve` starts asks its pool for runs due WARM_HEAD_START_S ago, as
+    Prefect's worker asks (``scheduled_before`` = now + its prefetch, truncated): a run
+    declared just now is not in that answer, and is in the warm runner's. With Prefect's
+    default prefetch (10 s ahead) the worker would see it at once: the race this closes."""
+    pool = f"drills-warm-claims-{uuid.uuid4().hex[:8]}"
+    api._call("POST", "work_pools/", {"name": pool, "type": "process"})
+    flow = api._call("POST", "flows/", {"name": "drills-warm-claims"})
+    name = f"declare-incident-{uuid.uuid4().hex[:8]}"
+    body = {"name": name, "flow_id": flow["id"], "work_pool_name": pool}
+    deployment_id = str(api._call("POST", "deployments/", body)["id"])
+    declared = start(api, f"drills-warm-claims/{name}", {}).id
+    # Due at once: Prefect holds a run due later until then, the warm runner's too.
     assert api.flow_run(declared).state_type == "SCHEDULED"
+
+    def worker_sees(prefetch: str) -> set[str]:
+        before = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=int(float(prefetch)))
+        query = {"scheduled_before": before.isoformat()}
+        found = api._call("POST", f"work_pools/{pool}/get_scheduled_flow_runs", query)
+        return {str(run["flow_run"]["id"]) for run in found}
+
     info = ServeInfo(
         state_dir="s", project_dir="p", api_url="http://127.0.0.1:1/api", ui_url="u",
         db_url="sqlite:///h.db", server_pid=1, worker_pid=None, started_at="t",
     )  # fmt: skip
-    assert worker_env(info)["PREFECT_WORKER_PREFETCH_SECONDS"] == "0"
+    prefetch = worker_env(info)["PREFECT_WORKER_PREFETCH_SECONDS"]
+    assert float(prefetch) == -WARM_HEAD_START_S
+    assert declared not in worker_sees(prefetch)
+    assert declared in {r.id for r in warm.WarmRunner(api, warm.DEPLOYMENT)._due(deployment_id)}
+    assert declared in worker_sees("10")  # Prefect's default
