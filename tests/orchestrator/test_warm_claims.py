@@ -115,7 +115,8 @@ def test_a_declaration_is_the_warm_runners_before_the_worker_sees_it(api: Prefec
     body = {"name": name, "flow_id": flow["id"], "work_pool_name": pool}
     deployment_id = str(api._call("POST", "deployments/", body)["id"])
     declared = start(api, f"drills-warm-claims/{name}", {}).id
-    # Due at once: Prefect holds a run due later until then, the warm runner's too.
+    # Due at once (the warm runner's query, due by now, finds it below): a run due later
+    # would be held by Prefect until then, the warm runner's start too.
     assert api.flow_run(declared).state_type == "SCHEDULED"
 
     def worker_sees(prefetch: str) -> set[str]:
@@ -131,5 +132,6 @@ def test_a_declaration_is_the_warm_runners_before_the_worker_sees_it(api: Prefec
     prefetch = worker_env(info)["PREFECT_WORKER_PREFETCH_SECONDS"]
     assert float(prefetch) == -WARM_HEAD_START_S
     assert declared not in worker_sees(prefetch)
+    assert declared in {r.id for r in api.due_flow_runs(deployment_id)}  # due now
     assert declared in {r.id for r in warm.WarmRunner(api, warm.DEPLOYMENT)._due(deployment_id)}
     assert declared in worker_sees("10")  # Prefect's default
