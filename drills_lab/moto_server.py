@@ -20,6 +20,7 @@ from moto.moto_server.werkzeug_app import (
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from drills.errors import LabError
+from drills_lab.loopback import loopback_client
 from drills_lab.procs import free_port
 
 log = logging.getLogger("drills_lab.moto")
@@ -83,7 +84,7 @@ class MotoServer:
         if self._server is None:
             raise LabError("moto server is not running")
         try:
-            response = httpx.post(f"{self.url}/moto-api/reset", timeout=10, trust_env=False)
+            response = loopback_client().post(f"{self.url}/moto-api/reset", timeout=10)
         except httpx.TransportError as exc:
             raise LabError(f"moto reset at {self.url} failed: {exc}") from exc
         if response.status_code != 200:

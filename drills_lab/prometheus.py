@@ -18,6 +18,7 @@ import httpx
 import yaml
 
 from drills.errors import LabError
+from drills_lab.loopback import loopback_client
 from drills_lab.procs import ManagedProcess, free_port, require_binary
 
 log = logging.getLogger("drills_lab.prometheus")
@@ -103,7 +104,7 @@ class PrometheusServer:
 
     def _ready(self) -> bool:
         try:
-            return httpx.get(f"{self.url}/-/ready", timeout=0.5).status_code == 200
+            return loopback_client().get(f"{self.url}/-/ready", timeout=0.5).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -113,7 +114,9 @@ class PrometheusServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
-                answer = httpx.get(f"{self.url}/api/v1/query", params={"query": query}, timeout=2)
+                answer = loopback_client().get(
+                    f"{self.url}/api/v1/query", params={"query": query}, timeout=2
+                )
                 if answer.json().get("data", {}).get("result"):
                     return
             except (httpx.HTTPError, ValueError):

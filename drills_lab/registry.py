@@ -18,6 +18,7 @@ import httpx
 import yaml
 
 from drills.errors import LabError
+from drills_lab.loopback import loopback_client
 from drills_lab.procs import ManagedProcess, free_port, require_binary
 
 log = logging.getLogger("drills_lab.registry")
@@ -123,7 +124,7 @@ class RegistryServer:
 
     def _answers(self) -> bool:
         try:
-            response = httpx.get(f"{self.url}/v2/", timeout=0.5, trust_env=False)
+            response = loopback_client().get(f"{self.url}/v2/", timeout=0.5)
         except httpx.TransportError:
             return False
         expected = 401 if self.htpasswd else 200

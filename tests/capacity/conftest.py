@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from drills_lab import topology
+from drills_lab.loopback import loopback_client
 from drills_lab.runtime import LabInfo
 from tests.support.services import own_lab, require_system_binary
 
@@ -26,8 +26,8 @@ def wait_for_samples(info: LabInfo, hosts: int) -> None:
     query = 'count(count by (Hostname) (DCGM_FI_DEV_GPU_UTIL{site="dr"}))'
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        answer = httpx.get(f"{info.prometheus}/api/v1/query", params={"query": query}).json()
-        result = answer["data"]["result"]
+        answer = loopback_client().get(f"{info.prometheus}/api/v1/query", params={"query": query})
+        result = answer.json()["data"]["result"]
         if result and int(result[0]["value"][1]) == hosts:
             return
         time.sleep(0.5)

@@ -27,7 +27,8 @@ from tests.support.rbac import Rule, allowed, describe, load_rules
 from tests.support.services import own_lab
 from tests.support.ui import ROOT
 
-# Which API verbs a scenario uses (a watch, or a read that finds it ready) depends on timing: alone.
+# Which API verbs a scenario uses (a watch, or a read that finds it ready) depends on
+# timing: serial.
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 TARGETS = ROOT / "deploy" / "kubernetes" / "targets"

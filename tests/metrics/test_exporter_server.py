@@ -16,7 +16,7 @@ import pytest
 from drills.store.history import HistoryStore
 from drills_lab.procs import ManagedProcess, free_port
 
-# A burst of connections against the listen queue, timed: alone.
+# A burst of connections against the listen queue, timed: serial.
 pytestmark = pytest.mark.serial
 
 BURST = 200

@@ -68,7 +68,7 @@ def wait_recovered(history: HistoryStore, run_id: str, timeout: float) -> float:
 
 
 @pytest.mark.slow
-# Alone, after the parallel suite: its bound is the product's documented one, and a
+# Serial, after the parallel suite: its bound is the product's documented one, and a
 # recover-orphans flow run that starts behind three other workers' labs can miss it.
 @pytest.mark.serial
 @pytest.mark.timeout(600)

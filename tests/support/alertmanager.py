@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from drills_lab.loopback import loopback_client
 from drills_lab.procs import free_port
 from tests.support.services import require_system_binary
 
@@ -48,7 +49,7 @@ class RunningAlertmanager:
     def _wait_listed(self, labels: dict[str, str]) -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            alerts = httpx.get(f"{self.url}/api/v2/alerts", timeout=5).json()
+            alerts = loopback_client().get(f"{self.url}/api/v2/alerts", timeout=5).json()
             if any(labels.items() <= a["labels"].items() for a in alerts):
                 return
             time.sleep(0.1)
@@ -87,7 +88,7 @@ def alertmanager(state_dir: Path, config_text: str = CONFIG) -> Iterator[Running
         deadline = time.monotonic() + 30
         while True:
             try:
-                if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
+                if loopback_client().get(f"{url}/-/ready", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from drills_lab.loopback import loopback_client
 from drills_lab.procs import free_port
 from tests.support.ui import FLOW_NAME, ROOT
 
@@ -115,7 +116,7 @@ def dashboard(
         deadline = time.monotonic() + 60
         while True:
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base}/_stcore/health", timeout=1).text == "ok":
+                if loopback_client().get(f"{base}/_stcore/health", timeout=1).text == "ok":
                     break
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the dashboard did not start:\n{_log_tail(log)}")

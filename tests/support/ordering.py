@@ -1,4 +1,4 @@
-"""The order `make test` hands files to its parallel workers: the longest first.
+"""The order `make test` hands files to its workers: the longest first.
 
 pytest-xdist gives each worker whole files (``--dist loadfile``) in collection order, with
 ``--no-loadscope-reorder`` (its default puts the files with the most tests first: the fuzz
@@ -6,8 +6,11 @@ and table files, which take seconds, ahead of the crash matrix, which takes minu
 then ran last, alone, while the other workers sat idle). The longest files go first, the
 short ones fill the end.
 
-The seconds are those of a parallel run on two cores (``--durations=0``, summed by file).
-A file missing here or out of date costs minutes of wall time, never a result.
+The tests marked ``serial`` run after, a few files at a time, ordered by SERIAL_FILES: each
+of the long ones on a worker of its own, so that the phase lasts as long as the longest.
+
+The seconds are those of a run on two cores (``--durations=0``, summed by file). A file
+missing here or out of date costs minutes of wall time, never a result.
 """
 
 from __future__ import annotations
@@ -42,12 +45,21 @@ LONGEST_FILES: dict[str, int] = {
     "tests/lab/test_lab.py": 53,
 }
 
+# The serial tests of these files (a file's other tests run in the parallel phase).
+SERIAL_FILES: dict[str, int] = {
+    "tests/orchestrator/test_orchestrator_loss.py": 92,
+    "tests/takeover/test_transient_faults.py": 75,
+    "tests/deploy/test_target_rbac.py": 66,
+}
+
 
 def longest_first(items: Sequence[pytest.Item]) -> list[pytest.Item]:
     """``items`` with the files of LONGEST_FILES first, longest first; the rest after, in
-    the order collected. Within a file the order is kept (a stable sort)."""
+    the order collected. Within a file the order is kept (a stable sort). A serial test is
+    weighed by SERIAL_FILES, since its phase runs only the serial tests."""
 
     def seconds(item: pytest.Item) -> int:
-        return LONGEST_FILES.get(item.nodeid.split("::", 1)[0], 0)
+        table = SERIAL_FILES if item.get_closest_marker("serial") else LONGEST_FILES
+        return table.get(item.nodeid.split("::", 1)[0], 0)
 
     return sorted(items, key=lambda item: -seconds(item))

@@ -10,8 +10,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
-
+from drills_lab.loopback import loopback_client
 from drills_lab.prometheus import PrometheusServer, ScrapeJob
 from tests.support.services import require_system_binary
 
@@ -56,7 +55,7 @@ def wait_for_value(url: str, value: float, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     seen = None
     while time.monotonic() < deadline:
-        answer = httpx.get(f"{url}/api/v1/query", params={"query": METRIC}).json()
+        answer = loopback_client().get(f"{url}/api/v1/query", params={"query": METRIC}).json()
         result = answer["data"]["result"]
         seen = float(result[0]["value"][1]) if result else None
         if seen == value:

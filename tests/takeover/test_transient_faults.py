@@ -46,7 +46,7 @@ from tests.support.faultproxy import FaultProxy
 from tests.support.receivers import json_receiver
 from tests.support.services import own_lab
 
-# Faults held for seconds against deadlines of seconds: alone, so that the machine's load is
+# Faults held for seconds against deadlines of seconds: serial, so that the machine's load is
 # not a fault too.
 pytestmark = pytest.mark.serial
 
