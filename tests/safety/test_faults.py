@@ -19,9 +19,7 @@ import boto3
 import pytest
 
 from drills.errors import PermanentError, TargetError, TemporaryError
-from drills.plan import Rfc2136Dns
 from drills.targets.aws import AwsEndpoint
-from drills.targets.dns import Rfc2136Target
 from drills.targets.kube import KubeTarget
 from drills.targets.objects import ObjectStore
 from drills.targets.registry import OciDistribution
@@ -33,6 +31,7 @@ from drills_lab.registry import RegistryPair
 from drills_lab.topology import LabWorkload
 from tests.support.faultproxy import FaultProxy, UdpFaultProxy
 from tests.support.kube_sites import plan_for
+from tests.support.services import bind_target
 
 TOKEN = "fault-token-" + secrets.token_hex(8)
 TIMEOUT = 0.5  # every adapter's read timeout here
@@ -326,24 +325,9 @@ def test_s3_faults(moto_server: MotoServer, bucket: str) -> None:
 
 
 # -- DNS (BIND) --------------------------------------------------------------------------
-def rfc2136(servers: list[str], named: NamedServer, secret: str, timeout_s: float) -> Rfc2136Target:
-    config = Rfc2136Dns.model_validate(
-        {
-            "provider": "rfc2136",
-            "servers": servers,
-            "zone": named.zone,
-            "tsig": {"name": named.tsig_name, "algorithm": "hmac-sha256", "secret": "env:UNUSED"},
-            "record": {"name": f"api.{named.zone}", "type": "A"},
-            "primary_value": "127.0.0.2",
-            "dr_value": "127.0.0.3",
-        }
-    )
-    return Rfc2136Target(config, secret, timeout_s=timeout_s)
-
-
 def test_dns_lost_datagram_is_asked_again(named_server: NamedServer) -> None:
     with UdpFaultProxy(f"{named_server.host}:{named_server.port}") as proxy:
-        dns = rfc2136([proxy.address], named_server, named_server.tsig_secret, 0.9)
+        dns = bind_target(named_server, [proxy.address], timeout_s=0.9)
         proxy.set("drop", 1)
         [answer] = dns.read(f"api.{named_server.zone}", "A")
         assert answer.values == ("127.0.0.2",)
@@ -353,14 +337,13 @@ def test_dns_lost_datagram_is_asked_again(named_server: NamedServer) -> None:
 def test_dns_bad_tsig_fails_at_once(named_server: NamedServer) -> None:
     wrong = "d3Jvbmcgc2VjcmV0IG9mIHRoaXJ0eS10d28gYnl0ZXMhIQ=="
     with FaultProxy(f"{named_server.host}:{named_server.port}") as proxy:
-        dns = rfc2136([proxy.address], named_server, wrong, 1.0)
+        dns = bind_target(named_server, [proxy.address], secret=wrong)
         with pytest.raises(PermanentError, match="BADSIG") as caught:
             dns.update(f"api.{named_server.zone}", "A", "127.0.0.3", 30)
         assert proxy.counters.connections == 1
         assert_clear(caught.value, proxy.address, wrong, named_server.tsig_secret)
-    [answer] = rfc2136([f"{named_server.host}:{named_server.port}"], named_server, wrong, 1.0).read(
-        f"api.{named_server.zone}", "A"
-    )
+    direct = bind_target(named_server, [f"{named_server.host}:{named_server.port}"], secret=wrong)
+    [answer] = direct.read(f"api.{named_server.zone}", "A")
     assert answer.values == ("127.0.0.2",)  # nothing changed
 
 
@@ -370,7 +353,7 @@ def test_dns_confirm_with_a_hung_server_ends_at_its_deadline(named_server: Named
         hung.bind(("127.0.0.1", 0))  # bound, so datagrams vanish without an ICMP refusal
         silent = "{}:{}".format(*hung.getsockname())
         live = f"{named_server.host}:{named_server.port}"
-        dns = rfc2136([live, silent], named_server, named_server.tsig_secret, 0.3)
+        dns = bind_target(named_server, [live, silent], timeout_s=0.3)
         started = time.monotonic()
         with pytest.raises(TemporaryError, match=r"not yet 127\.0\.0\.2 on every server") as caught:
             dns.confirm(f"api.{named_server.zone}", "A", "127.0.0.2", deadline_s=1.0)

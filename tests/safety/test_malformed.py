@@ -19,9 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from drills.errors import PermanentError, TemporaryError
-from drills.plan import Rfc2136Dns
 from drills.targets.aws import AwsEndpoint
-from drills.targets.dns import Rfc2136Target
 from drills.targets.kube import KubeTarget
 from drills.targets.objects import ObjectStore
 from drills.targets.registry import OciDistribution
@@ -32,6 +30,7 @@ from drills_lab.procs import free_port
 from drills_lab.topology import LabWorkload
 from tests.support.faultproxy import UdpFaultProxy
 from tests.support.kube_sites import plan_for
+from tests.support.services import bind_target
 
 TOKEN = "malformed-token-" + secrets.token_hex(8)
 WEB = LabWorkload("apps", "web", "Deployment", "critical", "platform/web:1", 1, 1)
@@ -179,25 +178,10 @@ def test_registry_manifest_of_unknown_media_type(
 
 
 # -- DNS ----------------------------------------------------------------------------------
-def rfc2136(server: str, named: NamedServer) -> Rfc2136Target:
-    config = Rfc2136Dns.model_validate(
-        {
-            "provider": "rfc2136",
-            "servers": [server],
-            "zone": named.zone,
-            "tsig": {"name": named.tsig_name, "algorithm": "hmac-sha256", "secret": "env:UNUSED"},
-            "record": {"name": f"api.{named.zone}", "type": "A"},
-            "primary_value": "127.0.0.2",
-            "dr_value": "127.0.0.3",
-        }
-    )
-    return Rfc2136Target(config, named.tsig_secret, timeout_s=1.0)
-
-
 @pytest.mark.parametrize("spoil", ["short", "garble"])
 def test_dns_short_or_garbled_answer(named_server: NamedServer, spoil: str) -> None:
     with UdpFaultProxy(f"{named_server.host}:{named_server.port}") as proxy:
-        dns = rfc2136(proxy.address, named_server)
+        dns = bind_target(named_server, [proxy.address])
         proxy.set("short" if spoil == "short" else "garble", 1)
         started = time.monotonic()
         with pytest.raises(PermanentError, match="malformed answer") as caught:

@@ -290,7 +290,9 @@ UdpMode = Literal["pass", "drop", "short", "garble", "blackhole"]
 class UdpFaultProxy:
     """A UDP proxy for DNS: each query goes to ``upstream`` from a socket of its own."""
 
-    def __init__(self, upstream: str, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, upstream: str, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        """``port``: the one to listen on (0, any free one), such as a TCP proxy's, so that
+        one ``host:port`` serves a DNS client's UDP queries and its TCP updates."""
         up_host, _, up_port = upstream.rpartition(":")
         self.upstream = (up_host, int(up_port))
         self.datagrams = 0
@@ -300,7 +302,7 @@ class UdpFaultProxy:
         self._left = 0  # how many datagrams the mode applies to; then back to "pass"
         self._stop = threading.Event()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._sock.bind((host, 0))
+        self._sock.bind((host, port))
         self._thread = threading.Thread(target=self._loop, name="udpfaultproxy", daemon=True)
         self._thread.start()
 

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from drills.plan import Rfc2136Dns
+from drills.targets.dns import Rfc2136Target
 from drills_lab import control
-from drills_lab.named import LabDnsRecord
+from drills_lab.named import LabDnsRecord, NamedServer
 from drills_lab.procs import find_binary
 from drills_lab.runtime import LabInfo
 
@@ -66,3 +68,24 @@ def own_lab(
         yield info
     finally:
         control.down(state_dir)
+
+
+def bind_target(
+    named: NamedServer, servers: list[str], *, secret: str | None = None, timeout_s: float = 1.0
+) -> Rfc2136Target:
+    """drills' RFC 2136 target for ``named``'s zone, asking ``servers`` (the server itself, or
+    proxies in front of it), signed with ``secret`` (the server's own key by default)."""
+    config = Rfc2136Dns.model_validate(
+        {
+            "provider": "rfc2136",
+            "servers": servers,
+            "zone": named.zone,
+            "tsig": {"name": named.tsig_name, "algorithm": "hmac-sha256", "secret": "env:UNUSED"},
+            "record": {"name": f"api.{named.zone}", "type": "A"},
+            "primary_value": "127.0.0.2",
+            "dr_value": "127.0.0.3",
+        }
+    )
+    return Rfc2136Target(
+        config, named.tsig_secret if secret is None else secret, timeout_s=timeout_s
+    )

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from drills.errors import DrillError, RollbackIncompleteError, UndoFailure
+from drills.errors import DrillError, RollbackIncompleteError, TemporaryError, UndoFailure
 from drills.store.kinds import EntryState
 from drills.takeover.journal import Change, Journal
 from drills.takeover.steps.changes import KINDS, State
@@ -55,6 +55,8 @@ class ChangeExecutor:
         self.planned: list[PlannedChange] = []
         # Named moments inside a change; the crash tests stop the process at each one.
         self._crash_point = crash_point or _no_crash_point
+        # (kind, target) -> seq of a write that failed for now and may still land.
+        self._in_flight: dict[tuple[str, str], int] = {}
 
     def apply(self, kind_name: str, target: str, intended: State) -> State:
         """Make ``target`` be ``intended``; returns the state it had before."""
@@ -64,6 +66,8 @@ class ChangeExecutor:
             self.planned.append(PlannedChange(kind_name, target, current, intended))
             return current
         if {k: current.get(k) for k in intended} == intended:
+            if (seq := self._in_flight.pop((kind_name, target), None)) is not None:
+                self.journal.mark(seq, EntryState.APPLIED)  # the write that failed for now landed
             return current  # already so: nothing to change, nothing to undo
         if self.undo_expected:
             kind.restorable(target, current)  # refused before anything is journalled or written
@@ -71,6 +75,12 @@ class ChangeExecutor:
         self._crash_point(f"{kind_name} {target} journalled")
         try:
             kind.write(self.targets, target, intended)
+        except TemporaryError:
+            # Timed out, or the connection broke: the request may be queued at a stalled
+            # server, which applies it when it resumes, after any read we make now. The entry
+            # stays pending (possibly applied), so a rollback restores the original.
+            self._in_flight[(kind_name, target)] = seq
+            raise
         except DrillError:
             self._settle_failed_write(seq, kind_name, target, current)
             raise
@@ -80,7 +90,7 @@ class ChangeExecutor:
         return current
 
     def _settle_failed_write(self, seq: int, kind_name: str, target: str, original: State) -> None:
-        """After a write that raised, look at what is really there.
+        """After a write refused for good, look at what is really there.
 
         Still the original: nothing was applied, so nothing must be undone (an
         undo would need the same access that just failed). Anything else, or
