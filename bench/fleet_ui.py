@@ -29,15 +29,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from bench import app_test
 from bench.ui_history import APP, _readiness
-
-if TYPE_CHECKING:
-    pass
 
 PLANS = 200
 RUNS = 100_000
