@@ -1,7 +1,7 @@
 """One HTTP client for the lab's probes of the servers it runs on loopback.
 
 A new httpx client loads the CA bundle (~18 ms of CPU), and a readiness poll every 50 ms
-that made one per call spent a third of a core waiting for Prometheus to start. The probes
+that made one per call spent about a quarter of a core waiting for Prometheus to start. The probes
 ask plain-HTTP servers on 127.0.0.1, so no proxy from the environment applies to them.
 """
 
