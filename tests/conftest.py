@@ -28,11 +28,13 @@ os.environ["DRILLS_DB_URL"] = "sqlite:///" + os.path.join(
 )  # until _history_db gives the session its own
 
 
+import functools
 import logging
 import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import streamlit as st
@@ -45,7 +47,8 @@ from drills_lab.named import NamedServer
 from drills_lab.registry import RegistryPair, RegistryServer
 from drills_lab.runtime import LabInfo
 from tests.support.azurite import ACCOUNT_KEY, KEY_ENV, AzuriteServer
-from tests.support.ordering import longest_first
+from tests.support.lab_groups import LabGroups, labs_named_in
+from tests.support.ordering import UnitScheduling, longest_first
 from tests.support.postgres import PostgresServer, unstarted_server
 from tests.support.services import (
     API_RECORD,
@@ -57,6 +60,7 @@ from tests.support.services import (
 from tests.support.ui import EXAMPLE_PLAN, UiEnv
 
 log = logging.getLogger("drills.tests")
+_LAB_GROUPS = pytest.StashKey[LabGroups]()
 
 # Parallel workers (pytest-xdist, `make test`) start their own servers: each draws its ports
 # from a range of its own, below the kernel's ephemeral ports, so that no other worker, nor
@@ -150,32 +154,40 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
 
 
 @pytest.fixture(scope="session")
-def stalled_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+def lab_groups(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LabGroups]:
+    """The grouped session labs of this process (tests.support.lab_groups)."""
+    groups = LabGroups(functools.partial(own_lab, tmp_path_factory))
+    request.config.stash[_LAB_GROUPS] = groups
+    try:
+        yield groups
+    finally:
+        del request.config.stash[_LAB_GROUPS]
+        groups.stop_all_but(())
+
+
+@pytest.fixture
+def stalled_lab(lab_groups: LabGroups) -> LabInfo:
     """A lab whose DR bring-up never finishes, for cancelling drills mid-way.
 
     Each test that uses it must leave it as it found it (cancelled drills roll back).
     """
     from tests.support.drill import stall_dr_bring_up
 
-    with own_lab(tmp_path_factory, "stalled-lab", ready_delay=0.2) as info:
-        stall_dr_bring_up(info)
-        yield info
+    return lab_groups.get("stalled_lab", stall_dr_bring_up, ready_delay=0.2)
 
 
-@pytest.fixture(scope="session")
-def drift_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+@pytest.fixture
+def drift_lab(lab_groups: LabGroups) -> LabInfo:
     """A lab seeded with `--drift`: the faults the readiness checks must find."""
-    with own_lab(tmp_path_factory, "drift-lab", drift=True, ready_delay=0.2) as info:
-        yield info
+    return lab_groups.get("drift_lab", drift=True, ready_delay=0.2)
 
 
-@pytest.fixture(scope="session")
-def scheduling_drift_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+@pytest.fixture
+def scheduling_drift_lab(lab_groups: LabGroups) -> LabInfo:
     """A lab seeded with `--drift-scheduling`: capacity is there, but the pods would not run."""
-    with own_lab(
-        tmp_path_factory, "scheduling-drift-lab", drift_scheduling=True, ready_delay=0.2
-    ) as info:
-        yield info
+    return lab_groups.get("scheduling_drift_lab", drift_scheduling=True, ready_delay=0.2)
 
 
 @pytest.fixture(scope="session")
@@ -295,7 +307,23 @@ def prefect_harness() -> Iterator[None]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items[:] = longest_first(items)
+    items[:] = longest_first(items, config.rootpath)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: `-p no:xdist` runs without it
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> UnitScheduling | None:
+    """Under ``--dist loadfile``, the files of a grouped lab run as one unit."""
+    return UnitScheduling(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After a grouped lab's last file on this worker, the lab stops (its files are next to
+    each other: longest_first and UnitScheduling)."""
+    groups = item.config.stash.get(_LAB_GROUPS, None)
+    if groups is not None:
+        following = nextitem.path if nextitem is not None else None
+        groups.stop_all_but(labs_named_in(following) if following is not None else ())
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,13 +1,20 @@
 """The suite's order: the longest files first, every file's tests kept together and in
-their order, the serial phase ordered by its own seconds, and every file it names still
-there."""
+their order, the files of a grouped session lab in one unit, the serial phase ordered by
+its own seconds, and every file it names still there. A grouped lab stops once no test
+that follows names it."""
 
 from __future__ import annotations
 
+import contextlib
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, cast
 
-from tests.support.ordering import LONGEST_FILES, SERIAL_FILES, longest_first
+from drills_lab.runtime import LabInfo
+from tests.support.lab_groups import GROUPED_LABS, LabGroups, labs_named_in
+from tests.support.ordering import LONGEST_FILES, SERIAL_FILES, UnitScheduling, longest_first
 from tests.support.ui import ROOT
 
 
@@ -21,7 +28,7 @@ class Item:
 
 
 def order(*items: Item) -> list[str]:
-    return [i.nodeid for i in longest_first(cast(Any, list(items)))]
+    return [i.nodeid for i in longest_first(cast(Any, list(items)), ROOT)]
 
 
 def test_every_file_the_order_names_exists() -> None:
@@ -67,3 +74,87 @@ def test_serial_tests_are_weighed_by_the_serial_order_alone() -> None:
         f"{second_serial}::test_b",
         f"{parallel_long}::test_short_and_serial",
     ]
+
+
+# Named through GROUPED_LABS only: a file that names a grouped lab joins its unit.
+FIRST, SECOND = GROUPED_LABS[:2]
+
+
+def files_naming(lab: str) -> list[str]:
+    return sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if labs_named_in(path)[:1] == (lab,)
+    )
+
+
+def test_the_files_of_a_grouped_lab_are_one_unit_next_to_each_other() -> None:
+    first, second = files_naming(SECOND)[:2]
+    alone = "tests/b/test_quick.py"
+    ordered = order(Item(f"{first}::test_a"), Item(f"{alone}::test_it"), Item(f"{second}::test_b"))
+    assert ordered in (
+        [f"{first}::test_a", f"{second}::test_b", f"{alone}::test_it"],
+        [f"{alone}::test_it", f"{first}::test_a", f"{second}::test_b"],
+    )
+    scheduler = object.__new__(UnitScheduling)
+    scheduler.config = cast(Any, SimpleNamespace(rootpath=ROOT))
+    scopes = {scheduler._split_scope(n) for n in (f"{first}::test_a", f"{second}::test_b[1]")}
+    assert len(scopes) == 1 and scheduler._split_scope(f"{alone}::test_it") == alone
+
+
+def test_every_grouped_lab_has_files_and_a_fixture() -> None:
+    fixtures = (ROOT / "tests" / "conftest.py").read_text() + (
+        ROOT / "tests" / "capacity" / "conftest.py"
+    ).read_text()
+    for lab in GROUPED_LABS:
+        assert files_naming(lab), f"no test file names {lab}"
+        assert re.search(rf'lab_groups\.get\(\s*"{lab}"', fixtures), f"no fixture starts {lab}"
+
+
+def test_a_grouped_lab_starts_once_and_stops_when_no_longer_named() -> None:
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def start(name: str, **options: Any) -> Iterator[LabInfo]:
+        events.append(f"up {name} {options}")
+        try:
+            yield cast(LabInfo, SimpleNamespace(state_dir=name))
+        finally:
+            events.append(f"down {name}")
+
+    groups = LabGroups(start)
+    first = groups.get(SECOND, drift=True)
+    assert groups.get(SECOND, drift=True) is first
+    prepared: list[str] = []
+    groups.get(FIRST, lambda info: prepared.append(info.state_dir))
+    groups.stop_all_but((FIRST,))
+    groups.stop_all_but((FIRST,))
+    dashed = FIRST.replace("_", "-"), SECOND.replace("_", "-")
+    assert events == [
+        f"up {dashed[1]} {{'drift': True}}",
+        f"up {dashed[0]} {{}}",
+        f"down {dashed[1]}",
+    ]
+    assert prepared == [dashed[0]]
+    groups.stop_all_but(())
+    assert events[-1] == f"down {dashed[0]}"
+
+
+def test_a_lab_whose_preparation_fails_is_stopped() -> None:
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def start(name: str, **options: Any) -> Iterator[LabInfo]:
+        events.append("up")
+        try:
+            yield cast(LabInfo, SimpleNamespace(state_dir=name))
+        finally:
+            events.append("down")
+
+    def fail(info: LabInfo) -> None:
+        raise RuntimeError("never ready")
+
+    groups = LabGroups(start)
+    with contextlib.suppress(RuntimeError):
+        groups.get(FIRST, fail)
+    assert events == ["up", "down"]

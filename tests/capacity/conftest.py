@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from drills_lab import topology
 from drills_lab.loopback import loopback_client
 from drills_lab.runtime import LabInfo
-from tests.support.services import own_lab, require_system_binary
+from tests.support.lab_groups import LabGroups
+from tests.support.services import require_system_binary
 
 # What the lab's inventory says, recomputed from its description.
 DR_GPU_NODES = sorted(
@@ -34,11 +34,11 @@ def wait_for_samples(info: LabInfo, hosts: int) -> None:
     raise AssertionError(f"Prometheus never scraped the {hosts} DR GPU nodes")
 
 
-@pytest.fixture(scope="session")
-def capacity_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
+@pytest.fixture
+def capacity_lab(lab_groups: LabGroups) -> LabInfo:
     """The lab, once its Prometheus holds a sample of every DR GPU: a page or report read
     before the first scrape finds no DCGM series and falls back to allocation."""
     require_system_binary("prometheus", "prometheus")
-    with own_lab(tmp_path_factory, "capacity-lab", ready_delay=0.2) as info:
-        wait_for_samples(info, len(DR_GPU_NODES))
-        yield info
+    return lab_groups.get(
+        "capacity_lab", lambda info: wait_for_samples(info, len(DR_GPU_NODES)), ready_delay=0.2
+    )

@@ -1,9 +1,11 @@
-"""The order `make test` hands files to its workers: the longest first.
+"""The order `make test` hands work to its workers: the longest first.
 
-pytest-xdist gives each worker whole files (``--dist loadfile``) in collection order, with
-``--no-loadscope-reorder`` (its default puts the files with the most tests first: the fuzz
-and table files, which take seconds, ahead of the crash matrix, which takes minutes and
-then ran last, alone, while the other workers sat idle). The longest files go first, the
+pytest-xdist gives each worker whole work units (``--dist loadfile``) in collection order,
+with ``--no-loadscope-reorder`` (its default puts the units with the most tests first: the
+fuzz and table files, which take seconds, ahead of the crash matrix, which takes minutes and
+then ran last, alone, while the other workers sat idle). A work unit is a file, or the
+files that share one of the session labs of ``tests.support.lab_groups``, which then runs on
+one worker only and stops after them (UnitScheduling). The longest units go first, the
 short ones fill the end.
 
 The tests marked ``serial`` run after, a few files at a time, ordered by SERIAL_FILES: each
@@ -16,8 +18,12 @@ missing here or out of date costs minutes of wall time, never a result.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadFileScheduling
+
+from tests.support.lab_groups import labs_named_in
 
 LONGEST_FILES: dict[str, int] = {
     "tests/takeover/test_crash_matrix.py": 175,
@@ -53,13 +59,43 @@ SERIAL_FILES: dict[str, int] = {
 }
 
 
-def longest_first(items: Sequence[pytest.Item]) -> list[pytest.Item]:
-    """``items`` with the files of LONGEST_FILES first, longest first; the rest after, in
-    the order collected. Within a file the order is kept (a stable sort). A serial test is
-    weighed by SERIAL_FILES, since its phase runs only the serial tests."""
+def work_unit(file: str, root: Path) -> str:
+    """The unit a test file runs in: its grouped lab's, or its own."""
+    labs = labs_named_in(root / file)
+    return f"the files of {labs[0]}" if labs else file
+
+
+def longest_first(items: Sequence[pytest.Item], root: Path) -> list[pytest.Item]:
+    """``items`` by work unit, the longest units first (a unit weighs what its files of
+    LONGEST_FILES do), then in the order collected; in a unit, its files longest first;
+    in a file, the order kept. A serial test is weighed by SERIAL_FILES, since its phase
+    runs only the serial tests."""
+
+    def file_of(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
 
     def seconds(item: pytest.Item) -> int:
         table = SERIAL_FILES if item.get_closest_marker("serial") else LONGEST_FILES
-        return table.get(item.nodeid.split("::", 1)[0], 0)
+        return table.get(file_of(item), 0)
 
-    return sorted(items, key=lambda item: -seconds(item))
+    file_seconds: dict[str, int] = {}
+    for item in items:
+        file_seconds.setdefault(file_of(item), seconds(item))
+    unit_seconds: dict[str, int] = {}
+    for file, weight in file_seconds.items():
+        unit = work_unit(file, root)
+        unit_seconds[unit] = unit_seconds.get(unit, 0) + weight
+    first_seen = {unit: n for n, unit in enumerate(unit_seconds)}
+
+    def key(item: pytest.Item) -> tuple[int, int, int]:
+        unit = work_unit(file_of(item), root)
+        return -unit_seconds[unit], first_seen[unit], -file_seconds[file_of(item)]
+
+    return sorted(items, key=key)
+
+
+class UnitScheduling(LoadFileScheduling):
+    """``--dist loadfile`` whose units are those of :func:`work_unit`."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return work_unit(super()._split_scope(nodeid), self.config.rootpath)
