@@ -24,6 +24,9 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class ObjectLister(Protocol):
     def list(self, resource: str) -> list[dict[str, Any]]: ...
 
+    @property
+    def resource_version(self) -> int: ...
+
 
 def gpu_uuid(site: str, node: str, index: int) -> str:
     """A stable UUID a GPU: the same node and index give the same one on every start."""
@@ -64,6 +67,10 @@ class DcgmExporter:
         self.port = port or free_port(host)
         self._server: FastHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # The page and the store's version it was made at: Prometheus scrapes every second,
+        # and an unchanged store gives the same page (listing every pod to make it again
+        # cost a lab a few percent of a core).
+        self._page: tuple[int, bytes] | None = None
 
     @property
     def target(self) -> str:
@@ -72,7 +79,12 @@ class DcgmExporter:
     def respond(self, path: str) -> tuple[int, bytes, str]:
         if path.split("?")[0] != "/metrics":
             return 404, b"not found\n", "text/plain"
-        return 200, exposition(self.site, self.store).encode(), CONTENT_TYPE
+        version, page = self.store.resource_version, self._page
+        if page is None or page[0] != version:
+            # A change during the listing leaves a newer page under the older version: the
+            # next scrape makes it again.
+            page = self._page = (version, exposition(self.site, self.store).encode())
+        return 200, page[1], CONTENT_TYPE
 
     def start(self) -> None:
         handler = get_handler(self.respond)
