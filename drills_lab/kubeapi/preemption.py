@@ -113,6 +113,20 @@ def _nominated_room(
     return False
 
 
+def _held_for_nominated(pod: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, int]:
+    """GPUs by node that pods nominated there, and not bound yet, hold for themselves:
+    kube-scheduler counts a nominated pod of this pod's priority or higher as running on
+    its node, so that a pod of lower priority does not take the room its preemption freed."""
+    mine, uid = priority(pod), pod["metadata"].get("uid")
+    held: dict[str, int] = {}
+    for p in pods:
+        node = dig(p, "status", "nominatedNodeName")
+        waiting = bool(node) and not dig(p, "spec", "nodeName") and not is_terminating(p)
+        if waiting and priority(p) >= mine and p["metadata"].get("uid") != uid:
+            held[node] = held.get(node, 0) + podlib.gpus_of(p["spec"])
+    return held
+
+
 class PriorityScheduler:
     """Placement by priority for one site's store; the controller calls it each pass."""
 
@@ -130,10 +144,11 @@ class PriorityScheduler:
             return ANYWHERE
         pods = self._store.list("pods")
         taken = podlib.gpus_by_node(pods)
+        held = _held_for_nominated(pod, pods)
         gpu_nodes = [n for n in nodes if n["metadata"]["name"] in usable]
         for node in gpu_nodes:
             name = str(node["metadata"]["name"])
-            if podlib.node_gpus(node) - taken.get(name, 0) >= wanted:
+            if podlib.node_gpus(node) - taken.get(name, 0) - held.get(name, 0) >= wanted:
                 return Placement(node=name)
         mine = priority(pod)
         if _nominated_room(pod, gpu_nodes, taken, pods, wanted):
