@@ -6,6 +6,12 @@ query. The generator offers its requests to the capacity model of the site that 
 (the primary, and DR once the primary no longer serves, as clients follow the DNS name)
 directly, not through sockets: a lab at its peak costs the machine almost nothing, and
 the counters, the queue and the 503s are the very ones the HTTP endpoint uses.
+
+Users are offered every TICK_S, and also just before the endpoint admits a request of its
+own (``offer``), so a probe's request queues behind the users who arrived before it, as at a
+real gateway. Offered only on the tick, a late or starved tick let a probe's requests pass
+up to a tick of users (a quarter of a second of queue, at the peak), and a DR too small for
+the peak read as one that carries it.
 """
 
 from __future__ import annotations
@@ -53,6 +59,9 @@ class DemandGenerator:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = time.monotonic()
+        self._lock = threading.Lock()  # the tick and every endpoint request offer users
+        self._offered_to = self._started  # users up to this moment have been offered
+        self._owed = 0.0  # a fraction of a request carried to the next offer
 
     def phase(self, now: float) -> float:
         return (START_PHASE + (now - self._started) / self.day_s) % 1.0
@@ -68,7 +77,7 @@ class DemandGenerator:
         time.sleep(max(0.0, self._started + RATE_WINDOW_S + 2 - time.monotonic()))
 
     def start(self) -> None:
-        self._started = time.monotonic()
+        self._started = self._offered_to = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="lab-demand", daemon=True)
         self._thread.start()
 
@@ -85,24 +94,31 @@ class DemandGenerator:
                 return "dr", dr
         return "primary", capacity
 
-    def _run(self) -> None:
-        owed = 0.0  # a fraction of a request carried to the next tick
-        last = time.monotonic()
-        while not self._stop.wait(TICK_S):
-            now = time.monotonic()
-            owed += self.rps(now) * (now - last)
-            count = int(owed)
-            owed -= count
+    def offer(self, now: float | None = None) -> int:
+        """Offer the users who arrived since the last offer, spread over that time, to the
+        site that serves; how many there were."""
+        with self._lock:
+            now = time.monotonic() if now is None else now
+            last = self._offered_to
+            if now <= last:
+                return 0
+            self._owed += self.rps(now) * (now - last)
+            count = int(self._owed)
+            self._owed -= count
+            self._offered_to = now
             site, capacity = self._target()
             load = self.loads[site]
             for i in range(count):
-                # Spread over the tick, as users do not arrive in one burst.
-                at = last + (i + 0.5) * (now - last) / count
+                at = last + (i + 0.5) * (now - last) / count  # users do not arrive in one burst
                 if capacity is None:
                     load.refuse()
                 else:
                     load.admit(capacity, at)
-            last = now
+            return count
+
+    def _run(self) -> None:
+        while not self._stop.wait(TICK_S):
+            self.offer()
 
 
 # The lab's Prometheus records demand, so it has a history of its own: the primary's peak

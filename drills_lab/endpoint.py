@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 
@@ -70,6 +71,8 @@ class SiteEndpoint:
         self.host = host
         self.port = port
         self.load = SiteLoad(site)
+        # Offers the lab's users who arrived before a request, so it queues behind them.
+        self.users_first: Callable[[], object] | None = None
         self._server: FastHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -86,6 +89,8 @@ class SiteEndpoint:
     def answer(self, path: str = SERVICE_PATH) -> tuple[int, bytes, float]:
         """One request to the service: (status, body, seconds to hold it before answering)."""
         handler = HEALTH_PATH if path == HEALTH_PATH else SERVICE_PATH
+        if self.users_first is not None:
+            self.users_first()
         serving, why = site_state(self.store)
         if not serving:
             self.load.refuse(handler)

@@ -201,6 +201,8 @@ class Lab:
             demand = DemandGenerator(loads, lambda site: capacity[site](), self.day_seconds,
                                      at_peak=self.drift_capacity)  # fmt: skip
             self._own(demand).start()
+            for endpoint in self.endpoints.values():
+                endpoint.users_first = demand.offer
             if self.prometheus is not None:
                 self.prometheus.wait_for_series(DEMAND_PEAK_QUERY)
                 if self.slo:
