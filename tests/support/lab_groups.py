@@ -1,11 +1,11 @@
 """The session labs that a few files share, each stopped once its last file is done.
 
-A lab costs about 1.5 CPU-s to start (and starts its own Prometheus, registries and
-BIND), then 1 to 2 CPU-s a minute while idle: its two controllers, its metrics scraped every
-second, its users' demand, its External Secrets and replication loops. Kept to the end of
-the session on every worker that once needed one, the parallel phase held up to sixteen
-labs at a time, most of them idle, and each worker started its own copy of each. So the
-files that name one of these labs run on one worker, one after another
+A lab costs about 3 CPU-s to start (its daemon about 2, its own Prometheus, registries
+and BIND the rest), then 1 to 2 CPU-s a minute while idle: its two controllers, its metrics
+scraped every second, its users' demand, its External Secrets and replication loops. Kept
+to the end of the session on every worker that once needed one, the parallel phase held up
+to sixteen labs at a time, most of them idle, and each worker started its own copy of each.
+So the files that name one of these labs run on one worker, one after another
 (``tests.support.ordering``), and the lab stops after the last.
 
 A file belongs to a group when its source names the lab's fixture: the scheduler decides
