@@ -11,6 +11,11 @@ DRILLS := $(BIN)/drills
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export STREAMLIT_BROWSER_GATHER_USAGE_STATS := false
 export NO_MKDOCS_2_WARNING := 1
+# Python writes its bytecode caches (__pycache__/, git-ignored). An environment that sets
+# PYTHONDONTWRITEBYTECODE would have every process compile drills anew: the suite starts
+# some 400 Python processes, and the modules of `drills run` take 2.5 CPU-s to import
+# without the caches, 0.8 with them (tests/test_repository.py checks this line).
+unexport PYTHONDONTWRITEBYTECODE
 # Parallel test workers: most of the suite waits on servers rather than computing, so more
 # workers than cores pay off. The tests marked `serial` are timed against the machine's load;
 # they run after the rest, SERIAL_WORKERS files at a time: the long ones mostly wait (on a
@@ -21,7 +26,7 @@ SERIAL_WORKERS ?= 3
 # others costs each serial worker ~10 s of CPU).
 SERIAL_TEST_FILES = $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
 
-.PHONY: help venv sysdeps lint typecheck test demo serve down lab-up lab-down lock bench screenshots docs clean
+.PHONY: help venv sysdeps lint typecheck test test-caches demo serve down lab-up lab-down lock bench screenshots docs clean
 
 help:
 	@echo "make demo         start the lab and a local Prefect server, run a whole drill as a flow run"
@@ -34,6 +39,7 @@ help:
 	@echo "make lab-down     stop the local lab"
 	@echo "make lint         ruff, the format check and the import contracts"
 	@echo "make typecheck    mypy"
+	@echo "make test-caches  collect the suite once, writing the caches its workers read (part of make test)"
 	@echo "make docs         serve the docs site (docs/, mkdocs.yml) on http://127.0.0.1:8000"
 	@echo "make screenshots  re-take the dashboard screenshots in docs/screenshots"
 	@echo "make bench        run the benchmarks in bench/"
@@ -55,6 +61,7 @@ $(NODE_STAMP): package.json package-lock.json
 	touch $(NODE_STAMP)
 
 venv: $(STAMP) $(NODE_STAMP)
+	@:
 
 sysdeps:
 	./scripts/sysdeps.sh
@@ -67,9 +74,18 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
-test: sysdeps venv lint typecheck
+# pip and npm install side by side: they share nothing. Then mypy keeps one core busy for
+# half a minute; beside it, on the other core, the lint, then one collection of the suite,
+# which writes the bytecode and assertion-rewrite caches that the test workers read
+# (otherwise the 4 workers would each compile the same modules at once: ~9 CPU-s apiece).
+test: sysdeps
+	@$(MAKE) --no-print-directory -j2 venv
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck test-caches
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial"
 	$(BIN)/pytest -n $(SERIAL_WORKERS) --dist loadfile --no-loadscope-reorder -m serial $(SERIAL_TEST_FILES)
+
+test-caches: venv
+	set -o pipefail; $(BIN)/pytest --collect-only -q -p no:xdist -p no:cacheprovider | tail -1
 
 # The drill runs as a real flow run of the quarterly-drill deployment, executed by the
 # worker from this directory, so it writes the same history store the CLI reads.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -64,3 +65,19 @@ def test_version_is_the_packages() -> None:
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0
     assert result.output.strip() == f"drills {declared}"
+
+
+def test_make_lets_python_write_its_bytecode_caches(tmp_path: Path) -> None:
+    """Every Python process a target starts may write ``__pycache__``, whatever the caller's
+    environment says: without the caches, each of the suite's processes compiles drills."""
+    probe = tmp_path / "probe.mk"
+    probe.write_text('probe:\n\t@echo "[$${PYTHONDONTWRITEBYTECODE-unset}]"\n')
+    seen = subprocess.run(
+        ["make", "-s", "-f", "Makefile", "-f", str(probe), "probe"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert seen.strip() == "[unset]"
