@@ -26,7 +26,7 @@ SERIAL_WORKERS ?= 3
 # others costs each serial worker ~10 s of CPU).
 SERIAL_TEST_FILES = $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
 
-.PHONY: help venv sysdeps lint typecheck test test-caches demo serve down lab-up lab-down lock bench screenshots docs clean
+.PHONY: help venv sysdeps lint typecheck test test-caches test-parallel demo serve down lab-up lab-down lock bench screenshots docs clean
 
 help:
 	@echo "make demo         start the lab and a local Prefect server, run a whole drill as a flow run"
@@ -39,7 +39,9 @@ help:
 	@echo "make lab-down     stop the local lab"
 	@echo "make lint         ruff, the format check and the import contracts"
 	@echo "make typecheck    mypy"
-	@echo "make test-caches  collect the suite once, writing the caches its workers read (part of make test)"
+	@echo "make test-caches  compile the venv's modules and collect the suite once, writing the caches"
+	@echo "                  the test workers read (part of make test)"
+	@echo "make test-parallel  the tests not marked serial, on TEST_WORKERS workers (part of make test)"
 	@echo "make docs         serve the docs site (docs/, mkdocs.yml) on http://127.0.0.1:8000"
 	@echo "make screenshots  re-take the dashboard screenshots in docs/screenshots"
 	@echo "make bench        run the benchmarks in bench/"
@@ -48,10 +50,13 @@ help:
 	@echo "make sysdeps      install the Debian packages the lab and the tests need (as root)"
 	@echo "make clean        remove the venv, caches, and the state of the lab, the local server and the default history (.drills)"
 
+# pip installs without compiling every module it writes (that took half its minute, on one
+# core): the processes that import a module write its cache, and `make test` compiles all of
+# them first, on both cores (test-caches).
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install -q --no-compile -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 # The Node packages, pinned by package-lock.json: loadtest (the load probe's generator) and
@@ -74,17 +79,25 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
-# pip and npm install side by side: they share nothing. Then mypy keeps one core busy for
-# half a minute; beside it, on the other core, the lint, then one collection of the suite,
-# which writes the bytecode and assertion-rewrite caches that the test workers read
-# (otherwise the 4 workers would each compile the same modules at once: ~9 CPU-s apiece).
+# pip and npm install side by side: they share nothing. Then the lint, and beside it the
+# bytecode and assertion-rewrite caches that the test workers read (otherwise the workers
+# would each compile the same modules at once: ~9 CPU-s apiece). mypy keeps one core busy
+# for half a minute: it runs beside the parallel tests, which leave that much of the two
+# cores idle while they wait on servers; a type error still fails `make test`, after them.
 test: sysdeps
 	@$(MAKE) --no-print-directory -j2 venv
-	@$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck test-caches
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial"
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint test-caches
+	@$(MAKE) --no-print-directory -j2 typecheck test-parallel
 	$(BIN)/pytest -n $(SERIAL_WORKERS) --dist loadfile --no-loadscope-reorder -m serial $(SERIAL_TEST_FILES)
 
+test-parallel: venv
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial"
+
+# Every installed module compiled on both cores (a few of them are written for newer
+# Pythons and never imported: compile_dir's verdict is not ours to act on), then one
+# collection of the suite, which compiles drills and the tests.
 test-caches: venv
+	$(BIN)/python -c 'import compileall, sysconfig; compileall.compile_dir(sysconfig.get_path("purelib"), quiet=2, workers=0)'
 	set -o pipefail; $(BIN)/pytest --collect-only -q -p no:xdist -p no:cacheprovider | tail -1
 
 # The drill runs as a real flow run of the quarterly-drill deployment, executed by the
