@@ -79,15 +79,14 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
-# pip and npm install side by side: they share nothing. Then the lint, and beside it the
-# bytecode and assertion-rewrite caches that the test workers read (otherwise the workers
-# would each compile the same modules at once: ~9 CPU-s apiece). mypy keeps one core busy
-# for half a minute: it runs beside the parallel tests, which leave that much of the two
-# cores idle while they wait on servers; a type error still fails `make test`, after them.
+# pip and npm install side by side: they share nothing. Then mypy keeps one core busy for
+# half a minute; beside it, the lint and the bytecode and assertion-rewrite caches that the
+# test workers read (otherwise the workers would each compile the same modules at once:
+# ~9 CPU-s apiece).
 test: sysdeps
 	@$(MAKE) --no-print-directory -j2 venv
-	@$(MAKE) --no-print-directory -j2 --output-sync=target lint test-caches
-	@$(MAKE) --no-print-directory -j2 typecheck test-parallel
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck test-caches
+	@$(MAKE) --no-print-directory test-parallel
 	$(BIN)/pytest -n $(SERIAL_WORKERS) --dist loadfile --no-loadscope-reorder -m serial $(SERIAL_TEST_FILES)
 
 test-parallel: venv
