@@ -26,7 +26,7 @@ SERIAL_WORKERS ?= 3
 # others costs each serial worker ~10 s of CPU).
 SERIAL_TEST_FILES = $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
 
-.PHONY: help venv sysdeps lint typecheck test test-caches test-parallel demo serve down lab-up lab-down lock bench screenshots docs clean
+.PHONY: help venv sysdeps lint typecheck test test-caches demo serve down lab-up lab-down lock bench screenshots docs clean
 
 help:
 	@echo "make demo         start the lab and a local Prefect server, run a whole drill as a flow run"
@@ -41,7 +41,6 @@ help:
 	@echo "make typecheck    mypy"
 	@echo "make test-caches  compile the venv's modules and collect the suite once, writing the caches"
 	@echo "                  the test workers read (part of make test)"
-	@echo "make test-parallel  the tests not marked serial, on TEST_WORKERS workers (part of make test)"
 	@echo "make docs         serve the docs site (docs/, mkdocs.yml) on http://127.0.0.1:8000"
 	@echo "make screenshots  re-take the dashboard screenshots in docs/screenshots"
 	@echo "make bench        run the benchmarks in bench/"
@@ -86,11 +85,8 @@ typecheck: venv
 test: sysdeps
 	@$(MAKE) --no-print-directory -j2 venv
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck test-caches
-	@$(MAKE) --no-print-directory test-parallel
-	$(BIN)/pytest -n $(SERIAL_WORKERS) --dist loadfile --no-loadscope-reorder -m serial $(SERIAL_TEST_FILES)
-
-test-parallel: venv
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial"
+	$(BIN)/pytest -n $(SERIAL_WORKERS) --dist loadfile --no-loadscope-reorder -m serial $(SERIAL_TEST_FILES)
 
 # Every installed module compiled on both cores (a few of them are written for newer
 # Pythons and never imported: compile_dir's verdict is not ours to act on), then one
