@@ -53,11 +53,20 @@ def _condition(kind: str, reason: str = "", message: str = "") -> dict[str, Any]
 
 @dataclass(frozen=True)
 class _Pass:
-    """What one reconcile pass sees: the time, every node, every pod."""
+    """What one reconcile pass sees: the time, every node, every pod.
+
+    The pass keeps ``pods`` current with what it creates and binds itself, as
+    kube-scheduler's cache assumes a pod on its node the moment it binds it: two Jobs
+    synced in one pass must not both be given the same free GPUs.
+    """
 
     now: float
     nodes: list[dict[str, Any]]
     pods: list[dict[str, Any]]
+
+    def assume(self, pod: dict[str, Any]) -> None:
+        uid = pod["metadata"]["uid"]
+        self.pods[:] = [p for p in self.pods if p["metadata"]["uid"] != uid] + [pod]
 
 
 class JobController:
@@ -92,7 +101,7 @@ class JobController:
                 continue
             owned.setdefault(uid, []).append(pod)
         due = math.inf
-        seen = _Pass(now, nodes, pods)
+        seen = _Pass(now, nodes, list(pods))
         for uid, job in jobs.items():
             try:
                 due = min(due, self._sync(job, owned.get(uid, []), seen))
@@ -117,7 +126,8 @@ class JobController:
         if finished({"status": status}) is None and not status.get("active"):
             pod = podlib.new_pod(job, f"{job['metadata']['name']}-{random_suffix()}", {}, None)
             created = self._store.create("pods", pod)
-            self._step(created, _Pass(now, seen.nodes, [*seen.pods, created]))
+            seen.assume(created)
+            self._step(created, seen)
             status["active"] = 1
             due = min(due, now + _UNSCHEDULABLE_RETRY_S)
         deadline = self._deadline_left(job)
@@ -234,7 +244,9 @@ class JobController:
             lambda p: {**p, "spec": {**p["spec"], "nodeName": node}},
         )  # fmt: skip
         self._start_at[bound["metadata"]["uid"]] = seen.now + self._delay
-        return self._set_status(bound, podlib.pod_status(bound, ready=False))
+        bound = self._set_status(bound, podlib.pod_status(bound, ready=False))
+        seen.assume(bound)
+        return bound
 
     def _end(self, pod: dict[str, Any], run: PodRun) -> dict[str, Any]:
         uid = pod["metadata"]["uid"]

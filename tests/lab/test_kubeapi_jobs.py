@@ -17,7 +17,15 @@ from kubernetes import client, watch
 
 from drills_lab import topology
 from drills_lab.kubeapi import KubeApiServer
-from drills_lab.kubeapi.podrun import EXIT_CODE_ANNOTATION, LOG_ANNOTATION, RUN_SECONDS_ANNOTATION
+from drills_lab.kubeapi.jobs import JobController
+from drills_lab.kubeapi.podrun import (
+    EXIT_CODE_ANNOTATION,
+    LOG_ANNOTATION,
+    RUN_SECONDS_ANNOTATION,
+    LogBook,
+    Runners,
+)
+from drills_lab.kubeapi.store import ResourceStore
 from drills_lab.seed_cluster import node
 
 TOKEN = "jobs-test-token"
@@ -263,3 +271,22 @@ def test_kubectl_runs_waits_for_and_reads_the_log_of_a_job(
     deleted = kubectl("-n", namespace, "delete", "job", "cli")
     assert deleted.returncode == 0, deleted.stderr
     assert kubectl("-n", namespace, "get", "job", "cli").returncode != 0
+
+
+def test_two_jobs_synced_in_one_pass_are_not_given_the_same_gpus() -> None:
+    """Found when a pass bound two 7-GPU holders to one 8-GPU node (it had not seen its own
+    first binding), so a third Job fitted on the node left empty."""
+    store = ResourceStore()
+    store.create("namespaces", {"metadata": {"name": "one-pass"}})
+    shape = topology.SITES["dr"]
+    nodes = [store.create("nodes", node(GPU_POOL, i, shape, "dr")) for i in range(2)]
+    for i in range(2):
+        body = job_body(f"hold-{i}", gpus=7, seconds=300)
+        store.create("jobs", {**body, "metadata": {**body["metadata"], "namespace": "one-pass"}})
+    jobs = JobController(store, ready_delay=60, runners=Runners(), logs=LogBook())
+    try:
+        jobs.reconcile(time.monotonic(), store.list("pods"), nodes)
+    finally:
+        jobs.stop()
+    bound = sorted(p["spec"].get("nodeName") or "" for p in store.list("pods", "one-pass"))
+    assert bound == ["gpu-t-0", "gpu-t-1"]
