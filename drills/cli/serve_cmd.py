@@ -159,7 +159,11 @@ def stop(
     state_dir: StateDir = SERVE_STATE_DIR,
     force: Annotated[
         bool,
-        typer.Option("--force", help="Stop even while a flow run is running or paused."),
+        typer.Option(
+            "--force",
+            help="Stop even while a flow run is running or paused. A drill cancels (rolls "
+            "back), or, killed before it can, is left unfinished for `drills recover`.",
+        ),
     ] = False,
 ) -> None:
     """Stop the worker (and any flow run it started), then the server."""
