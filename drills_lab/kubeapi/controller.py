@@ -103,6 +103,7 @@ class RolloutController:
         self._kueue.sweep()
         due = self._scheduler.sweep(self._all_nodes, self._nodes)
         owned: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        listed_at = self._store.resource_version
         pods = self._store.list("pods")
         for pod in pods:
             uid = podlib.owner_uid(pod, OWNER_KINDS)
@@ -128,6 +129,8 @@ class RolloutController:
             for pod in orphans:
                 self._delete(pod)
         if self._jobs is not None:
+            if self._store.resource_version != listed_at:  # the workloads bound pods meanwhile
+                pods = self._store.list("pods")
             due = min(due, self._jobs.reconcile(now, pods, self._all_nodes))
         return due - now
 

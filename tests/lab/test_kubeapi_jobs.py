@@ -17,6 +17,7 @@ from kubernetes import client, watch
 
 from drills_lab import topology
 from drills_lab.kubeapi import KubeApiServer
+from drills_lab.kubeapi.controller import RolloutController
 from drills_lab.kubeapi.jobs import JobController
 from drills_lab.kubeapi.podrun import (
     EXIT_CODE_ANNOTATION,
@@ -273,16 +274,21 @@ def test_kubectl_runs_waits_for_and_reads_the_log_of_a_job(
     assert kubectl("-n", namespace, "get", "job", "cli").returncode != 0
 
 
+def create_in_one_pass(store: ResourceStore, resource: str, body: dict[str, Any]) -> None:
+    """``body`` in the namespace of the tests that drive one reconcile pass by hand."""
+    if store.get("namespaces", None, "one-pass") is None:
+        store.create("namespaces", {"metadata": {"name": "one-pass"}})
+    store.create(resource, {**body, "metadata": {**body["metadata"], "namespace": "one-pass"}})
+
+
 def test_two_jobs_synced_in_one_pass_are_not_given_the_same_gpus() -> None:
     """Found when a pass bound two 7-GPU holders to one 8-GPU node (it had not seen its own
     first binding), so a third Job fitted on the node left empty."""
     store = ResourceStore()
-    store.create("namespaces", {"metadata": {"name": "one-pass"}})
     shape = topology.SITES["dr"]
     nodes = [store.create("nodes", node(GPU_POOL, i, shape, "dr")) for i in range(2)]
     for i in range(2):
-        body = job_body(f"hold-{i}", gpus=7, seconds=300)
-        store.create("jobs", {**body, "metadata": {**body["metadata"], "namespace": "one-pass"}})
+        create_in_one_pass(store, "jobs", job_body(f"hold-{i}", gpus=7, seconds=300))
     jobs = JobController(store, ready_delay=60, runners=Runners(), logs=LogBook())
     try:
         jobs.reconcile(time.monotonic(), store.list("pods"), nodes)
@@ -290,3 +296,28 @@ def test_two_jobs_synced_in_one_pass_are_not_given_the_same_gpus() -> None:
         jobs.stop()
     bound = sorted(p["spec"].get("nodeName") or "" for p in store.list("pods", "one-pass"))
     assert bound == ["gpu-t-0", "gpu-t-1"]
+
+
+def test_a_job_synced_after_a_deployment_in_one_pass_sees_the_gpus_it_took() -> None:
+    """The Deployment's pod is bound earlier in the same pass than the Job's: the Job's
+    pod must not be given the GPUs that pod took."""
+    store = ResourceStore()
+    store.create("nodes", node(GPU_POOL, 0, topology.SITES["dr"], "dr"))
+    template = job_body("x", gpus=7)["spec"]["template"]
+    template["metadata"]["labels"] = {"app": "server"}
+    create_in_one_pass(store, "deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "server"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "server"}},
+                 "template": template},
+    })  # fmt: skip
+    create_in_one_pass(store, "jobs", job_body("two", gpus=2))
+    jobs = JobController(store, ready_delay=60, runners=Runners(), logs=LogBook())
+    try:
+        RolloutController(store, ready_delay=60, name="one-pass", jobs=jobs).reconcile()
+    finally:
+        jobs.stop()
+    [server] = [p for p in store.list("pods") if p["metadata"]["name"].startswith("server-")]
+    assert server["spec"]["nodeName"] == "gpu-t-0"
+    [job_pod] = [p for p in store.list("pods") if p["metadata"]["name"].startswith("two-")]
+    assert job_pod["spec"].get("nodeName") is None, "7 of 8 GPUs are the Deployment's"
+    assert job_pod["status"]["conditions"][0]["reason"] == "Unschedulable"
