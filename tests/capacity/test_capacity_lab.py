@@ -8,7 +8,6 @@ import itertools
 import json
 import os
 import subprocess
-import sys
 import time
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -23,6 +22,7 @@ from drills.targets.sites import Targets
 from drills_lab import topology
 from drills_lab.runtime import LabInfo
 from tests.capacity.conftest import DR_GPU_NODES, wait_for_samples
+from tests.support.cli import drills_process
 
 PRICE = Decimal("3.1417")  # a GPU-hour of the lab's GPU model
 NODE_PRICE = Decimal("25.13")  # a node-hour of the lab's GPU instance type
@@ -39,8 +39,7 @@ def _capacity(*args: str, **env_vars: str) -> subprocess.CompletedProcess[str]:
     }
     env["COLUMNS"] = "200"
     env.update(env_vars)
-    return subprocess.run([sys.executable, "-m", "drills", "capacity", *args],
-                          capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    return drills_process(["capacity", *args], timeout=120, env=env)
 
 
 def _report(*args: str, code: int = 0, **env_vars: str) -> dict[str, Any]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from drills_lab.inventory import LAB_CONFIG_ID, inventory_bucket, write_inventor
 from drills_lab.runtime import LabInfo
 from tests.checks.test_data import HOUR, dataset, plan_over, row
 from tests.support.checks import run_check as run
+from tests.support.cli import drills_process
 from tests.support.s3_seed import make_bucket, put
 
 FORMATS = ("CSV", "Parquet")
@@ -172,11 +171,9 @@ def test_lab_publishes_inventories_the_check_reads(lab: LabInfo) -> None:
     """`drills lab inventory` writes every lab bucket's report; the lab plan with
     `inventory:` on each dataset then passes from the reports."""
     state = Path(lab.state_dir)
-    done = subprocess.run(
-        [sys.executable, "-m", "drills", "lab", "inventory", "--state-dir", str(state),
-         "--format", "Parquet"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = drills_process(
+        ["lab", "inventory", "--state-dir", str(state), "--format", "Parquet"], timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.split()) == 2 * len(topology.DATASETS)
     doc = yaml.safe_load((state / "plan.yaml").read_text())

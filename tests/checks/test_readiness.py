@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from tests.support.checks import (
     catalogued_check,
     drilled_days_ago,
 )
+from tests.support.cli import drills_process
 from tests.support.drill import offline_lab_plan_text
 
 ALL_CHECKS = {
@@ -43,12 +43,7 @@ def drilled_recently(url: str, plan: str) -> None:
 
 
 def readiness_cli(plan: Path, *args: str, db: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "drills", "readiness", str(plan), "--db", db, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return drills_process(["readiness", str(plan), "--db", db, *args], timeout=120)
 
 
 def plan_path(info: LabInfo) -> Path:

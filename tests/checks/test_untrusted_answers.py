@@ -30,6 +30,7 @@ from drills.plan.reverse import reversed_plan
 from drills.targets.sites import Targets
 from drills_lab.kubeapi import write_kubeconfig
 from drills_lab.runtime import LabInfo
+from tests.support.cli import drills_process
 from tests.support.drill import lab_plan, lab_plan_file
 from tests.support.faultproxy import FaultProxy, UdpFaultProxy
 from tests.support.not_found import NotFoundServer
@@ -161,12 +162,7 @@ def test_the_forecast_is_unverified_when_both_clusters_refuse_connections(
             )
 
     plan_file = lab_plan_file(lab, change)
-    done = subprocess.run(
-        [sys.executable, "-m", "drills", "forecast", str(plan_file), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = drills_process(["forecast", str(plan_file), "--json"], timeout=120)
     assert done.returncode == 1, done.stderr
     forecast = json.loads(done.stdout)
     assert forecast["verified"] is False

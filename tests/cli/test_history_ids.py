@@ -4,8 +4,6 @@ never cut to `c6eac…`, even when two runs share a long prefix."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -13,6 +11,7 @@ from typer.testing import CliRunner
 from drills.cli.app import app
 from drills.store.kinds import Mode
 from tests.evidence.support import make_run, store_with
+from tests.support.cli import drills_process
 
 runner = CliRunner()
 
@@ -39,10 +38,9 @@ def test_history_ids_at_80_columns_are_accepted_by_report(tmp_path: Path) -> Non
     db = store.url
     store.close()
     env = {**os.environ, "COLUMNS": "80"}
-    shown = subprocess.run(
-        [sys.executable, "-m", "drills", "history", "--db", db],
-        capture_output=True, text=True, timeout=120, env=env, check=True,
-    ).stdout  # fmt: skip
+    listed = drills_process(["history", "--db", db], timeout=120, env=env)
+    listed.check_returncode()
+    shown = listed.stdout
 
     assert max(len(line) for line in shown.splitlines()) <= 80, shown
     assert "…" not in "".join(_shown_ids(shown)), shown

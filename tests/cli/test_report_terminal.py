@@ -5,8 +5,6 @@ line by line instead of printing everything at its end."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -14,6 +12,7 @@ from typer.testing import CliRunner
 from drills.cli.app import app
 from drills_lab.runtime import LabInfo
 from tests.evidence.support import check, make_run, phase, store_with
+from tests.support.cli import drills_process
 from tests.support.drill import lab_plan_file
 
 runner = CliRunner()
@@ -50,10 +49,7 @@ def test_the_report_renders_on_request_and_stays_markdown_for_a_pipe(tmp_path: P
 
 def test_a_piped_run_streams_each_step_as_it_ends(lab: LabInfo, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path}/history.db"
-    process = subprocess.run(
-        [sys.executable, "-m", "drills", "run", str(lab_plan_file(lab)), "--dry-run", "--db", db],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    process = drills_process(["run", str(lab_plan_file(lab)), "--dry-run", "--db", db], timeout=300)
     assert process.returncode == 0, process.stderr
     lines = [ln for ln in process.stderr.splitlines() if re.match(r"\s+(T0|\d\d:\d\d:\d\d )", ln)]
     assert len(lines) >= 5, process.stderr

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from drills.cli.app import app
 from drills_lab.procs import free_port
+from tests.support.cli import drills_process
 from tests.support.drill import offline_lab_plan_text
 
 PASSWORD = "Hunter2StorePw"
@@ -90,16 +91,10 @@ def test_every_store_command_says_one_line(case: str, tmp_path: Path) -> None:
 def test_the_installed_command_says_one_line(case: str, tmp_path: Path) -> None:
     """As an operator runs it: its own process, both ways of giving the URL."""
     url = _urls(tmp_path)[case]
-    env_given = subprocess.run(
-        [sys.executable, "-m", "drills", "history"],
-        capture_output=True, text=True, timeout=120, env=dict(os.environ, DRILLS_DB_URL=url),
-    )  # fmt: skip
+    env_given = drills_process(["history"], timeout=120, env=dict(os.environ, DRILLS_DB_URL=url))
     assert_one_clear_line(env_given.stdout + env_given.stderr, env_given.returncode)
     if case in ("postgresql refusing", "http"):  # the option takes the same path
-        flag_given = subprocess.run(
-            [sys.executable, "-m", "drills", "history", "--db", url],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        flag_given = drills_process(["history", "--db", url], timeout=120)
         assert_one_clear_line(flag_given.stdout + flag_given.stderr, flag_given.returncode)
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from drills.errors import PlanError
 from drills.plan import plan_from_text, plan_schema_text
 from drills_lab.planfile import SCHEMA_FILE, PlanOptions, write_plan
 from tests.docs.conftest import ROOT
+from tests.support.cli import drills_process
 from tests.support.drill import OFFLINE_ENDPOINTS
 
 PUBLISHED = ROOT / "docs" / "schema" / "plan.schema.json"
@@ -39,12 +38,9 @@ def _schema_named_by(plan: Path) -> Path:
 
 
 def test_published_schema_is_what_drills_plan_schema_prints() -> None:
-    printed = subprocess.run(
-        [sys.executable, "-m", "drills", "plan", "schema"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    done = drills_process(["plan", "schema"])
+    done.check_returncode()
+    printed = done.stdout
     assert printed == plan_schema_text()
     assert PUBLISHED.read_text(encoding="utf-8") == printed, (
         "docs/schema/plan.schema.json is stale: drills plan schema -o docs/schema/plan.schema.json"

@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,19 +23,14 @@ from drills.processes import descendants, pid_alive
 from drills_lab import control, topology
 from drills_lab.images import OCI_INDEX, OCI_MANIFEST
 from drills_lab.runtime import LabInfo
+from tests.support.cli import drills_process
 from tests.support.services import LAB_START_S, require_system_binary
 
 ACCEPT = f"{OCI_MANIFEST}, {OCI_INDEX}, application/vnd.docker.distribution.manifest.v2+json"
 
 
 def drills_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "drills", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-    )
+    return drills_process(args, timeout=60, cwd=cwd)
 
 
 def apis(info: LabInfo, site: str) -> tuple[k8s.AppsV1Api, k8s.CoreV1Api, k8s.NetworkingV1Api]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 
 from drills.processes import descendants
 from drills_lab.runtime import LabInfo
+from tests.support.cli import drills_process
 from tests.support.services import own_lab
 
 
@@ -25,9 +24,9 @@ def status_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
 
 
 def _status(info: LabInfo, *extra: str) -> tuple[int, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "drills", "lab", "status", "--state-dir", info.state_dir, *extra],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"},
+    done = drills_process(
+        ["lab", "status", "--state-dir", info.state_dir, *extra],
+        timeout=60, env={**os.environ, "COLUMNS": "200"},
     )  # fmt: skip
     return done.returncode, done.stdout + done.stderr
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from drills.plan import load_plan, plan_from_text
 from drills.store.history import HistoryStore
 from drills_lab.runtime import LabInfo
 from tests.support.checks import DRIFT_FAILURES, drilled_days_ago
+from tests.support.cli import drills_process
 from tests.support.drill import drills_cli
 from tests.support.receivers import json_receiver, smtp_receiver
 from tests.support.services import own_lab
@@ -42,10 +42,7 @@ def readiness_cli(
     plan: Path, db: str, notify_to: str, *args: str
 ) -> subprocess.CompletedProcess[str]:
     env = os.environ | {"DRILLS_NOTIFY": notify_to, "DRILLS_UI_URL": UI_URL, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "drills", "readiness", str(plan), "--db", db, *args],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+    return drills_process(["readiness", str(plan), "--db", db, *args], timeout=120, env=env)
 
 
 def plan_file(info: LabInfo) -> Path:

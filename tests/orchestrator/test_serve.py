@@ -33,6 +33,7 @@ from drills.takeover.journal import Journal
 from drills.takeover.snapshot import Snapshot
 from drills_lab.procs import free_port
 from drills_lab.runtime import LabInfo
+from tests.support.cli import drills_process
 from tests.support.demo import leave_demo_state
 from tests.support.drill import back_to_normal, lab_plan, serving, snapshot
 from tests.support.ui import UiEnv, declare, fill_declaration, open_page, shown
@@ -44,10 +45,7 @@ CANCELLED_WITHIN_S = 120
 
 
 def drills(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "drills", *args],
-        capture_output=True, text=True, timeout=timeout, cwd=PROJECT_DIR,
-    )  # fmt: skip
+    return drills_process(args, timeout=timeout, cwd=PROJECT_DIR)
 
 
 def approval_plan(info: LabInfo) -> Path:

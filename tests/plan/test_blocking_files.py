@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ import yaml
 
 from drills.plan.files import KERNEL_FILE_SYSTEMS, FileRefusedError, call_within, read_regular_file
 from drills.plan.kubeconfig import KubeconfigError, load_kubeconfig
+from tests.support.cli import drills_process
 from tests.support.drill import offline_lab_plan_data
 
 # Each command must answer well within this; the hang it guards against never ends.
@@ -39,10 +39,7 @@ def fifo(tmp_path: Path) -> Iterator[Path]:
 
 def drills(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "drills", *args],
-        capture_output=True, text=True, timeout=ANSWER_S * 2,
-    )  # fmt: skip
+    done = drills_process(args, timeout=ANSWER_S * 2)
     return done, time.monotonic() - started
 
 

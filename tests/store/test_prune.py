@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from drills.store.models import (
     ReadinessSnapshot,
 )
 from tests.metrics.test_exporter import scrape
+from tests.support.cli import drills_process
 from tests.support.ui import EXAMPLE_PLAN, UiEnv, add_run, open_page, shown
 
 PLAN = "gpu-platform"
@@ -68,10 +68,7 @@ def _counts(store: HistoryStore) -> dict[str, int]:
 
 
 def _cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "drills", *args, "--db", db],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    return drills_process([*args, "--db", db], timeout=120)
 
 
 def _views(ui_env: UiEnv, store: HistoryStore) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from drills_lab.kubeapi import NEVER_READY_ANNOTATION
 from drills_lab.planfile import LabEndpoints, PlanOptions
 from drills_lab.planfile import lab_plan as lab_plan_data
 from drills_lab.runtime import LabInfo
+from tests.support.cli import drills_process
 
 # Placeholder addresses: nothing answers there, and no test that uses them expects it to.
 OFFLINE_ENDPOINTS = LabEndpoints(
@@ -175,7 +175,4 @@ def drills_cli(
     env["COLUMNS"] = "200"  # a table's cells unwrapped, as on a wide terminal
     if crash_at:
         env[crashpoints.ENV] = crash_at
-    return subprocess.run(
-        [sys.executable, "-m", "drills", *args, "--db", db],
-        capture_output=True, text=True, timeout=timeout, env=env,
-    )  # fmt: skip
+    return drills_process([*args, "--db", db], timeout=timeout, env=env)

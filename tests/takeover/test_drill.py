@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from drills.store.history import HistoryStore
 from drills.takeover.drill import Approval, Drill, DrillHooks, DrillRequest, DrillResult
 from drills_lab import topology
 from drills_lab.runtime import LabInfo
+from tests.support.cli import drills_process
 from tests.support.drill import SplitBrainMonitor, drills_cli, lab_plan, snapshot
 from tests.support.postgres import PostgresServer
 from tests.support.services import own_lab
@@ -420,8 +420,7 @@ def test_on_postgresql_db_upgrade_twice_a_drill_and_its_history(
     env = os.environ | {"DRILLS_DB_URL": db, "COLUMNS": "200"}
 
     def drills(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "drills", *args], capture_output=True,
-                              text=True, env=env, timeout=300)  # fmt: skip
+        return drills_process(args, env=env, timeout=300)
 
     plan = lab_plan(drill_lab)
     before = snapshot(plan)

@@ -6,8 +6,6 @@ evaluation through Kueue on every DR GPU; a drill preempts it, records
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +19,7 @@ from drills.takeover.drill import Drill, DrillRequest
 from drills_lab import lowprio
 from drills_lab.runtime import LabInfo
 from tests.support.checks import run_check
+from tests.support.cli import drills_process
 from tests.support.drill import lab_plan, snapshot
 from tests.support.lowprio import (
     dr_api,
@@ -94,10 +93,8 @@ def test_a_drill_preempts_the_work_records_the_time_and_gives_it_back(
     data = report_data(run, history)
     assert data["preemption_seconds"] == m.preemption_seconds
     assert "GPUs taken back at DR (preemption)" in render_markdown(data)
-    listed = subprocess.run(
-        [sys.executable, "-m", "drills", "history", "--json", "--db", history.url],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+    listed = drills_process(["history", "--json", "--db", history.url], timeout=60)
+    listed.check_returncode()
     rows = {r["id"]: r for r in json.loads(listed.stdout)}
     assert rows[result.run_id]["preemption_seconds"] == m.preemption_seconds
 
