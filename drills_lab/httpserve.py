@@ -1,8 +1,11 @@
-"""A threaded HTTP server tuned for loopback: Nagle off, keep-alive on."""
+"""A threaded HTTP server tuned for loopback: Nagle off, keep-alive on, and a serving loop
+that sleeps until a connection comes."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import socketserver
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -10,8 +13,35 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 # path → (status, body, content type)
 Respond = Callable[[str], tuple[int, bytes, str]]
 
+# socketserver's loop wakes every poll interval (0.5 s by default) only to see whether
+# shutdown() was called. A lab runs a dozen such loops, and tens of labs run in a test
+# session: so they sleep until a connection comes, and shutdown() wakes them with one.
+IDLE_POLL_S = 30.0
 
-class FastHTTPServer(ThreadingHTTPServer):
+
+def shutdown_waking(server: socketserver.BaseServer, shutdown: Callable[[], None]) -> None:
+    """``shutdown()`` (the server's own) at once: it asks the loop to stop and waits for it,
+    and a connection to the server wakes the loop to see the request."""
+    stopper = threading.Thread(target=shutdown, name="shutdown", daemon=True)
+    stopper.start()
+    host, port = server.server_address[:2]
+    while stopper.is_alive():
+        with contextlib.suppress(OSError):
+            socket.create_connection((str(host), int(port)), timeout=1).close()
+        stopper.join(0.05)
+
+
+class PromptShutdown(socketserver.BaseServer):
+    """A mixin: serve_forever polls every IDLE_POLL_S, and shutdown() returns at once."""
+
+    def serve_forever(self, poll_interval: float = IDLE_POLL_S) -> None:
+        super().serve_forever(poll_interval)
+
+    def shutdown(self) -> None:
+        shutdown_waking(self, super().shutdown)
+
+
+class FastHTTPServer(PromptShutdown, ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     # socketserver's default backlog of 5 drops the SYNs of a burst of new connections

@@ -20,6 +20,7 @@ from moto.moto_server.werkzeug_app import (
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from drills.errors import LabError
+from drills_lab.httpserve import IDLE_POLL_S, shutdown_waking
 from drills_lab.loopback import loopback_client
 from drills_lab.procs import free_port
 
@@ -62,7 +63,10 @@ class MotoServer:
         except OSError as exc:
             raise LabError(f"moto cannot listen on {self.host}:{self.port}: {exc}") from exc
         thread = threading.Thread(
-            target=server.serve_forever, name=f"moto-{self.port}", daemon=True
+            target=server.serve_forever,
+            kwargs={"poll_interval": IDLE_POLL_S},
+            name=f"moto-{self.port}",
+            daemon=True,
         )
         thread.start()
         self._server, self._thread = server, thread
@@ -74,7 +78,7 @@ class MotoServer:
         self._server, self._thread = None, None
         if server is None:
             return
-        server.shutdown()
+        shutdown_waking(server, server.shutdown)
         server.server_close()
         if thread is not None:
             thread.join(timeout=5)

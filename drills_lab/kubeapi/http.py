@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from drills_lab.httpserve import PromptShutdown
 from drills_lab.kubeapi.api import HEALTH_PATHS, KubeApi, Reply, Request, WatchRequest
 from drills_lab.kubeapi.status import ApiError, unauthorized
 from drills_lab.kubeapi.watch import watch_lines
@@ -25,7 +26,7 @@ log = logging.getLogger("drills_lab.kubeapi.http")
 IDLE_TIMEOUT = 300.0
 
 
-class ApiHTTPServer(ThreadingHTTPServer):
+class ApiHTTPServer(PromptShutdown, ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True

@@ -20,8 +20,6 @@ log = logging.getLogger("drills_lab.kubeapi")
 
 # The namespaces every real cluster starts with.
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-# How quickly serve_forever notices stop(); it bounds the time stop() takes.
-_POLL_INTERVAL = 0.05
 
 
 class KubeApiServer:
@@ -106,10 +104,7 @@ class KubeApiServer:
             self._httpd = httpd
             self._controller.start()
             threading.Thread(
-                target=httpd.serve_forever,
-                kwargs={"poll_interval": _POLL_INTERVAL},
-                name=f"kubeapi-{self.name}",
-                daemon=True,
+                target=httpd.serve_forever, name=f"kubeapi-{self.name}", daemon=True
             ).start()
         major, minor = self.version
         log.info("kube api %s listening on %s (v%d.%d)", self.name, self.url, major, minor)
