@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol
 
 from drills.errors import LabError
 from drills.plan.discovery import LAB_STATE_DIR
@@ -29,6 +29,26 @@ LAB_MODULES = ("moto", "flask", "flask_cors")
 def missing_modules() -> list[str]:
     """The lab's modules this environment lacks (the daemon would die importing them)."""
     return [name for name in LAB_MODULES if importlib.util.find_spec(name) is None]
+
+
+class Daemon(Protocol):
+    """The started daemon process, as much of subprocess.Popen as `up` uses."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+
+# Starts ``argv`` as the daemon: its own session, stdin /dev/null, output to ``log``.
+Spawn = Callable[[list[str], IO[bytes], dict[str, str]], Daemon]
+
+
+def spawn_process(argv: list[str], log: IO[bytes], env: dict[str, str]) -> Daemon:
+    return subprocess.Popen(
+        argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True, env=env
+    )
 
 
 def running(state_dir: Path) -> LabInfo | None:
@@ -62,8 +82,10 @@ def up(
     dns_sync_interval: float = 3.0,
     low_priority_work: bool = False,
     slo: bool = True,
+    spawn: Spawn = spawn_process,
 ) -> tuple[LabInfo, bool]:
-    """Start the lab; returns its info and whether it was already running."""
+    """Start the lab; returns its info and whether it was already running. ``spawn`` starts
+    the daemon's process (the tests start it from one with its libraries already loaded)."""
     existing = running(state_dir)
     if existing is not None:
         for flag, have, want in (
@@ -104,9 +126,7 @@ def up(
     argv += [] if slo else ["--no-slo"]
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     with log_path.open("ab") as log:
-        child = subprocess.Popen(
-            argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True, env=env
-        )
+        child = spawn(argv, log, env)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         info = read_info(state_dir)

@@ -24,10 +24,11 @@ def shutdown_waking(server: socketserver.BaseServer, shutdown: Callable[[], None
     and a connection to the server wakes the loop to see the request."""
     stopper = threading.Thread(target=shutdown, name="shutdown", daemon=True)
     stopper.start()
-    host, port = server.server_address[:2]
+    address = server.server_address
+    assert isinstance(address, tuple)  # an INET server's (host, port)
     while stopper.is_alive():
         with contextlib.suppress(OSError):
-            socket.create_connection((str(host), int(port)), timeout=1).close()
+            socket.create_connection((address[0], address[1]), timeout=1).close()
         stopper.join(0.05)
 
 

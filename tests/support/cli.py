@@ -1,9 +1,11 @@
-"""`python -m drills ARGS` in a process of its own, as an operator runs it, at a third of the cost.
+"""`python -m drills ARGS` in a process of its own, as an operator runs it, at a third of the cost;
+and the lab's daemon likewise.
 
-The suite runs the CLI some 250 times, and each process spent most of its CPU importing the
-same libraries (about 1.5 CPU-s of a `drills run`'s 2.8). So each test worker starts one
-fork server (tests.support.cli_forkserver) with those libraries loaded, and every call forks
-it: the child is still a process of its own, with its own arguments, environment, working
+The suite runs the CLI some 250 times and starts some 70 labs, and each process spent most
+of its CPU importing the same libraries (about 1.5 CPU-s of a `drills run`'s 2.8, 0.75 of a
+lab daemon's start). So each test worker starts one fork server
+(tests.support.cli_forkserver) with those libraries loaded, and every call forks it: the
+child is still a process of its own, with its own arguments, environment, working
 directory, descriptors and exit status, and it imports drills itself, as a fresh
 interpreter does.
 """
@@ -12,7 +14,9 @@ from __future__ import annotations
 
 import array
 import atexit
+import contextlib
 import json
+import math
 import os
 import select
 import signal
@@ -24,6 +28,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 # A fork server that does not come up is a broken test environment, not a slow one.
 _START_S = 60.0
@@ -73,7 +78,7 @@ def _read_line(fd: int, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     while not data.endswith(b"\n"):
         left = deadline - time.monotonic()
-        ready, _, _ = select.select([fd], [], [], None if left == float("inf") else max(0.0, left))
+        ready, _, _ = select.select([fd], [], [], None if left == math.inf else max(0.0, left))
         if not ready:
             break
         chunk = os.read(fd, 1)
@@ -92,6 +97,61 @@ def stop_server() -> None:
     _SERVER.stop()
 
 
+class ForkedProcess:
+    """A process the fork server started: its pid, and its exit status when it ends (the
+    server reports it on the connection this holds)."""
+
+    def __init__(
+        self,
+        module: str,
+        args: Sequence[str],
+        fds: Sequence[int],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        session: bool = False,
+    ) -> None:
+        self.args = [sys.executable, "-m", module, *map(str, args)]
+        request = {
+            "module": module,
+            "args": self.args[3:],
+            "env": dict(os.environ if env is None else env),
+            "cwd": os.path.abspath(cwd if cwd is not None else os.getcwd()),
+            "session": session,
+        }
+        self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._conn.connect(_SERVER.path())
+        line = (json.dumps(request) + "\n").encode()
+        self._conn.sendmsg([line], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        self.pid = int(_read_line(self._conn.fileno(), _START_S))
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit code (negative: the signal that ended it), or None at ``timeout``."""
+        if self.returncode is None:
+            status = _read_line(self._conn.fileno(), math.inf if timeout is None else timeout)
+            if status:
+                self.returncode = os.waitstatus_to_exitcode(int(status))
+                self._conn.close()
+        return self.returncode
+
+    def poll(self) -> int | None:
+        return self.wait(0)
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+def spawn_lab_daemon(argv: list[str], log: IO[bytes], env: dict[str, str]) -> ForkedProcess:
+    """drills_lab.control's ``spawn``: the daemon forked, its output to ``log``."""
+    assert argv[1:3] == ["-m", "drills_lab.daemon"], argv
+    with open(os.devnull, "rb") as devnull:
+        fds = [devnull.fileno(), log.fileno(), log.fileno()]
+        return ForkedProcess("drills_lab.daemon", argv[3:], fds, env=env, session=True)
+
+
 def drills_process(
     args: Sequence[str],
     *,
@@ -103,12 +163,6 @@ def drills_process(
     """``python -m drills ARGS`` run to its end, its output captured as text: what
     ``subprocess.run([sys.executable, "-m", "drills", *args], capture_output=True,
     text=True, ...)`` returns, and TimeoutExpired (the process killed) past ``timeout``."""
-    argv = [str(a) for a in args]
-    request = {
-        "args": argv,
-        "env": dict(os.environ if env is None else env),
-        "cwd": os.path.abspath(cwd if cwd is not None else os.getcwd()),
-    }
     with (
         tempfile.TemporaryFile() as stdin,
         tempfile.TemporaryFile() as stdout,
@@ -117,24 +171,14 @@ def drills_process(
         if input is not None:
             stdin.write(input.encode())
             stdin.seek(0)
-        status = _run(request, [stdin.fileno(), stdout.fileno(), stderr.fileno()], timeout, argv)
+        fds = [stdin.fileno(), stdout.fileno(), stderr.fileno()]
+        process = ForkedProcess("drills", args, fds, env=env, cwd=cwd)
+        code = process.wait(timeout)
+        if code is None:
+            process.kill()
+            process.wait()
+            raise subprocess.TimeoutExpired(process.args, timeout or 0.0)
         stdout.seek(0)
         stderr.seek(0)
         out, err = stdout.read().decode(), stderr.read().decode()
-    return subprocess.CompletedProcess(
-        [sys.executable, "-m", "drills", *argv], os.waitstatus_to_exitcode(status), out, err
-    )
-
-
-def _run(request: dict[str, object], fds: list[int], timeout: float | None, argv: list[str]) -> int:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.connect(_SERVER.path())
-        line = (json.dumps(request) + "\n").encode()
-        conn.sendmsg([line], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-        pid = int(_read_line(conn.fileno(), _START_S))
-        status = _read_line(conn.fileno(), float("inf") if timeout is None else timeout)
-        if status:
-            return int(status)
-        os.kill(pid, signal.SIGKILL)
-        _read_line(conn.fileno(), _START_S)
-        raise subprocess.TimeoutExpired([sys.executable, "-m", "drills", *argv], timeout or 0.0)
+    return subprocess.CompletedProcess(process.args, code, out, err)

@@ -1,10 +1,12 @@
-"""The server side of tests.support.cli: forks `python -m drills` with its libraries loaded.
+"""The server side of tests.support.cli: forks `python -m drills` (or the lab's daemon) with
+its libraries loaded.
 
 Started once per test worker (``python -m tests.support.cli_forkserver SOCKET``). It imports
-the third-party libraries the CLI loads (SQLAlchemy, alembic, pydantic, the Kubernetes
-client, boto3, rich, ...), then serves one request a connection: argv, environment and
-working directory in a JSON line, the child's stdin, stdout and stderr as passed file
-descriptors. It forks, answers the child's pid, and later its wait status.
+the third-party libraries the CLI and the lab load (SQLAlchemy, alembic, pydantic, the
+Kubernetes client, boto3, moto, rich, ...), then serves one request a connection: module,
+arguments, environment and working directory in a JSON line, the child's stdin, stdout and
+stderr as passed file descriptors. It forks, answers the child's pid, and later its wait
+status.
 
 Of drills, only the modules that read nothing of the environment or the working directory
 when imported are loaded here (tests/test_cli_forkserver.py checks it): several others do,
@@ -30,8 +32,9 @@ import threading
 import traceback
 from typing import Any
 
-# What `drills run`, `readiness`, `recover` and `history` import first: about 1.5 CPU-s a
-# process otherwise. Prefect is not here (its settings are read on import).
+# What `drills run`, `readiness`, `recover` and `history` import first (about 1.5 CPU-s a
+# process otherwise), and the lab's daemon (0.75). Prefect is not here: its settings are read
+# on import.
 PRELOAD = (
     "sqlalchemy",
     "sqlalchemy.orm",
@@ -60,6 +63,8 @@ PRELOAD = (
     "rich.text",
     "typer",
     "typer.main",
+    "moto.moto_server.werkzeug_app",
+    "werkzeug.serving",
     # Their pydantic and SQLAlchemy classes are a quarter of a second more.
     "drills.plan",
     "drills.store.history",
@@ -91,9 +96,11 @@ def receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
 
 
 def run_child(request: dict[str, Any], fds: list[int]) -> int:
-    """In the forked child: become `python -m drills ARGS` and return its exit code."""
+    """In the forked child: become `python -m MODULE ARGS` and return its exit code."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    if request["session"]:
+        os.setsid()
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -108,7 +115,7 @@ def run_child(request: dict[str, Any], fds: list[int]) -> int:
     sys.argv = ["-m", *request["args"]]
     code = 0
     try:
-        runpy.run_module("drills", run_name="__main__", alter_sys=True)
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
     except SystemExit as exc:
         code = exc_code(exc)
     except BaseException:  # noqa: BLE001  # as the interpreter does: a traceback, exit 1
@@ -184,7 +191,7 @@ def start(conn: socket.socket, listener: socket.socket, waiting: dict[int, socke
 
 
 def reap(waiting: dict[int, socket.socket]) -> None:
-    while waiting:
+    while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:

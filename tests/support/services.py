@@ -15,6 +15,7 @@ from drills_lab import control
 from drills_lab.named import LabDnsRecord, NamedServer
 from drills_lab.procs import find_binary
 from drills_lab.runtime import LabInfo
+from tests.support.cli import spawn_lab_daemon
 
 LAB_ZONE = "drills.test."
 API_RECORD = LabDnsRecord(name="api", type="A", ttl=30, value="127.0.0.2")
@@ -63,7 +64,7 @@ def own_lab(
     options.setdefault("slo", False)
     options.setdefault("timeout", LAB_START_S)
     state_dir = tmp_path_factory.mktemp(name)
-    info, _ = control.up(state_dir, **options)
+    info, _ = control.up(state_dir, spawn=spawn_lab_daemon, **options)
     try:
         yield info
     finally:
