@@ -138,6 +138,9 @@ class ForkedProcess:
     def poll(self) -> int | None:
         return self.wait(0)
 
+    def __del__(self) -> None:
+        self._conn.close()  # left running (a lab's daemon): nobody waits for its status
+
     def kill(self) -> None:
         if self.returncode is None:
             with contextlib.suppress(ProcessLookupError):
