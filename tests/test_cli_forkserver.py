@@ -43,7 +43,7 @@ print(json.dumps({"reads": reads, "drills": loaded}))
 def test_the_preloaded_drills_modules_read_no_environment_when_imported() -> None:
     done = subprocess.run(
         [sys.executable, "-c", AUDIT], capture_output=True, text=True, cwd=ROOT, timeout=120,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(ROOT)},
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     audit = json.loads(done.stdout)
@@ -56,23 +56,27 @@ def test_each_call_is_its_own_process_with_its_own_environment_and_directory(
     tmp_path: Path,
 ) -> None:
     plan = tmp_path / "absent.yaml"
-    first = drills_process(["plan", "validate", str(plan)], env=dict(os.environ, COLUMNS="61"))
+    first = drills_process(["plan", "validate", str(plan)])
     assert first.returncode == 2
     assert "the plan file does not exist" in first.stderr
     assert first.args == [sys.executable, "-m", "drills", "plan", "validate", str(plan)]
-    # A relative path resolves against the working directory given, and stdin is the input.
+    # The environment is the call's: the store URL it names, not the server's.
+    listed = drills_process(["history", "--json"])
+    assert listed.returncode == 0, listed.stderr
+    refused = drills_process(["history", "--json"], env=dict(os.environ, DRILLS_DB_URL="ftp://x"))
+    assert refused.returncode == 2, refused.stderr
+    # A relative path resolves against the working directory given.
     (tmp_path / "sub").mkdir()
-    hashed = drills_process(
-        ["ui", "hash-password", "--stdin"], cwd=tmp_path / "sub", input="s3cret-enough-pw\n"
-    )
-    assert hashed.returncode == 0, hashed.stderr
-    assert hashed.stdout.startswith("scrypt$")
-    (tmp_path / "here.yaml").write_text("{}")  # found only from tmp_path
+    (tmp_path / "here.yaml").write_text("{}")
     here = drills_process(["plan", "validate", "here.yaml"], cwd=tmp_path)
     assert here.returncode == 2
     assert "does not exist" not in here.stderr, here.stderr
     elsewhere = drills_process(["plan", "validate", "here.yaml"], cwd=tmp_path / "sub")
     assert "the plan file does not exist" in elsewhere.stderr
+    # And stdin is the input given.
+    hashed = drills_process(["ui", "hash-password", "--stdin"], input="s3cret-enough-pw\n")
+    assert hashed.returncode == 0, hashed.stderr
+    assert hashed.stdout.startswith("scrypt$")
 
 
 def test_a_call_past_its_timeout_is_killed(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ class _ForkServer:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=root,
         )  # fmt: skip
         assert self._proc.stdout is not None
-        line = _read_line(self._proc.stdout.fileno(), _START_S)
+        line = _Lines(self._proc.stdout.fileno(), "it was ready").next(_START_S)
         if line != "ready":
             raise RuntimeError(f"the CLI fork server did not start (it said {line!r})")
 
@@ -73,28 +73,31 @@ class _ForkServer:
             self._proc = None
 
 
-def _read_line(fd: int, timeout: float) -> str:
-    data = b""
-    deadline = time.monotonic() + timeout
-    while not data.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        ready, _, _ = select.select([fd], [], [], None if left == math.inf else max(0.0, left))
-        if not ready:
-            break
-        chunk = os.read(fd, 1)
-        if not chunk:
-            break
-        data += chunk
-    return data.decode().strip()
+class _Lines:
+    """The lines the fork server writes on one descriptor, read as they come."""
+
+    def __init__(self, fd: int, what: str) -> None:
+        self._fd = fd
+        self._what = what
+        self._buffer = b""
+
+    def next(self, timeout: float) -> str | None:
+        """The next line, or None at ``timeout``; the server gone is an error, not a wait."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = None if timeout == math.inf else max(0.0, deadline - time.monotonic())
+            if not select.select([self._fd], [], [], left)[0]:
+                return None
+            chunk = os.read(self._fd, 4096)
+            if not chunk:
+                raise RuntimeError(f"the CLI fork server went away before {self._what}")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode()
 
 
 _SERVER = _ForkServer()
 atexit.register(_SERVER.stop)
-
-
-def stop_server() -> None:
-    """Stop this worker's fork server (the session's end does it)."""
-    _SERVER.stop()
 
 
 class ForkedProcess:
@@ -123,14 +126,18 @@ class ForkedProcess:
         self._conn.connect(_SERVER.path())
         line = (json.dumps(request) + "\n").encode()
         self._conn.sendmsg([line], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-        self.pid = int(_read_line(self._conn.fileno(), _START_S))
+        self._lines = _Lines(self._conn.fileno(), f"it reported how {self.args} ended")
+        pid = self._lines.next(_START_S)
+        if pid is None:
+            raise RuntimeError(f"the CLI fork server did not start {self.args}")
+        self.pid = int(pid)
         self.returncode: int | None = None
 
     def wait(self, timeout: float | None = None) -> int | None:
         """The exit code (negative: the signal that ended it), or None at ``timeout``."""
         if self.returncode is None:
-            status = _read_line(self._conn.fileno(), math.inf if timeout is None else timeout)
-            if status:
+            status = self._lines.next(math.inf if timeout is None else timeout)
+            if status is not None:
                 self.returncode = os.waitstatus_to_exitcode(int(status))
                 self._conn.close()
         return self.returncode
