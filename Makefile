@@ -18,10 +18,13 @@ export NO_MKDOCS_2_WARNING := 1
 unexport PYTHONDONTWRITEBYTECODE
 # Parallel test workers: most of the suite waits on servers rather than computing, so more
 # workers than cores pay off. The tests marked `serial` are timed against the machine's load;
-# they run after the rest, SERIAL_WORKERS files at a time: the long ones mostly wait (on a
-# lease period, a held fault), and each takes as long beside the other two as alone.
+# they run in a pytest session of their own, SERIAL_WORKERS files at a time (the long ones
+# mostly wait, on a lease period or a held fault), beside the other session, which runs at
+# the lower CPU priority TEST_NICE: the serial tests get a core the moment they want one,
+# and the rest of the suite takes what they leave (on 2 cores, about 1.1 of them).
 TEST_WORKERS ?= 4
 SERIAL_WORKERS ?= 3
+TEST_NICE ?= 10
 # Only the files that mark tests `serial` are collected for that run (collecting all the
 # others costs each serial worker ~10 s of CPU).
 SERIAL_TEST_FILES = $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
@@ -82,11 +85,23 @@ typecheck: venv
 # half a minute; beside it, the lint and the bytecode and assertion-rewrite caches that the
 # test workers read (otherwise the workers would each compile the same modules at once:
 # ~9 CPU-s apiece).
+#
+# The two pytest sessions run side by side. The serial one writes its report to a file of its
+# own, shown after the other's; its workers take the port ranges after the other's
+# (DRILLS_TESTS_FIRST_SLOT, tests/conftest.py). `make test` fails if either session fails.
+PYTEST_FILES = --dist loadfile --no-loadscope-reorder
 test: sysdeps
 	@$(MAKE) --no-print-directory -j2 venv
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck test-caches
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial"
-	$(BIN)/pytest -n $(SERIAL_WORKERS) --dist loadfile --no-loadscope-reorder -m serial $(SERIAL_TEST_FILES)
+	@serial_log=$$(mktemp -t drills-serial-tests.XXXXXX); \
+	echo "$(BIN)/pytest -n $(SERIAL_WORKERS) $(PYTEST_FILES) -m serial ... > $$serial_log (in the background)"; \
+	DRILLS_TESTS_FIRST_SLOT=$(TEST_WORKERS) $(BIN)/pytest -n $(SERIAL_WORKERS) $(PYTEST_FILES) \
+		-p no:cacheprovider -m serial $(SERIAL_TEST_FILES) >"$$serial_log" 2>&1 & serial=$$!; \
+	echo "nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_FILES) -m \"not serial\""; \
+	nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_FILES) -m "not serial"; rest=$$?; \
+	wait $$serial; serial_status=$$?; \
+	echo; echo "The tests marked serial, run beside the others:"; cat "$$serial_log"; rm -f "$$serial_log"; \
+	test $$rest -eq 0 && test $$serial_status -eq 0
 
 # Every installed module compiled on both cores (a few of them are written for newer
 # Pythons and never imported: compile_dir's verdict is not ours to act on), then one

@@ -64,11 +64,16 @@ _LAB_GROUPS = pytest.StashKey[LabGroups]()
 
 # Parallel workers (pytest-xdist, `make test`) start their own servers: each draws its ports
 # from a range of its own, below the kernel's ephemeral ports, so that no other worker, nor
-# an outgoing connection, takes a port between its choice and its server's bind.
+# an outgoing connection, takes a port between its choice and its server's bind. `make test`
+# runs the serial tests in a session of their own beside the others: FIRST_SLOT_ENV gives its
+# workers the ranges after theirs.
+FIRST_SLOT_ENV = "DRILLS_TESTS_FIRST_SLOT"
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-if _WORKER.startswith("gw") and _WORKER[2:].isdigit() and int(_WORKER[2:]) < 8:
-    _LOW = 20000 + 1500 * int(_WORKER[2:])
-    os.environ["DRILLS_PORT_RANGE"] = f"{_LOW}-{_LOW + 1499}"
+if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
+    _SLOT = int(os.environ.get(FIRST_SLOT_ENV, "0")) + int(_WORKER[2:])
+    if _SLOT < 8:
+        _LOW = 20000 + 1500 * _SLOT
+        os.environ["DRILLS_PORT_RANGE"] = f"{_LOW}-{_LOW + 1499}"
 
 
 @pytest.fixture(scope="session")
