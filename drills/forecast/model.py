@@ -38,6 +38,9 @@ MODEL_PHASES: dict[str, tuple[float, float, float]] = {
 MODEL_ROLLOUT = (15.0, 60.0, 180.0)  # one tier, when nothing at DR says how fast pods start
 POD_START_SPREAD = (1.0, 4.0)  # a tier takes 1-4 times the sentinel's pod start, …
 POD_START_EXTRA_S = 10.0  # … plus up to this for image pulls and model loading
+# Kubernetes stamps creation and Ready in whole seconds, so a pod start read from them is off
+# by up to a second either way: a 0.2 s start across a second's edge reads as 1 s.
+STAMP_RESOLUTION_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -224,7 +227,8 @@ def _rollout(state: CurrentState) -> tuple[float, float, float]:
         return MODEL_ROLLOUT
     start = state.pod_start_s
     low, high = POD_START_SPREAD
-    return start * low, max(start, 1.0) * (low + high) / 2, start * high + POD_START_EXTRA_S
+    fastest, slowest = max(0.0, start - STAMP_RESOLUTION_S), start + STAMP_RESOLUTION_S
+    return fastest * low, max(start, 1.0) * (low + high) / 2, slowest * high + POD_START_EXTRA_S
 
 
 def _dns_phase(plan: DrillPlan) -> tuple[float, float, float]:
@@ -250,7 +254,8 @@ def _from_model(plan: DrillPlan, state: CurrentState) -> Forecast:
     full = [total[i] + normal[i] for i in range(3)]
     ttl = state.dns_ttl_s or 0.0
     how = ("each tier 1-4x the DR sentinel's last pod start "
-           f"({state.pod_start_s:.0f} s) plus up to {POD_START_EXTRA_S:.0f} s"
+           f"({state.pod_start_s:.0f} s, ±{STAMP_RESOLUTION_S:.0f} s) plus up to "
+           f"{POD_START_EXTRA_S:.0f} s"
            if state.pod_start_s is not None
            else f"each tier {MODEL_ROLLOUT[0]:.0f}-{MODEL_ROLLOUT[2]:.0f} s")  # fmt: skip
     basis = (

@@ -44,6 +44,16 @@ def test_without_history_the_model_is_stated_and_uses_the_sentinel_speed() -> No
     assert slow.rto.point > fast.rto.point
 
 
+@pytest.mark.parametrize(("read_s", "fastest_s"), [(1.0, 0.0), (3.0, 2.0)])
+def test_the_sentinels_pod_start_is_read_to_the_second(read_s: float, fastest_s: float) -> None:
+    """Kubernetes stamps whole seconds: a 0.2 s start across a second's edge reads as 1 s,
+    and a first drill on such sites takes less than that (0.79 s on the lab)."""
+    stated = forecast(_plan(), [], CurrentState(pod_start_s=read_s))
+    assert stated.rto.low == fastest_s  # the fence, DNS and smoke phases can take no time
+    assert stated.rto.high == 20 + 20 + 10 + ((read_s + 1) * 4 + 10)
+    assert f"({read_s:.0f} s, ±1 s)" in stated.basis
+
+
 def test_history_interval_holds_the_runs_and_leans_to_the_newest() -> None:
     samples = [_sample(30.0, days_ago=1), _sample(20.0, days_ago=5), _sample(20.0, days_ago=9)]
     f = forecast(_plan(), samples, CurrentState(dns_ttl_s=60.0))
