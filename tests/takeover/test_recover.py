@@ -48,6 +48,17 @@ def recover_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
         yield info
 
 
+def only_dr_replicas_grew(before: Snapshot, after: Snapshot) -> bool:
+    """Whether the only differences are more replicas at DR."""
+    changed = {t for t in before.keys() | after.keys() if before.get(t) != after.get(t)}
+    return all(
+        t.startswith("dr/")
+        and set(before.get(t) or ()) == set(after.get(t) or ()) == {"replicas"}
+        and after[t]["replicas"] > before[t]["replicas"]
+        for t in changed
+    )
+
+
 def crash_at(info: LabInfo, history: HistoryStore, where: str, mode: Mode = Mode.DRILL) -> str:
     """Run a drill (or incident) that dies at the point ``where``; returns its run id."""
     plan = lab_plan(info)
@@ -167,7 +178,10 @@ def test_a_crashed_incident_is_reported_then_held_or_completed(
             recover_lab.endpoints["primary"]
         )
         again = CliRunner().invoke(app, ["recover", run_id, "--complete", "--db", db])
-        assert again.exit_code == 0 and snapshot(plan) == after  # idempotent
+        assert again.exit_code == 0, again.output
+        # Idempotent but for DR's size: each completion scales DR to the 24 h peak of the
+        # demand it reads, a peak that rises while the young lab's day goes on.
+        assert only_dr_replicas_grew(after, snapshot(plan))
     finally:
         back_to_normal(plan, history, run_id)
     assert snapshot(plan) == original
