@@ -21,7 +21,8 @@ unexport PYTHONDONTWRITEBYTECODE
 # they run in a pytest session of their own, SERIAL_WORKERS files at a time (the long ones
 # mostly wait, on a lease period or a held fault), beside the other session, which runs at
 # the lower CPU priority TEST_NICE: the serial tests get a core the moment they want one,
-# and the rest of the suite takes what they leave (on 2 cores, about 1.1 of them).
+# and the rest of the suite takes what they leave (they use about 0.9 of 2 cores, for the
+# two minutes or so that they take).
 TEST_WORKERS ?= 4
 SERIAL_WORKERS ?= 3
 TEST_NICE ?= 10
@@ -36,7 +37,8 @@ help:
 	@echo "make ui           the dashboard (in lab mode while the lab runs)"
 	@echo "make down         stop everything the demo started"
 	@echo "make test         install what the tests need, then lint, typecheck and pytest"
-	@echo "                  (on TEST_WORKERS=4 parallel workers, then the serial tests on SERIAL_WORKERS=3)"
+	@echo "                  (on TEST_WORKERS=4 parallel workers at nice TEST_NICE=10, and beside them"
+	@echo "                  the tests marked serial on SERIAL_WORKERS=3)"
 	@echo "make serve        start a local Prefect server, the drills deployments and a worker"
 	@echo "make lab-up       start the local lab only (two stand-in sites on loopback)"
 	@echo "make lab-down     stop the local lab"
@@ -89,16 +91,16 @@ typecheck: venv
 # The two pytest sessions run side by side. The serial one writes its report to a file of its
 # own, shown after the other's; its workers take the port ranges after the other's
 # (DRILLS_TESTS_FIRST_SLOT, tests/conftest.py). `make test` fails if either session fails.
-PYTEST_FILES = --dist loadfile --no-loadscope-reorder
+PYTEST_DIST = --dist loadfile --no-loadscope-reorder
 test: sysdeps
 	@$(MAKE) --no-print-directory -j2 venv
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck test-caches
 	@serial_log=$$(mktemp -t drills-serial-tests.XXXXXX); \
-	echo "$(BIN)/pytest -n $(SERIAL_WORKERS) $(PYTEST_FILES) -m serial ... > $$serial_log (in the background)"; \
-	DRILLS_TESTS_FIRST_SLOT=$(TEST_WORKERS) $(BIN)/pytest -n $(SERIAL_WORKERS) $(PYTEST_FILES) \
+	echo "$(BIN)/pytest -n $(SERIAL_WORKERS) $(PYTEST_DIST) -m serial ... > $$serial_log (in the background)"; \
+	DRILLS_TESTS_FIRST_SLOT=$(TEST_WORKERS) $(BIN)/pytest -n $(SERIAL_WORKERS) $(PYTEST_DIST) \
 		-p no:cacheprovider -m serial $(SERIAL_TEST_FILES) >"$$serial_log" 2>&1 & serial=$$!; \
-	echo "nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_FILES) -m \"not serial\""; \
-	nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_FILES) -m "not serial"; rest=$$?; \
+	echo "nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_DIST) -m \"not serial\""; \
+	nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_DIST) -m "not serial"; rest=$$?; \
 	wait $$serial; serial_status=$$?; \
 	echo; echo "The tests marked serial, run beside the others:"; cat "$$serial_log"; rm -f "$$serial_log"; \
 	test $$rest -eq 0 && test $$serial_status -eq 0

@@ -1,5 +1,5 @@
 """The suite's order: the longest files first, every file's tests kept together and in
-their order, the files of a grouped session lab in one unit, the serial phase ordered by
+their order, the files of a grouped session lab in one unit, the serial session ordered by
 its own seconds, and every file it names still there. A grouped lab stops once no test
 that follows names it."""
 

@@ -68,8 +68,8 @@ def wait_recovered(history: HistoryStore, run_id: str, timeout: float) -> float:
 
 
 @pytest.mark.slow
-# Serial, after the parallel suite: its bound is the product's documented one, and a
-# recover-orphans flow run that starts behind three other workers' labs can miss it.
+# Serial, at a higher CPU priority than the rest: its bound is the product's documented one,
+# and a recover-orphans flow run that starts behind three other workers' labs can miss it.
 @pytest.mark.serial
 @pytest.mark.timeout(600)
 def test_a_drill_whose_worker_dies_mid_bring_up_is_rolled_back_by_the_other(

@@ -8,8 +8,9 @@ files that share one of the session labs of ``tests.support.lab_groups``, which 
 one worker only and stops after them (UnitScheduling). The longest units go first, the
 short ones fill the end.
 
-The tests marked ``serial`` run after, a few files at a time, ordered by SERIAL_FILES: each
-of the long ones on a worker of its own, so that the phase lasts as long as the longest.
+The tests marked ``serial`` run in a session of their own beside the others (Makefile), a
+few files at a time, ordered by SERIAL_FILES: each of the long ones on a worker of its own,
+so that the session lasts as long as the longest.
 
 The seconds are those of a run on two cores (``--durations=0``, summed by file). A file
 missing here or out of date costs minutes of wall time, never a result.
