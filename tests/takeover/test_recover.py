@@ -29,7 +29,7 @@ from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills.takeover.journal import Journal
 from drills.takeover.lease import UnfinishedRunError, current
 from drills.takeover.recover import RecoverError, RecoverStatus, pick_run, plan_of, recover_run
-from drills.takeover.snapshot import Snapshot
+from drills.takeover.snapshot import Snapshot, differences
 from drills.takeover.steps.changes import KINDS
 from drills.takeover.steps.executor import ChangeExecutor
 from drills.targets.sites import Targets
@@ -50,12 +50,11 @@ def recover_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
 
 def only_dr_replicas_grew(before: Snapshot, after: Snapshot) -> bool:
     """Whether the only differences are more replicas at DR."""
-    changed = {t for t in before.keys() | after.keys() if before.get(t) != after.get(t)}
     return all(
-        t.startswith("dr/")
-        and set(before.get(t) or ()) == set(after.get(t) or ()) == {"replicas"}
-        and after[t]["replicas"] > before[t]["replicas"]
-        for t in changed
+        address.startswith("dr/")
+        and set(change["before"] or ()) == set(change["after"] or ()) == {"replicas"}
+        and change["after"]["replicas"] > change["before"]["replicas"]
+        for address, change in differences(before, after).items()
     )
 
 
