@@ -338,7 +338,8 @@ def test_another_file_naming_the_primarys_server_is_one_cluster(
         if not primary_up:
             pair.primary.stop()
         result = run_check(plan_for(tmp_path), "sites.distinct")
-    assert (result.status, result.blocking) == (Status.FAIL, True), result.summary
+    seen = f"{result.summary}; clusters: {result.evidence.get('clusters')}"
+    assert (result.status, result.blocking) == (Status.FAIL, True), seen
     by = result.evidence["clusters"]["verdict"]["by"]
     assert by == ("kube-system namespace UID" if primary_up else "API server address")
 
