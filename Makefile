@@ -26,7 +26,8 @@ unexport PYTHONDONTWRITEBYTECODE
 TEST_WORKERS ?= 4
 SERIAL_WORKERS ?= 3
 TEST_NICE ?= 10
-CHECK_NICE ?= 19
+# Runs a command only on CPU that nothing else wants (SCHED_IDLE).
+IDLE := chrt --idle 0
 # Only the files that mark tests `serial` are collected for that run (collecting all the
 # others costs each serial worker ~10 s of CPU).
 SERIAL_TEST_FILES = $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
@@ -38,7 +39,7 @@ help:
 	@echo "make ui           the dashboard (in lab mode while the lab runs)"
 	@echo "make down         stop everything the demo started"
 	@echo "make test         install what the tests need, then ruff, and pytest with mypy and the import"
-	@echo "                  contracts beside it at nice CHECK_NICE=19 (pytest on TEST_WORKERS=4 parallel"
+	@echo "                  contracts beside it on idle CPU only (pytest on TEST_WORKERS=4 parallel"
 	@echo "                  workers at nice TEST_NICE=10, and beside them the tests marked serial on"
 	@echo "                  SERIAL_WORKERS=3)"
 	@echo "make serve        start a local Prefect server, the drills deployments and a worker"
@@ -87,8 +88,10 @@ typecheck: venv
 
 # pip and npm install side by side: they share nothing. ruff takes a second and stops a broken
 # change at once. mypy (half a minute of one core) and the import contracts then run beside
-# everything else at the lowest CPU priority, CHECK_NICE: the suite leaves part of a core idle
-# while its workers wait on servers, and they take that. Their report is printed last.
+# everything else under the idle scheduling policy (chrt --idle, util-linux): the suite leaves
+# part of a core idle while its workers wait on servers, and they take only that. (At nice 19
+# they still took a share of a busy core, and the tests ended as late as they had before.)
+# Their report is printed last.
 #
 # Meanwhile test-caches writes the bytecode caches the test workers read, else each worker
 # would compile the same modules at once (~9 CPU-s apiece).
@@ -104,8 +107,8 @@ test: sysdeps
 	$(BIN)/ruff format --check .
 	@checks_log=$$(mktemp -t drills-checks.XXXXXX); serial_log=$$(mktemp -t drills-serial-tests.XXXXXX); \
 	trap 'rm -f "$$checks_log" "$$serial_log"' EXIT; \
-	echo "nice -n $(CHECK_NICE) $(BIN)/mypy; nice -n $(CHECK_NICE) $(BIN)/lint-imports > $$checks_log (in the background)"; \
-	{ nice -n $(CHECK_NICE) $(BIN)/mypy; typed=$$?; nice -n $(CHECK_NICE) $(BIN)/lint-imports; \
+	echo "$(IDLE) $(BIN)/mypy; $(IDLE) $(BIN)/lint-imports > $$checks_log (in the background)"; \
+	{ $(IDLE) $(BIN)/mypy; typed=$$?; $(IDLE) $(BIN)/lint-imports; \
 	  test $$typed -eq 0 -a $$? -eq 0; } >"$$checks_log" 2>&1 & checks=$$!; \
 	$(MAKE) --no-print-directory test-caches || { wait $$checks; cat "$$checks_log"; exit 1; }; \
 	echo "$(BIN)/pytest -n $(SERIAL_WORKERS) $(PYTEST_DIST) -m serial ... > $$serial_log (in the background)"; \
