@@ -26,8 +26,6 @@ unexport PYTHONDONTWRITEBYTECODE
 TEST_WORKERS ?= 4
 SERIAL_WORKERS ?= 3
 TEST_NICE ?= 10
-# Runs a command only on CPU that nothing else wants (SCHED_IDLE).
-IDLE := chrt --idle 0
 # Only the files that mark tests `serial` are collected for that run (collecting all the
 # others costs each serial worker ~10 s of CPU).
 SERIAL_TEST_FILES = $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
@@ -38,17 +36,16 @@ help:
 	@echo "make demo         start the lab and a local Prefect server, run a whole drill as a flow run"
 	@echo "make ui           the dashboard (in lab mode while the lab runs)"
 	@echo "make down         stop everything the demo started"
-	@echo "make test         install what the tests need, then ruff, and pytest with mypy and the import"
-	@echo "                  contracts beside it on idle CPU only (pytest on TEST_WORKERS=4 parallel"
-	@echo "                  workers at nice TEST_NICE=10, and beside them the tests marked serial on"
-	@echo "                  SERIAL_WORKERS=3)"
+	@echo "make test         install what the tests need, then lint, typecheck and pytest"
+	@echo "                  (on TEST_WORKERS=4 parallel workers at nice TEST_NICE=10, and beside them"
+	@echo "                  the tests marked serial on SERIAL_WORKERS=3)"
 	@echo "make serve        start a local Prefect server, the drills deployments and a worker"
 	@echo "make lab-up       start the local lab only (two stand-in sites on loopback)"
 	@echo "make lab-down     stop the local lab"
 	@echo "make lint         ruff, the format check and the import contracts"
 	@echo "make typecheck    mypy"
-	@echo "make test-caches  collect the suite once and compile the servers' packages, writing the"
-	@echo "                  bytecode caches the test workers read (part of make test)"
+	@echo "make test-caches  compile the venv's modules and collect the suite once, writing the caches"
+	@echo "                  the test workers read (part of make test)"
 	@echo "make docs         serve the docs site (docs/, mkdocs.yml) on http://127.0.0.1:8000"
 	@echo "make screenshots  re-take the dashboard screenshots in docs/screenshots"
 	@echo "make bench        run the benchmarks in bench/"
@@ -86,53 +83,34 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
-# pip and npm install side by side: they share nothing. ruff takes a second and stops a broken
-# change at once. mypy (half a minute of one core) and the import contracts then run beside
-# everything else under the idle scheduling policy (chrt --idle, util-linux): the suite leaves
-# part of a core idle while its workers wait on servers, and they take only that. (At nice 19
-# they still took a share of a busy core, and the tests ended as late as they had before.)
-# Their report is printed last.
-#
-# Meanwhile test-caches writes the bytecode caches the test workers read, else each worker
-# would compile the same modules at once (~9 CPU-s apiece).
+# pip and npm install side by side: they share nothing. Then mypy keeps one core busy for
+# half a minute; beside it, the lint and the bytecode and assertion-rewrite caches that the
+# test workers read (otherwise the workers would each compile the same modules at once:
+# ~9 CPU-s apiece).
 #
 # The two pytest sessions run side by side. The serial one writes its report to a file of its
 # own, shown after the other's; its workers take the port ranges after the other's
-# (DRILLS_TESTS_FIRST_SLOT, tests/conftest.py). `make test` fails if the checks or either
-# session fail.
+# (DRILLS_TESTS_FIRST_SLOT, tests/conftest.py). `make test` fails if either session fails.
 PYTEST_DIST = --dist loadfile --no-loadscope-reorder
 test: sysdeps
 	@$(MAKE) --no-print-directory -j2 venv
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	@checks_log=$$(mktemp -t drills-checks.XXXXXX); serial_log=$$(mktemp -t drills-serial-tests.XXXXXX); \
-	trap 'rm -f "$$checks_log" "$$serial_log"' EXIT; \
-	echo "$(IDLE) $(BIN)/mypy; $(IDLE) $(BIN)/lint-imports > $$checks_log (in the background)"; \
-	{ $(IDLE) $(BIN)/mypy; typed=$$?; $(IDLE) $(BIN)/lint-imports; \
-	  test $$typed -eq 0 -a $$? -eq 0; } >"$$checks_log" 2>&1 & checks=$$!; \
-	$(MAKE) --no-print-directory test-caches || { wait $$checks; cat "$$checks_log"; exit 1; }; \
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck test-caches
+	@serial_log=$$(mktemp -t drills-serial-tests.XXXXXX); \
 	echo "$(BIN)/pytest -n $(SERIAL_WORKERS) $(PYTEST_DIST) -m serial ... > $$serial_log (in the background)"; \
 	DRILLS_TESTS_FIRST_SLOT=$(TEST_WORKERS) $(BIN)/pytest -n $(SERIAL_WORKERS) $(PYTEST_DIST) \
 		-p no:cacheprovider -m serial $(SERIAL_TEST_FILES) >"$$serial_log" 2>&1 & serial=$$!; \
 	echo "nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_DIST) -m \"not serial\""; \
 	nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_DIST) -m "not serial"; rest=$$?; \
-	wait $$serial; serial_status=$$?; wait $$checks; checks_status=$$?; \
-	echo; echo "The tests marked serial, run beside the others:"; cat "$$serial_log"; \
-	echo; echo "mypy and the import contracts, run beside the tests:"; cat "$$checks_log"; \
-	test $$rest -eq 0 && test $$serial_status -eq 0 && test $$checks_status -eq 0
+	wait $$serial; serial_status=$$?; \
+	echo; echo "The tests marked serial, run beside the others:"; cat "$$serial_log"; rm -f "$$serial_log"; \
+	test $$rest -eq 0 && test $$serial_status -eq 0
 
-# One collection of the suite compiles drills, the tests and every module they import. Beside
-# it, the packages that only the suite's servers import (the Prefect server and its
-# migrations, the dashboard's Streamlit server, the lab's moto). A few modules there are
-# written for newer Pythons and never imported: compile_dir's verdict is not ours to act on.
-# Compiling all of the venv instead took 40 CPU-s, most of it on packages nothing here imports.
-SERVER_PACKAGES = prefect streamlit uvicorn starlette fastapi alembic moto
+# Every installed module compiled on both cores (a few of them are written for newer
+# Pythons and never imported: compile_dir's verdict is not ours to act on), then one
+# collection of the suite, which compiles drills and the tests.
 test-caches: venv
-	@$(BIN)/python -c 'import compileall, sys, sysconfig; root = sysconfig.get_path("purelib"); \
-		[compileall.compile_dir(f"{root}/{name}", quiet=2) for name in sys.argv[1:]]' \
-		$(SERVER_PACKAGES) & compiling=$$!; \
-	set -o pipefail; $(BIN)/pytest --collect-only -q -p no:xdist -p no:cacheprovider | tail -1; \
-	collected=$$?; wait $$compiling; exit $$collected
+	$(BIN)/python -c 'import compileall, sysconfig; compileall.compile_dir(sysconfig.get_path("purelib"), quiet=2, workers=0)'
+	set -o pipefail; $(BIN)/pytest --collect-only -q -p no:xdist -p no:cacheprovider | tail -1
 
 # The drill runs as a real flow run of the quarterly-drill deployment, executed by the
 # worker from this directory, so it writes the same history store the CLI reads.
