@@ -179,7 +179,13 @@ def test_a_higher_priority_pod_preempts_the_fewest_lower_ones_then_binds(
     assert nominated, "the preemptor was never seen nominated to the node before binding"
     assert _conditions(nominated[0])["PodScheduled"].status == "False"
     victims = {p.metadata.name: p for _, p in events.seen if "DisruptionTarget" in _conditions(p)}
-    assert len(victims) == 2, f"two 1-GPU victims free the 2 GPUs, not {sorted(victims)}"
+    by = {name: _conditions(p)["DisruptionTarget"].message for name, p in victims.items()}
+    preemptors = sorted(
+        {p.metadata.name for _, p in events.seen if p.metadata.labels["app"] == "critical"}
+    )
+    assert len(victims) == 2, (
+        f"two 1-GPU victims free the 2 GPUs, not {by} (critical pods seen: {preemptors})"
+    )
     for victim in victims.values():
         target = _conditions(victim)["DisruptionTarget"]
         assert (target.status, target.reason) == ("True", "PreemptionByScheduler")
