@@ -50,6 +50,7 @@ from tests.support.azurite import ACCOUNT_KEY, KEY_ENV, AzuriteServer
 from tests.support.lab_groups import LabGroups, labs_named_in
 from tests.support.ordering import UnitScheduling, longest_first
 from tests.support.postgres import PostgresServer, unstarted_server
+from tests.support.prefect_db import migrated_database, prefect_harness_on
 from tests.support.services import (
     API_RECORD,
     FAKE_AWS_ENV,
@@ -303,11 +304,12 @@ def ui_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[UiEnv]:
 
 
 @pytest.fixture(scope="session")
-def prefect_harness() -> Iterator[None]:
-    """One temporary Prefect server for the whole session: it costs ~9 s to start."""
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=90):
+def prefect_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """One temporary Prefect server for the whole session: it costs ~4 s to start, on a copy
+    of a database that the first worker of the run migrated (tests.support.prefect_db)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if _WORKER else base  # the workers of one run share their parent
+    with prefect_harness_on(migrated_database(shared), startup_timeout=90):
         yield
 
 

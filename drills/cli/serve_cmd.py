@@ -133,7 +133,13 @@ def start(
     stop` stops it all."""
     if ctx.invoked_subcommand is not None:
         return
-    if serve_running(state_dir) is None:
+    if receiver_token is not None and not receiver_token.startswith("prefect:"):
+        # Read before anything starts; a Prefect block can only be read once its server runs.
+        from drills.cli.serve_receiver import resolve_token
+
+        resolve_token(receiver_token, "--receiver-token")
+    fresh = serve_running(state_dir) is None
+    if fresh:
         err.print("Starting the Prefect server, deployments and worker (about 30 s)…")
     try:
         info, already = serve_up(
@@ -145,7 +151,12 @@ def start(
             progress=lambda line: err.print(Text(f"  {line}")),
         )
         started = info.receiver_pid
-        info = ensure_receiver(info, receiver_token, receiver_port)
+        try:
+            info = ensure_receiver(info, receiver_token, receiver_port)
+        except (ValueError, LabError):
+            if fresh:  # the server this command started stops with it: a failure leaves nothing
+                serve_down(state_dir)
+            raise
         already = already and info.receiver_pid == started
     except ValueError as exc:  # the token is not a reference; the message holds no value
         raise fail(f"--receiver-token: {exc}", 2) from None

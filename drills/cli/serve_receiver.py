@@ -33,17 +33,18 @@ TOKEN_HELP = (
 )
 
 
-def resolve_token(reference: str) -> str:
-    """The token its reference names, or one line of error (exit 2); never the token."""
+def resolve_token(reference: str, option: str = "--token") -> str:
+    """The token its reference names, or one line of error naming ``option`` (exit 2);
+    never the token."""
     from drills.errors import TargetError
     from drills.plan import SecretRef, resolve_secret
 
     try:
         return resolve_secret(SecretRef.parse(reference), Path.cwd())
     except ValueError as exc:  # not a reference: the message never holds the value
-        raise fail(f"--token: {exc}", 2) from None
+        raise fail(f"{option}: {exc}", 2) from None
     except TargetError as exc:
-        raise fail(f"--token: {exc}", 2) from None
+        raise fail(f"{option}: {exc}", 2) from None
 
 
 @serve_app.command("receiver")

@@ -83,3 +83,26 @@ def test_a_token_reference_that_cannot_be_read_stops_the_start(
     with pytest.raises(LabError, match="exited while starting"):
         ensure_receiver(info, "env:NO_SUCH_TOKEN_VARIABLE", free_port(), timeout=30)
     serve.down(Path(info.state_dir))
+
+
+@pytest.mark.parametrize(
+    ("reference", "says"),
+    [("env:NO_SUCH_TOKEN_VARIABLE", "NO_SUCH_TOKEN_VARIABLE is not set"),
+     ("file:/dev/null", "not a regular file")],
+)  # fmt: skip
+def test_drills_serve_reads_the_receiver_token_before_it_starts_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reference: str, says: str
+) -> None:
+    monkeypatch.delenv("NO_SUCH_TOKEN_VARIABLE", raising=False)
+    state = tmp_path / "state"
+    result = CliRunner().invoke(
+        app, ["serve", "--state-dir", str(state), "--project-dir", str(tmp_path),
+              "--receiver-token", reference, "--port", str(free_port())],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    lines = [x for x in result.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("--receiver-token"), result.output
+    assert says in lines[0], result.output
+    # No server, worker or warm runner was started: no state was written for a stop to find.
+    assert not state.exists() or not any(state.iterdir())
+    assert serve.running(state) is None
