@@ -233,28 +233,32 @@ class Lab:
         have_named = self.use_system_services and find_binary("named") is not None
         have_registry = self.use_system_services and find_binary("docker-registry") is not None
         self.moto = self._own(MotoServer(host="127.0.0.1"))
+        self.moto.start()
         token = secrets.token_urlsafe(24)
         for site, addr in SITE_ADDR.items():
-            self.kube[site] = self._own(
-                KubeApiServer(
-                    host=addr,
-                    version=(1, topology.SITES[site].kube_minor),
-                    token=token,
-                    ready_delay=self.ready_delay,
-                    name=site,
-                    tls=True,  # kubectl sends a kubeconfig's token only over https
-                    audit=AuditLog(self.state_dir / audit_file(site), site) if self.audit else None,
-                )
+            server = KubeApiServer(
+                host=addr,
+                version=(1, topology.SITES[site].kube_minor),
+                token=token,
+                ready_delay=self.ready_delay,
+                name=site,
+                tls=True,  # kubectl sends a kubeconfig's token only over https
+                audit=AuditLog(self.state_dir / audit_file(site), site) if self.audit else None,
+            )
+            self.kube[site] = self._own(server)
+            server.start()
+            write_kubeconfig(
+                self.state_dir / f"{site}.kubeconfig",
+                server_url=server.url,
+                context=site,
+                token=token,
+                ca_pem=server.ca_pem,
             )
         port = _port_free_on_both(tuple(SITE_ADDR.values()))
         for site, addr in SITE_ADDR.items():
-            self.endpoints[site] = self._own(SiteEndpoint(site, self.kube[site].store, addr, port))
-        # Prometheus before the rest: it scrapes its targets first about 5 s after it starts
-        # (it applies new targets on a 5 s tick), and the lab is handed out only once the
-        # demand has a recorded point, so everything else starts and is seeded meanwhile.
-        self._start_metrics()
-        self.moto.start()
-        self._start_sites(token)
+            endpoint = SiteEndpoint(site, self.kube[site].store, addr, port)
+            self.endpoints[site] = self._own(endpoint)
+            endpoint.start()
         if have_registry:
             for site, addr in SITE_ADDR.items():
                 registry = RegistryServer(
@@ -262,6 +266,7 @@ class Lab:
                 )
                 self.registries[site] = self._own(registry)
                 registry.start()
+        self._start_metrics()
         if self.dns == "external-dns" and not have_named:
             raise LabError("--dns external-dns needs BIND named (apt-get install bind9)")
         if have_named:
@@ -276,15 +281,6 @@ class Lab:
             self.named.write_tsig_secret(self.state_dir / "tsig.secret")
             if self.dns == "external-dns":
                 self._start_external_dns(ttl)
-
-    def _start_sites(self, token: str) -> None:
-        """Each site's API server, with a kubeconfig that names it, then its endpoint."""
-        for site, server in self.kube.items():
-            server.start()
-            write_kubeconfig(self.state_dir / f"{site}.kubeconfig", server_url=server.url,
-                             context=site, token=token, ca_pem=server.ca_pem)  # fmt: skip
-        for endpoint in self.endpoints.values():
-            endpoint.start()
 
     def _start_external_dns(self, ttl: int) -> None:
         assert self.named is not None
