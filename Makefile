@@ -44,8 +44,8 @@ help:
 	@echo "make lab-down     stop the local lab"
 	@echo "make lint         ruff, the format check and the import contracts"
 	@echo "make typecheck    mypy"
-	@echo "make test-caches  compile the venv's modules and collect the suite once, writing the caches"
-	@echo "                  the test workers read (part of make test)"
+	@echo "make test-caches  collect the suite once and import the servers it starts, writing the"
+	@echo "                  bytecode caches the test workers read (part of make test)"
 	@echo "make docs         serve the docs site (docs/, mkdocs.yml) on http://127.0.0.1:8000"
 	@echo "make screenshots  re-take the dashboard screenshots in docs/screenshots"
 	@echo "make bench        run the benchmarks in bench/"
@@ -109,15 +109,22 @@ test: sysdeps
 	echo; echo "The tests marked serial, run beside the others:"; cat "$$serial_log"; rm -f "$$serial_log"; \
 	test $$rest -eq 0 && test $$serial_status -eq 0
 
-# Every installed module compiled on both cores (a few of them are written for newer
-# Pythons and never imported: compile_dir's verdict is not ours to act on), then one
-# collection of the suite, which compiles drills and the tests. Compiling only what the
-# collection and the servers import (4,200 modules of 17,000) was no faster: the 1,900 that
-# the tests' processes then compiled, several of them at once, cost the test run more than
-# the 30 CPU-s it saved here.
+# Two processes side by side write the caches of what the tests run: one collection of the
+# suite (drills, the tests and the 3,300 modules they import), and an import of the servers
+# the tests start (SERVER_MODULES: Prefect's server, worker and flow engine, the lab's daemon
+# and Streamlit, some 900 modules more). Compiling the whole venv instead (17,000 modules, most
+# of which nothing imports) cost 42 CPU-s here and made the run no faster: 865 s against
+# 879 s, whose test sessions took as long (786 and 789 s). The few hundred modules left are
+# cached by the first process that imports them.
+SERVER_MODULES := prefect.server.api.server prefect.cli prefect.workers.process prefect.flow_engine \
+	drills_lab.daemon streamlit.web.bootstrap uvicorn
 test-caches: $(STAMP)
-	$(BIN)/python -c 'import compileall, sysconfig; compileall.compile_dir(sysconfig.get_path("purelib"), quiet=2, workers=0)'
-	set -o pipefail; $(BIN)/pytest --collect-only -q -p no:xdist -p no:cacheprovider | tail -1
+	set -o pipefail; \
+	home=$$(mktemp -d -t drills-caches.XXXXXX); \
+	PREFECT_HOME=$$home $(BIN)/python -c 'import importlib, sys; [importlib.import_module(m) for m in sys.argv[1:]]' \
+		$(SERVER_MODULES) & servers=$$!; \
+	$(BIN)/pytest --collect-only -q -p no:xdist -p no:cacheprovider | tail -1; collected=$$?; \
+	wait $$servers; imported=$$?; rm -rf "$$home"; test $$collected -eq 0 && test $$imported -eq 0
 
 # The drill runs as a real flow run of the quarterly-drill deployment, executed by the
 # worker from this directory, so it writes the same history store the CLI reads.
