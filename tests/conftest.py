@@ -305,7 +305,7 @@ def ui_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[UiEnv]:
 
 @pytest.fixture(scope="session")
 def prefect_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """One temporary Prefect server for the whole session: it costs ~4 s to start, on a copy
+    """One temporary Prefect server for the whole session: about 4 CPU-s to start, on a copy
     of a database that the first worker of the run migrated (tests.support.prefect_db)."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if _WORKER else base  # the workers of one run share their parent
