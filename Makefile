@@ -59,12 +59,12 @@ help:
 # here (--native-tls), and writes no bytecode: the processes that import a module write its
 # cache, and `make test` writes those the tests need first (test-caches).
 UV_VERSION := 0.13.9
-UV := $(BIN)/uv pip install --quiet --native-tls --python $(BIN)/python
+UV_INSTALL := $(BIN)/uv pip install --quiet --native-tls --python $(BIN)/python
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
-	$(UV) --upgrade pip
-	$(UV) -c constraints.txt -e '.[test]'
+	$(UV_INSTALL) --upgrade pip
+	$(UV_INSTALL) -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 # The Node packages, pinned by package-lock.json: loadtest (the load probe's generator) and

@@ -133,11 +133,10 @@ def start(
     stop` stops it all."""
     if ctx.invoked_subcommand is not None:
         return
-    if receiver_token is not None and not receiver_token.startswith("prefect:"):
-        # Read before anything starts; a Prefect block can only be read once its server runs.
-        from drills.cli.serve_receiver import resolve_token
+    if receiver_token is not None:  # an unreadable token stops the start before anything runs
+        from drills.cli.serve_receiver import check_token_before_start
 
-        resolve_token(receiver_token, "--receiver-token")
+        check_token_before_start(receiver_token, "--receiver-token")
     fresh = serve_running(state_dir) is None
     if fresh:
         err.print("Starting the Prefect server, deployments and worker (about 30 s)…")

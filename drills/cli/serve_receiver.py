@@ -47,6 +47,19 @@ def resolve_token(reference: str, option: str = "--token") -> str:
         raise fail(f"{option}: {exc}", 2) from None
 
 
+def check_token_before_start(reference: str, option: str) -> None:
+    """Exit 2 in one line if ``reference`` cannot be read now. A Prefect block is left to the
+    receiver: it can be read only once the server that holds it runs."""
+    from drills.plan import SecretRef
+
+    try:
+        kind = SecretRef.parse(reference).kind
+    except ValueError as exc:  # not a reference: the message never holds the value
+        raise fail(f"{option}: {exc}", 2) from None
+    if kind != "prefect":
+        resolve_token(reference, option)
+
+
 @serve_app.command("receiver")
 def run_receiver(
     token: Annotated[
