@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import pytest
 
-from drills.errors import TemporaryError
+from drills.errors import RollbackIncompleteError, TemporaryError
 from drills.store.history import HistoryStore
 from drills.store.kinds import EntryState, Mode, RunStatus
 from drills.store.models import DrillRun
@@ -93,6 +93,56 @@ def test_a_timed_out_switch_that_lands_later_is_undone_by_the_rollback(
     assert change.state == EntryState.APPLIED
 
     [undone] = executor.rollback()
+    assert undone.seq == change.seq and values(dns, name) == (PRIMARY,)
+    assert [c.state for c in journal.changes()] == [EntryState.UNDONE]
+    history.close()
+
+
+def serial_settled(dns: Rfc2136Target, name: str, after: int) -> None:
+    """Until the zone's serial has moved past ``after`` and then stayed put for a second:
+    the held updates have reached the server, whatever order the proxy released them in."""
+    deadline, last, since = time.monotonic() + 10, after, time.monotonic()
+    while True:
+        serial = dns.read(name, "A")[0].serial or 0
+        if serial != last:
+            last, since = serial, time.monotonic()
+        if last != after and time.monotonic() - since >= 1.0:
+            return
+        assert time.monotonic() < deadline, "the held updates never reached the server"
+        time.sleep(0.05)
+
+
+def test_a_switch_still_held_when_the_rollback_reads_is_undone_by_a_write(
+    updates_held: tuple[FaultProxy, Rfc2136Target], named_server: NamedServer, tmp_path: Path
+) -> None:
+    """A server that resumes answers a read before it applies the update it queued: the
+    rollback reads the original, and the switch lands after it. Found in a loaded run where
+    an incident's rollback left DNS at DR (rollback-failed). The rollback must write the
+    original back, never take the read for "nothing to undo"."""
+    proxy, dns = updates_held
+    name = f"api.{named_server.zone}"
+    history = HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
+    run = DrillRun(id="held", plan="lab", plan_digest="sha256:x", mode=Mode.DRILL,
+                   operator="tests", status=RunStatus.RUNNING, started_at=utc_now())  # fmt: skip
+    history.create_run(run)
+    journal = Journal(history, run.id)
+    executor = ChangeExecutor(cast(Any, DnsOnly(dns)), journal)
+    address, switched = record_address(name, "A"), {"values": [DR], "ttl": 30}
+    before = dns.read(name, "A")[0].serial or 0
+
+    proxy.stall()
+    with pytest.raises(TemporaryError, match="timed out"):
+        executor.apply("dns.record", address, switched)
+    assert values(dns, name) == (PRIMARY,)  # the read the rollback makes sees the original
+    # The restore is held behind the switch: the rollback cannot call the change undone yet.
+    with pytest.raises(RollbackIncompleteError, match="timed out"):
+        executor.rollback()
+    [change] = journal.changes()
+    assert change.state == EntryState.PENDING
+
+    proxy.pass_through()
+    serial_settled(dns, name, before)
+    [undone] = executor.rollback()  # as `drills recover` would, once the server answers
     assert undone.seq == change.seq and values(dns, name) == (PRIMARY,)
     assert [c.state for c in journal.changes()] == [EntryState.UNDONE]
     history.close()

@@ -137,7 +137,13 @@ class ChangeExecutor:
 
     def _undo(self, change: Change) -> None:
         kind = KINDS[change.kind]
-        # Already back (a second recover, or a change that never took): no write.
-        if kind.read(self.targets, change.target) != change.original:
+        key = (change.kind, change.target)
+        # Already back (a second recover, or a change that never took): no write. Not so for
+        # a write of ours that timed out: a server that resumes answers a read before it
+        # applies the request it queued, so the original read now can still turn into the
+        # change. Writing the original queues it behind that request, at the same server.
+        in_flight = key in self._in_flight
+        if in_flight or kind.read(self.targets, change.target) != change.original:
             kind.write(self.targets, change.target, change.original)
+            self._in_flight.pop(key, None)
             self._crash_point(f"undo {change.kind} {change.target} written")
