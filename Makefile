@@ -23,7 +23,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # the lower CPU priority TEST_NICE: the serial tests get a core the moment they want one,
 # and the rest of the suite takes what they leave (they use about 0.9 of 2 cores, for the
 # two minutes or so that they take).
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 5
 SERIAL_WORKERS ?= 3
 TEST_NICE ?= 10
 # Only the files that mark tests `serial` are collected for that run (collecting all the
@@ -37,7 +37,7 @@ help:
 	@echo "make ui           the dashboard (in lab mode while the lab runs)"
 	@echo "make down         stop everything the demo started"
 	@echo "make test         install what the tests need, lint, then pytest with the typecheck beside it"
-	@echo "                  (on TEST_WORKERS=4 parallel workers at nice TEST_NICE=10, and beside them"
+	@echo "                  (on TEST_WORKERS=5 parallel workers at nice TEST_NICE=10, and beside them"
 	@echo "                  the tests marked serial on SERIAL_WORKERS=3)"
 	@echo "make serve        start a local Prefect server, the drills deployments and a worker"
 	@echo "make lab-up       start the local lab only (two stand-in sites on loopback)"
