@@ -38,7 +38,12 @@ log = logging.getLogger("drills_lab.kubeapi.controller")
 READY_DELAY_ANNOTATION = "lab.drills.dev/ready-delay-seconds"
 NEVER_READY_ANNOTATION = "lab.drills.dev/never-ready"
 OWNER_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
-_IDLE_WAKE = 1.0  # a safety net only; changes and timers wake the loop first
+# A pass reports every timer it keeps (a pod's ready delay, a victim's grace, a Job's run, a
+# rollout's deadline), so the loop sleeps until a change or the next of them. It used to wake
+# each second besides: in an idle lab those passes found nothing to do and were half its CPU
+# (the suite keeps some ten labs up at a time). The wake stays, as a safety net only.
+_IDLE_WAKE = 30.0
+_AFTER_FAILURE = 1.0  # a pass that raised is tried again soon
 _RETRY = 0.05  # after a failed write
 
 
@@ -87,7 +92,7 @@ class RolloutController:
             except Exception:
                 # Keep the lab alive on a bug; the log has the traceback.
                 log.exception("reconcile in %s failed", self._name)
-                wait = _IDLE_WAKE
+                wait = _AFTER_FAILURE
             self._store.wait_for_change(seen, min(max(wait, 0.0), _IDLE_WAKE))
 
     # -- one pass --------------------------------------------------------

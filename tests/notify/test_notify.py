@@ -301,7 +301,9 @@ def test_the_readiness_flow_emits_prefect_events(
                     limit=50,
                 )
                 found = page.events
-                if any(e.event == "drills.readiness.changed" for e in found):
+                # Both, not the first: the server persists events in batches, and one batch
+                # can hold the change without the overdue notice emitted after it.
+                if {"drills.readiness.changed", "drills.drill.overdue"} <= {e.event for e in found}:
                     break
                 await asyncio.sleep(0.2)
         return found
@@ -311,7 +313,8 @@ def test_the_readiness_flow_emits_prefect_events(
     assert changed, [e.event for e in found]
     assert set(changed[0].payload["failing"]) >= DRIFT_FAILURES
     assert changed[0].resource.id == "drills.plan.lab"
-    assert any(e.event == "drills.drill.overdue" for e in found)  # never drilled in that store
+    names = [e.event for e in found]
+    assert "drills.drill.overdue" in names, names  # never drilled in that store
 
 
 def test_a_drill_is_told_when_it_starts_and_when_it_ends(
