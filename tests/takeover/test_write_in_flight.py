@@ -62,16 +62,22 @@ def updates_held(named_server: NamedServer) -> Iterator[tuple[FaultProxy, Rfc213
                     dns.update(name, "A", PRIMARY, 30)
 
 
-def test_a_timed_out_switch_that_lands_later_is_undone_by_the_rollback(
-    updates_held: tuple[FaultProxy, Rfc2136Target], named_server: NamedServer, tmp_path: Path
-) -> None:
-    proxy, dns = updates_held
-    name = f"api.{named_server.zone}"
+@pytest.fixture
+def journal(tmp_path: Path) -> Iterator[Journal]:
+    """The journal of one running drill, in a history store of its own."""
     history = HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
     run = DrillRun(id="in-flight", plan="lab", plan_digest="sha256:x", mode=Mode.DRILL,
                    operator="tests", status=RunStatus.RUNNING, started_at=utc_now())  # fmt: skip
     history.create_run(run)
-    journal = Journal(history, run.id)
+    yield Journal(history, run.id)
+    history.close()
+
+
+def test_a_timed_out_switch_that_lands_later_is_undone_by_the_rollback(
+    updates_held: tuple[FaultProxy, Rfc2136Target], named_server: NamedServer, journal: Journal
+) -> None:
+    proxy, dns = updates_held
+    name = f"api.{named_server.zone}"
     executor = ChangeExecutor(cast(Any, DnsOnly(dns)), journal)
     address, switched = record_address(name, "A"), {"values": [DR], "ttl": 30}
 
@@ -95,7 +101,6 @@ def test_a_timed_out_switch_that_lands_later_is_undone_by_the_rollback(
     [undone] = executor.rollback()
     assert undone.seq == change.seq and values(dns, name) == (PRIMARY,)
     assert [c.state for c in journal.changes()] == [EntryState.UNDONE]
-    history.close()
 
 
 def serial_settled(dns: Rfc2136Target, name: str, after: int) -> None:
@@ -113,7 +118,7 @@ def serial_settled(dns: Rfc2136Target, name: str, after: int) -> None:
 
 
 def test_a_switch_still_held_when_the_rollback_reads_is_undone_by_a_write(
-    updates_held: tuple[FaultProxy, Rfc2136Target], named_server: NamedServer, tmp_path: Path
+    updates_held: tuple[FaultProxy, Rfc2136Target], named_server: NamedServer, journal: Journal
 ) -> None:
     """A server that resumes answers a read before it applies the update it queued: the
     rollback reads the original, and the switch lands after it. Found in a loaded run where
@@ -121,11 +126,6 @@ def test_a_switch_still_held_when_the_rollback_reads_is_undone_by_a_write(
     original back, never take the read for "nothing to undo"."""
     proxy, dns = updates_held
     name = f"api.{named_server.zone}"
-    history = HistoryStore(f"sqlite:///{tmp_path / 'history.db'}")
-    run = DrillRun(id="held", plan="lab", plan_digest="sha256:x", mode=Mode.DRILL,
-                   operator="tests", status=RunStatus.RUNNING, started_at=utc_now())  # fmt: skip
-    history.create_run(run)
-    journal = Journal(history, run.id)
     executor = ChangeExecutor(cast(Any, DnsOnly(dns)), journal)
     address, switched = record_address(name, "A"), {"values": [DR], "ttl": 30}
     before = dns.read(name, "A")[0].serial or 0
@@ -145,4 +145,3 @@ def test_a_switch_still_held_when_the_rollback_reads_is_undone_by_a_write(
     [undone] = executor.rollback()  # as `drills recover` would, once the server answers
     assert undone.seq == change.seq and values(dns, name) == (PRIMARY,)
     assert [c.state for c in journal.changes()] == [EntryState.UNDONE]
-    history.close()

@@ -138,10 +138,10 @@ class ChangeExecutor:
     def _undo(self, change: Change) -> None:
         kind = KINDS[change.kind]
         key = (change.kind, change.target)
-        # Already back (a second recover, or a change that never took): no write. Not so for
-        # a write of ours that timed out: a server that resumes answers a read before it
-        # applies the request it queued, so the original read now can still turn into the
-        # change. Writing the original queues it behind that request, at the same server.
+        # Already back (a second recover, or a change that never took): no write. Except after
+        # a write of ours that timed out: a server that resumes answers reads before it applies
+        # the request it queued, so a read of the original proves nothing. Writing the original
+        # queues the restore behind that request, at the same server.
         in_flight = key in self._in_flight
         if in_flight or kind.read(self.targets, change.target) != change.original:
             kind.write(self.targets, change.target, change.original)
