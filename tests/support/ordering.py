@@ -12,8 +12,10 @@ The tests marked ``serial`` run in a session of their own beside the others (Mak
 few files at a time, ordered by SERIAL_FILES: each of the long ones on a worker of its own,
 so that the session lasts as long as the longest.
 
-The seconds are those of a run on two cores (``--durations=0``, summed by file). A file
-missing here or out of date costs minutes of wall time, never a result.
+The seconds are those of a run of `make test` on two cores (each test's setup, call and
+teardown, summed by file; a grouped lab's start counts in the file that starts it), for the
+files of 15 s or more. A file missing here or out of date costs wall time at the end, when the
+other workers are done, never a result.
 """
 
 from __future__ import annotations
@@ -27,36 +29,60 @@ from xdist.scheduler import LoadFileScheduling
 from tests.support.lab_groups import labs_named_in
 
 LONGEST_FILES: dict[str, int] = {
-    "tests/takeover/test_crash_matrix.py": 175,
-    "tests/takeover/test_failback.py": 153,
-    "tests/takeover/test_fence_proof.py": 135,
-    "tests/orchestrator/test_serve.py": 129,
-    "tests/lab/test_lab_state_dir.py": 98,
-    "tests/ui/test_browser.py": 97,
-    "tests/takeover/test_drill.py": 94,
-    "tests/takeover/test_orphans.py": 91,
-    "tests/takeover/test_lease.py": 91,
-    "tests/docs/test_tutorial.py": 91,
-    "tests/takeover/test_recover.py": 80,
-    "tests/notify/test_notify.py": 75,
-    "tests/takeover/test_validation_jobs.py": 72,
-    "tests/forecast/test_forecast_lab.py": 71,
-    "tests/takeover/test_slo.py": 69,
-    "tests/test_packaging.py": 65,
-    "tests/ui/test_oidc_browser.py": 60,
-    "tests/ui/test_incident_page.py": 60,
-    "tests/checks/test_identity.py": 57,
-    "tests/takeover/test_incident_preflight.py": 55,
+    "tests/takeover/test_crash_matrix.py": 320,
+    "tests/takeover/test_failback.py": 184,
+    "tests/orchestrator/test_serve.py": 170,
+    "tests/ui/test_browser.py": 158,
+    "tests/takeover/test_fence_proof.py": 154,
+    "tests/takeover/test_drill.py": 117,
+    "tests/notify/test_notify.py": 98,
+    "tests/takeover/test_orphans.py": 95,
+    "tests/lab/test_lab_state_dir.py": 91,
+    "tests/takeover/test_recover.py": 89,
+    "tests/docs/test_tutorial.py": 88,
+    "tests/takeover/test_lease.py": 81,
+    "tests/test_packaging.py": 70,
+    "tests/checks/test_identity.py": 66,
+    "tests/takeover/test_slo.py": 63,
+    "tests/forecast/test_forecast_lab.py": 61,
+    "tests/store/test_prune.py": 61,
+    "tests/ui/test_oidc_browser.py": 61,
+    "tests/capacity/test_carry_lab.py": 56,
+    "tests/takeover/test_validation_jobs.py": 55,
     "tests/takeover/test_store_outage.py": 54,
-    "tests/capacity/test_carry_lab.py": 54,
-    "tests/lab/test_lab.py": 53,
+    "tests/safety/test_leak.py": 53,
+    "tests/lab/test_lab.py": 52,
+    "tests/checks/test_untrusted_answers.py": 51,
+    "tests/takeover/test_carry_drill.py": 42,
+    "tests/ui/test_declare_page.py": 41,
+    "tests/takeover/test_incident_preflight.py": 40,
+    "tests/takeover/test_applications.py": 36,
+    "tests/flows/test_flow_drill.py": 35,
+    "tests/store/test_prune_forecast.py": 32,
+    "tests/ui/test_incident_page.py": 32,
+    "tests/store/test_chain.py": 31,
+    "tests/takeover/test_practice.py": 31,
+    "tests/ui/test_browser_proposal.py": 28,
+    "tests/takeover/test_external_dns.py": 26,
+    "tests/takeover/test_preemption.py": 24,
+    "tests/takeover/test_cancel.py": 24,
+    "tests/checks/test_readiness.py": 24,
+    "tests/ui/test_websocket_access.py": 23,
+    "tests/evidence/test_hostile_pack.py": 18,
+    "tests/ui/test_prefect_pages.py": 18,
+    "tests/store/test_chain_drill.py": 18,
+    "tests/ui/test_fleet_page.py": 17,
+    "tests/flows/test_flow_only.py": 17,
+    "tests/ui/test_evidence_pages.py": 17,
+    "tests/takeover/test_dns_third_address.py": 17,
+    "tests/takeover/test_drill_azure.py": 17,
 }
 
 # The serial tests of these files (a file's other tests run in the parallel phase).
 SERIAL_FILES: dict[str, int] = {
-    "tests/orchestrator/test_orchestrator_loss.py": 92,
-    "tests/takeover/test_transient_faults.py": 75,
-    "tests/deploy/test_target_rbac.py": 66,
+    "tests/orchestrator/test_orchestrator_loss.py": 108,
+    "tests/takeover/test_transient_faults.py": 81,
+    "tests/deploy/test_target_rbac.py": 65,
 }
 
 
