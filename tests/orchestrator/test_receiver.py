@@ -149,8 +149,10 @@ def test_an_alert_proposes_one_incident_and_its_resolution_withdraws_it(stack: S
     )
     assert withdrawn.decided_by == "alertmanager" and "resolved" in withdrawn.outcome
     assert {a["status"] for a in withdrawn.alerts} == {stored.RESOLVED}
-    [event] = [e for e in _audit(stack.history, WITHDRAW_ACTION)
-               if e.detail["proposal_id"] == proposal.id]  # fmt: skip
+    # The receiver audits the withdrawal just after it stores it, in a write of its own.
+    [event] = _wait("the withdrawal's audit", lambda: [
+        e for e in _audit(stack.history, WITHDRAW_ACTION) if e.detail["proposal_id"] == proposal.id
+    ])  # fmt: skip
     assert event.accepted and event.plan == "lab"
 
 
