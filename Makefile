@@ -88,33 +88,53 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --num-workers 2
 
 # uv and npm install side by side: they share nothing, and what checks the code needs only the
-# Python packages, so it starts as soon as they are in, beside npm: the lint, and the bytecode
-# and assertion-rewrite caches that the test workers read (otherwise the workers would each
-# compile the same modules at once: ~9 CPU-s apiece). mypy (34 CPU-s) runs beside the tests,
-# at the lowest CPU priority: they leave about a tenth of the two cores idle while they wait
-# on their servers, which is more than it needs, and it no longer holds them back by some
-# 16 s. It runs in one process there: its parallel workers, starved at that priority, miss
-# their start-up handshake ("Failed to establish connection with worker"). Its report is
-# printed at the end, and `make test` fails if it fails.
+# Python packages, so it starts as soon as they are in, beside npm: the lint, the typecheck,
+# and the bytecode and assertion-rewrite caches that the test workers read (otherwise the
+# workers would each compile the same modules at once: ~9 CPU-s apiece).
+#
+# mypy (34 CPU-s) runs in the background from then on, at the lowest CPU priority, beside
+# the tests too. It takes what the others leave: one core of two while the cache collection
+# ends alone (some 12 s), then the tenth of the two cores that the tests leave idle while
+# they wait on their servers, and it no longer holds them back. It runs in one process: its
+# parallel workers, starved at that priority, miss their start-up handshake ("Failed to
+# establish connection with worker"). Its report is printed at the end, and `make test`
+# fails if it fails.
 #
 # The two pytest sessions run side by side. The serial one writes its report to a file of its
 # own, shown after the other's; its workers take the port ranges after the other's
 # (DRILLS_TESTS_FIRST_SLOT, tests/conftest.py). `make test` fails if either session fails.
 PYTEST_DIST = --dist loadfile --no-loadscope-reorder
 test: sysdeps
-	@$(MAKE) --no-print-directory -j3 --output-sync=target $(NODE_STAMP) lint test-caches
-	@typecheck_log=$$(mktemp -t drills-typecheck.XXXXXX); serial_log=$$(mktemp -t drills-serial-tests.XXXXXX); \
-	echo "nice -n 19 $(BIN)/mypy > $$typecheck_log (in the background)"; \
-	nice -n 19 $(BIN)/mypy >"$$typecheck_log" 2>&1 & typecheck=$$!; \
+	@typecheck_log=$$(mktemp -t drills-typecheck.XXXXXX); \
+	trap 'kill $$(cat "$$typecheck_log.pid" 2>/dev/null) 2>/dev/null; rm -f "$$typecheck_log"*' EXIT; \
+	trap 'exit 130' INT TERM; \
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(NODE_STAMP) lint test-caches typecheck-beside \
+		TYPECHECK_LOG=$$typecheck_log || exit 1; \
+	serial_log=$$(mktemp -t drills-serial-tests.XXXXXX); \
 	echo "$(BIN)/pytest -n $(SERIAL_WORKERS) $(PYTEST_DIST) -m serial ... > $$serial_log (in the background)"; \
 	DRILLS_TESTS_FIRST_SLOT=$(TEST_WORKERS) $(BIN)/pytest -n $(SERIAL_WORKERS) $(PYTEST_DIST) \
 		-p no:cacheprovider -m serial $(SERIAL_TEST_FILES) >"$$serial_log" 2>&1 & serial=$$!; \
 	echo "nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_DIST) -m \"not serial\""; \
 	nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_DIST) -m "not serial"; rest=$$?; \
-	wait $$serial; serial_status=$$?; wait $$typecheck; typecheck_status=$$?; \
+	wait $$serial; serial_status=$$?; \
+	while [ ! -s "$$typecheck_log.status" ] && kill -0 $$(cut -d' ' -f1 "$$typecheck_log.pid" 2>/dev/null) 2>/dev/null; do sleep 1; done; \
+	typecheck_status=$$(cat "$$typecheck_log.status" 2>/dev/null || echo 1); rm -f "$$typecheck_log.pid"; \
 	echo; echo "The tests marked serial, run beside the others:"; cat "$$serial_log"; \
-	echo; echo "The typecheck, run beside the tests:"; cat "$$typecheck_log"; rm -f "$$serial_log" "$$typecheck_log"; \
+	echo; echo "The typecheck, run beside the tests:"; cat "$$typecheck_log"; \
+	rm -f "$$serial_log"; \
 	test $$rest -eq 0 && test $$serial_status -eq 0 && test $$typecheck_status -eq 0
+
+# Part of `make test`: mypy in the background, its report to TYPECHECK_LOG, the pids of its
+# shell and of itself to TYPECHECK_LOG.pid, then its exit status to TYPECHECK_LOG.status.
+# `make test` stops it if it ends first (a failed lint, Ctrl-C). It stays in the session of
+# `make test`: the kernel's autogroup scheduling gives a session of its own a share of the
+# CPU equal to that of all the tests, whatever its nice.
+.PHONY: typecheck-beside
+typecheck-beside: $(STAMP)
+	@test -n "$(TYPECHECK_LOG)" || { echo "typecheck-beside is run by make test" >&2; exit 2; }
+	@echo "nice -n 19 $(BIN)/mypy > $(TYPECHECK_LOG) (in the background)"
+	@sh -c 'nice -n 19 $(BIN)/mypy >"$$1" 2>&1 & echo $$$$ $$! >"$$1.pid"; wait $$!; echo $$? >"$$1.status"' \
+		typecheck "$(TYPECHECK_LOG)" </dev/null >/dev/null 2>&1 &
 
 # Two processes side by side write the caches of what the tests run: one collection of the
 # suite (drills, the tests and the 3,300 modules they import), and an import of the servers
