@@ -46,6 +46,8 @@ help:
 	@echo "make typecheck    mypy"
 	@echo "make test-caches  collect the suite once and import the servers it starts, writing the"
 	@echo "                  bytecode caches the test workers read (part of make test)"
+	@echo "make typecheck-beside  mypy in the background, its report to TYPECHECK_LOG=file (part of"
+	@echo "                  make test, which waits for it and prints the report)"
 	@echo "make docs         serve the docs site (docs/, mkdocs.yml) on http://127.0.0.1:8000"
 	@echo "make screenshots  re-take the dashboard screenshots in docs/screenshots"
 	@echo "make bench        run the benchmarks in bench/"
