@@ -90,6 +90,17 @@ def _unschedulable(pod: dict[str, Any]) -> str | None:
     return None
 
 
+def waiting_on(pods: list[dict[str, Any]], before: str) -> str:
+    """What the Job waits on, from its pods now and what it waited on ``before``.
+
+    With no pod to read, it is what it was: at a deadline of its own (activeDeadlineSeconds,
+    about when drills' falls) the cluster deletes the pods before it marks the Job failed, and
+    the scheduler's reason must not be lost from the evidence in that moment."""
+    if not pods:
+        return before
+    return next(filter(None, map(_unschedulable, pods)), "")
+
+
 class JobRun:
     """One validation job at DR, from its creation to its deletion."""
 
@@ -163,7 +174,7 @@ class JobRun:
                 if _ended(obj):
                     return obj, waited_on
                 pods = kube_jobs.job_pods(self.kube, self.job.namespace, self.job.name)
-                waited_on = next(filter(None, map(_unschedulable, pods)), "")
+                waited_on = waiting_on(pods, waited_on)
             except TemporaryError as exc:
                 waited_on = str(exc)
             if time.monotonic() >= deadline:

@@ -18,6 +18,7 @@ from drills.plan import DrillPlan
 from drills.store.history import HistoryStore
 from drills.store.kinds import Mode, RunStatus, Verdict
 from drills.takeover.drill import Drill, DrillRequest, DrillResult
+from drills.takeover.validation_jobs import waiting_on
 from drills.targets.kube import jobs as kube_jobs
 from drills.targets.sites import Targets
 from drills_lab import topology
@@ -239,3 +240,31 @@ def test_a_job_that_fits_no_node_at_dr_passes_its_deadline_and_the_drill_rolls_b
     assert "Insufficient nvidia.com/gpu" in job.reason
     assert snapshot(plan) == before
     _wait_for(lambda: job_left(plan) == (False, 0))
+
+
+_PENDING = {
+    "metadata": {"name": "trainer-resume-x"},
+    "status": {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": "0/5 nodes are available: 5 Insufficient nvidia.com/gpu."}
+        ],
+    },
+}  # fmt: skip
+_PLACED = {
+    "metadata": {"name": "trainer-resume-y"},
+    "spec": {"nodeName": "dr-gpu-0"},
+    "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]},
+}
+
+
+def test_what_a_job_waits_on_is_the_schedulers_word_and_outlives_its_deleted_pod() -> None:
+    said = "Unschedulable: 0/5 nodes are available: 5 Insufficient nvidia.com/gpu."
+    assert waiting_on([_PENDING], "") == said
+    # At the cluster's own deadline the pod is deleted before the Job is marked failed: the
+    # poll between the two reads no pod, and the reason stays (run C17 lost it).
+    assert waiting_on([], said) == said
+    # A pod that was placed no longer waits on the scheduler.
+    assert waiting_on([_PLACED], said) == ""
+    assert waiting_on([], "") == ""
