@@ -7,9 +7,10 @@ policy is ``Never``, the scheduler looks for the node where evicting pods of low
 priority frees room with the fewest victims (then the lowest-priority ones). The victims
 get a ``DisruptionTarget`` condition (reason ``PreemptionByScheduler``) and are deleted
 gracefully; the preemptor's ``status.nominatedNodeName`` names the node, and it binds once
-the victims are gone and their GPUs free. A pod whose GPUs are held by higher priority
-work stays Pending until they are freed: a Deployment's evicted replica is recreated
-Pending by its controller and waits there.
+the victims are gone and their GPUs free; until then it chooses no more victims, and the
+room is held for it: a pod of lower priority neither takes it nor is nominated for it. A
+pod whose GPUs are held by higher priority work stays Pending until they are freed: a
+Deployment's evicted replica is recreated Pending by its controller and waits there.
 
 Pods without GPUs, and GPU pods where no priority decides (nothing of another priority
 holds the GPUs), are placed as the controller always placed them.
@@ -18,6 +19,7 @@ holds the GPUs), are placed as the controller always placed them.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,12 +30,15 @@ from drills_lab.kubeapi.objects import condition, dig, now_rfc3339
 from drills_lab.kubeapi.status import ApiError
 from drills_lab.kubeapi.store import ResourceStore
 
+log = logging.getLogger("drills_lab.kubeapi.preemption")
+
 NEVER = "Never"
 PREEMPT_LOWER = "PreemptLowerPriority"
 # The lab's containers exit at once on SIGTERM: a victim is gone this long after it was
 # chosen, long enough for a client to see it terminating.
 VICTIM_GRACE_S = 0.5
 UNSCHEDULABLE = "Unschedulable"
+WAITING_FOR_VICTIMS = "waiting for the GPUs of preempted pods"
 
 
 @dataclass(frozen=True)
@@ -86,15 +91,15 @@ def _of_a_job(pod: dict[str, Any]) -> bool:
 
 
 def _nominated_room(
-    pod: dict[str, Any],
     nodes: list[dict[str, Any]],
     taken: dict[str, int],
+    held: dict[str, int],
     pods: list[dict[str, Any]],
     wanted: int,
 ) -> bool:
-    """Room already being freed on a node (victims terminating) that the pods already
-    nominated there do not claim: the new pod waits for it rather than preempt more."""
-    mine = pod["metadata"].get("uid")
+    """Room already being freed on a node (victims terminating) that the pods nominated
+    there, of the new pod's priority or higher, do not hold: the new pod waits for it rather
+    than preempt more. A nomination of lower priority holds nothing against it."""
     for node in nodes:
         name = node["metadata"]["name"]
         freeing = sum(
@@ -102,13 +107,8 @@ def _nominated_room(
             for p in pods
             if p["spec"].get("nodeName") == name and is_terminating(p)
         )
-        claimed = sum(
-            podlib.gpus_of(p["spec"])
-            for p in pods
-            if dig(p, "status", "nominatedNodeName") == name and p["metadata"].get("uid") != mine
-        )
-        free = podlib.node_gpus(node) - taken.get(name, 0)
-        if free + freeing - claimed >= wanted:
+        free = podlib.node_gpus(node) - taken.get(name, 0) - held.get(name, 0)
+        if free + freeing >= wanted:
             return True
     return False
 
@@ -133,6 +133,9 @@ class PriorityScheduler:
     def __init__(self, store: ResourceStore) -> None:
         self._store = store
         self._gone_at: dict[str, float] = {}  # victim uid -> monotonic time it is deleted
+        # preemptor (namespace, name) -> its victims' uids: one round in flight at a time
+        self._victims_of: dict[tuple[str, str], set[str]] = {}
+        self._rounds: set[tuple[str, str]] = set()  # preemptors that chose victims once
 
     # -- placing a new pod ---------------------------------------------------------
 
@@ -151,17 +154,18 @@ class PriorityScheduler:
             if podlib.node_gpus(node) - taken.get(name, 0) - held.get(name, 0) >= wanted:
                 return Placement(node=name)
         mine = priority(pod)
-        if _nominated_room(pod, gpu_nodes, taken, pods, wanted):
-            return Placement(pending=True, message="waiting for the GPUs of preempted pods")
+        if self._victims_left(pod, pods) or _nominated_room(gpu_nodes, taken, held, pods, wanted):
+            return Placement(pending=True, message=WAITING_FOR_VICTIMS)
         # Bound or waiting for GPUs: when all are of this pod's priority, none decides.
         uid = pod["metadata"].get("uid")
         others = [p for p in pods if podlib.gpus_of(p["spec"]) and p["metadata"]["uid"] != uid]
         if not any(priority(p) != mine for p in others):
             return ANYWHERE  # no priority decides: placed as before
         if dig(pod, "spec", "preemptionPolicy") != NEVER:
-            chosen = self._victims(gpu_nodes, pods, taken, wanted, mine)
+            chosen = self._victims(gpu_nodes, pods, taken, held, wanted, mine)
             if chosen is not None:
                 target, victims = chosen
+                self._note_round(pod, victims, pods, target)
                 for victim in victims:
                     self._evict(victim, pod)
                 return Placement(pending=True, nominated=target, message="preempting")
@@ -171,20 +175,63 @@ class PriorityScheduler:
             f"{podlib.GPU}; preemption: not eligible or no lower-priority victims",
         )
 
+    def _victims_left(self, pod: dict[str, Any], pods: list[dict[str, Any]]) -> bool:
+        """Whether victims this pod chose are still in the store: its room is not freed yet,
+        even where a write to mark one as terminating was lost."""
+        key = (pod["metadata"].get("namespace") or "", pod["metadata"]["name"])
+        chosen = self._victims_of.get(key)
+        if not chosen:
+            return False
+        left = chosen & {p["metadata"]["uid"] for p in pods}
+        if left:
+            self._victims_of[key] = left
+        else:
+            del self._victims_of[key]
+        return bool(left)
+
+    def _note_round(
+        self,
+        pod: dict[str, Any],
+        victims: list[dict[str, Any]],
+        pods: list[dict[str, Any]],
+        node: str,
+    ) -> None:
+        """Keep the round's victims; a second round for one preemptor is legitimate (the
+        room it freed was taken) but rare, so the lab says what it saw."""
+        m = pod["metadata"]
+        key = (m.get("namespace") or "", m["name"])
+        if key in self._rounds:
+            on_node = [
+                f"{p['metadata']['name']}(prio {priority(p)}, {podlib.gpus_of(p['spec'])} GPU"
+                f"{', terminating' if is_terminating(p) else ''})"
+                for p in pods
+                if p["spec"].get("nodeName") == node
+            ]
+            log.warning(
+                "pod %s/%s preempts again on %s; bound there: %s",
+                key[0], key[1], node, ", ".join(on_node) or "nothing",
+            )  # fmt: skip
+        self._rounds.add(key)
+        self._victims_of[key] = {v["metadata"]["uid"] for v in victims}
+
     @staticmethod
     def _victims(
         nodes: list[dict[str, Any]],
         pods: list[dict[str, Any]],
         taken: dict[str, int],
+        held: dict[str, int],
         wanted: int,
         mine: int,
     ) -> tuple[str, list[dict[str, Any]]] | None:
         """The node where evicting lower-priority pods frees ``wanted`` GPUs with the fewest
-        victims (then the lowest highest-victim priority); its victims, lowest priority first."""
+        victims (then the lowest highest-victim priority); its victims, lowest priority first.
+        The room held for nominated pods of this priority or higher is not free: a pod that
+        only a nomination keeps out has no victims to choose (kube-scheduler's preemption
+        counts those pods as running on their node too)."""
         best: tuple[tuple[int, int], str, list[dict[str, Any]]] | None = None
         for node in nodes:
             name = str(node["metadata"]["name"])
-            free = podlib.node_gpus(node) - taken.get(name, 0)
+            free = podlib.node_gpus(node) - taken.get(name, 0) - held.get(name, 0)
             lower = [
                 p
                 for p in pods
@@ -259,6 +306,9 @@ class PriorityScheduler:
             and not _of_a_job(p)
         ]
         waiting.sort(key=lambda p: (-priority(p), p["metadata"]["creationTimestamp"]))
+        still = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in waiting}
+        self._rounds &= still  # a preemptor bound or gone has no round left to count
+        self._victims_of = {k: v for k, v in self._victims_of.items() if k in still}
         for pod in waiting:
             self._retry(pod, nodes, usable)
         return min(self._gone_at.values(), default=now + 3600.0)

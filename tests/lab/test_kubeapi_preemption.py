@@ -135,7 +135,10 @@ class PodEvents:
         started.wait(2)
         time.sleep(0.2)  # the watch's request is made
 
-    def stop(self) -> None:
+    def stop_after(self, check: Callable[[client.V1Pod], bool], what: str) -> None:
+        """Stop once an event ``check`` accepts has come: a watch delivers in order, so every
+        event before it has come too, however far the watch lagged behind the test."""
+        wait_for(lambda: any(check(p) for _, p in list(self.seen)), what=what)
         self._stopping = True
         self._watch.stop()
 
@@ -166,7 +169,10 @@ def test_a_higher_priority_pod_preempts_the_fewest_lower_ones_then_binds(
     events = PodEvents(api, namespace)
     apps.create_namespaced_deployment(namespace, deployment("critical", 1, 2, "high"))
     critical = wait_for(lambda: _running(core, namespace, "critical", 1), what="critical up")[0]
-    events.stop()
+    events.stop_after(
+        lambda p: p.metadata.name == critical.metadata.name and p.status.phase == "Running",
+        what="the watch seeing the critical pod run",
+    )
 
     assert critical.spec.node_name == NODE and critical.spec.priority == 10_000
     nominated = [
