@@ -36,17 +36,22 @@ def nominated(pod: dict[str, Any]) -> dict[str, Any]:
     return pod | {"status": {"phase": "Pending", "nominatedNodeName": NODE}}
 
 
-def four_gpus_two_free_and_a_preemptor_nominated() -> tuple[ResourceStore, list[dict[str, Any]]]:
+def a_node_of_four_gpus() -> tuple[ResourceStore, list[dict[str, Any]]]:
     store = ResourceStore()
     store.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                 "metadata": {"name": "default"}})  # fmt: skip
     node = store.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
                                   "status": {"allocatable": {"nvidia.com/gpu": "4"}}})  # fmt: skip
+    return store, [node]
+
+
+def four_gpus_two_free_and_a_preemptor_nominated() -> tuple[ResourceStore, list[dict[str, Any]]]:
+    store, nodes = a_node_of_four_gpus()
     for i in range(2):
         store.create("pods", gpu_pod(f"batch-{i}", 1, 100, NODE))
     store.create("pods", gpu_pod("critical", 2, 10_000))
     store.patch("pods", "default", "critical", nominated, subresource="status")
-    return store, [node]
+    return store, nodes
 
 
 def test_a_lower_priority_pod_waits_while_the_room_is_held_for_the_preemptor() -> None:
@@ -90,14 +95,10 @@ def test_the_preemptor_itself_binds_to_the_room_it_is_nominated_to() -> None:
 
 
 def four_batch_pods_on_the_node() -> tuple[ResourceStore, list[dict[str, Any]]]:
-    store = ResourceStore()
-    store.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                "metadata": {"name": "default"}})  # fmt: skip
-    node = store.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
-                                  "status": {"allocatable": {"nvidia.com/gpu": "4"}}})  # fmt: skip
+    store, nodes = a_node_of_four_gpus()
     for i in range(4):
         store.create("pods", gpu_pod(f"batch-{i}", 1, 100, NODE))
-    return store, [node]
+    return store, nodes
 
 
 def marked(store: ResourceStore) -> set[str]:
