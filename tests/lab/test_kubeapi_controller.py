@@ -51,7 +51,9 @@ def test_deployment_turns_ready_after_the_delay(
         )
     )
     elapsed = time.monotonic() - started
-    assert kube_ready_delay * 0.9 <= elapsed < kube_ready_delay + 0.5
+    # Not before the delay; and well before the controller's 30 s safety wake, so the pods'
+    # own timer turned them ready. A tighter bound measured the machine's load instead.
+    assert kube_ready_delay * 0.9 <= elapsed < kube_ready_delay + 2.0
     status = ready.status
     assert (status.replicas, status.updated_replicas, status.available_replicas) == (2, 2, 2)
     assert status.unavailable_replicas is None  # zero counts are omitted, as the real API does
