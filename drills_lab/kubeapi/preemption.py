@@ -133,9 +133,9 @@ class PriorityScheduler:
     def __init__(self, store: ResourceStore) -> None:
         self._store = store
         self._gone_at: dict[str, float] = {}  # victim uid -> monotonic time it is deleted
-        # preemptor (namespace, name) -> its victims' uids: one round in flight at a time
+        # preemptor (namespace, name) -> its victims still in the store, kept (empty once
+        # they are gone) until it binds: one round in flight at a time, and a second one seen
         self._victims_of: dict[tuple[str, str], set[str]] = {}
-        self._rounds: set[tuple[str, str]] = set()  # preemptors that chose victims once
 
     # -- placing a new pod ---------------------------------------------------------
 
@@ -182,12 +182,8 @@ class PriorityScheduler:
         chosen = self._victims_of.get(key)
         if not chosen:
             return False
-        left = chosen & {p["metadata"]["uid"] for p in pods}
-        if left:
-            self._victims_of[key] = left
-        else:
-            del self._victims_of[key]
-        return bool(left)
+        self._victims_of[key] = chosen & {p["metadata"]["uid"] for p in pods}
+        return bool(self._victims_of[key])
 
     def _note_round(
         self,
@@ -200,7 +196,7 @@ class PriorityScheduler:
         room it freed was taken) but rare, so the lab says what it saw."""
         m = pod["metadata"]
         key = (m.get("namespace") or "", m["name"])
-        if key in self._rounds:
+        if key in self._victims_of:
             on_node = [
                 f"{p['metadata']['name']}(prio {priority(p)}, {podlib.gpus_of(p['spec'])} GPU"
                 f"{', terminating' if is_terminating(p) else ''})"
@@ -211,7 +207,6 @@ class PriorityScheduler:
                 "pod %s/%s preempts again on %s; bound there: %s",
                 key[0], key[1], node, ", ".join(on_node) or "nothing",
             )  # fmt: skip
-        self._rounds.add(key)
         self._victims_of[key] = {v["metadata"]["uid"] for v in victims}
 
     @staticmethod
@@ -306,8 +301,8 @@ class PriorityScheduler:
             and not _of_a_job(p)
         ]
         waiting.sort(key=lambda p: (-priority(p), p["metadata"]["creationTimestamp"]))
+        # A preemptor bound or gone has no round left to count.
         still = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in waiting}
-        self._rounds &= still  # a preemptor bound or gone has no round left to count
         self._victims_of = {k: v for k, v in self._victims_of.items() if k in still}
         for pod in waiting:
             self._retry(pod, nodes, usable)
