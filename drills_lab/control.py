@@ -127,11 +127,21 @@ def up(
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     with log_path.open("ab") as log:
         child = spawn(argv, log, env)
+    try:
+        return _wait_until_up(child, state_dir, log_path, timeout), False
+    except BaseException:
+        # The daemon leads a session of its own, so Ctrl-C at the terminal does not reach it:
+        # a start that fails or is interrupted would leave a lab that nobody asked for.
+        child.kill()
+        raise
+
+
+def _wait_until_up(child: Daemon, state_dir: Path, log_path: Path, timeout: float) -> LabInfo:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         info = read_info(state_dir)
         if info is not None and info.pid == child.pid:
-            return info, False
+            return info
         if child.poll() is not None:
             reason = (
                 (state_dir / ERROR_FILE).read_text().strip()
@@ -140,7 +150,6 @@ def up(
             )
             raise LabError(f"the lab did not start: {reason}\n{_log_tail(log_path)}")
         time.sleep(0.05)
-    child.kill()
     raise LabError(f"the lab did not start within {timeout:.0f}s\n{_log_tail(log_path)}")
 
 

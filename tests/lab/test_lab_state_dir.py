@@ -1,4 +1,5 @@
-"""`lab up` gives the same lab whatever ran before in its state directory.
+"""`lab up` gives the same lab whatever ran before in its state directory, and a start that
+is interrupted leaves none.
 
 The registries keep their blobs on disk across `lab down`: an image that `--drift` leaves
 out of DR would still be there from an earlier clean lab, and the drifted lab would pass
@@ -7,13 +8,19 @@ out of DR would still be there from an earlier clean lab, and the drifted lab wo
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from drills.checks.base import Status
 from drills.checks.readiness import run_readiness
 from drills.plan import load_plan
+from drills.processes import descendants, pid_alive
 from drills_lab import control
 from drills_lab.runtime import NAMED_DIR, REGISTRY_DIRS, TSIG_FILE, clear_service_storage
 from tests.support.checks import DRIFT_FAILURES
@@ -63,3 +70,58 @@ def test_clearing_touches_only_the_labs_own_entries(tmp_path: Path) -> None:
     assert sorted(p.name for p in state.iterdir()) == ["notes.txt", "plan.yaml"]
     assert (outside / "precious").read_text() == "not the lab's"
     assert clear_service_storage(state) == []  # nothing left of its own: a no-op
+
+
+class CtrlCOnceAServiceRuns:
+    """The daemon that `up` started, and Ctrl-C reaching `up` while it waits for the lab: as
+    soon as the daemon has started its first service. The daemon leads a session of its own,
+    so the terminal's SIGINT never reaches it or its services."""
+
+    def __init__(self, daemon: subprocess.Popen[bytes]) -> None:
+        self.daemon = daemon
+        self.pid = daemon.pid
+        self.services: list[int] = []
+
+    def poll(self) -> int | None:
+        self.services = descendants(self.pid)
+        if self.services:
+            raise KeyboardInterrupt
+        return self.daemon.poll()
+
+    def kill(self) -> None:
+        self.daemon.kill()
+
+
+def test_a_start_interrupted_by_ctrl_c_leaves_no_lab_running(tmp_path: Path) -> None:
+    state = tmp_path / "lab"
+    started: list[CtrlCOnceAServiceRuns] = []
+
+    def spawn(argv: list[str], log: IO[bytes], env: dict[str, str]) -> CtrlCOnceAServiceRuns:
+        daemon = control.spawn_process(argv, log, env)
+        assert isinstance(daemon, subprocess.Popen)
+        started.append(CtrlCOnceAServiceRuns(daemon))
+        return started[-1]
+
+    with pytest.raises(KeyboardInterrupt):
+        control.up(state, ready_delay=0.1, timeout=LAB_START_S, spawn=spawn)
+
+    [interrupted] = started
+    try:
+        assert interrupted.services, "Ctrl-C came before the daemon started a service"
+        left = still_running(interrupted, within=15.0)
+        assert left == [], f"the interrupted lab still runs (daemon {interrupted.pid}): {left}"
+        assert control.running(state) is None
+    finally:
+        if interrupted.daemon.poll() is None:  # the test failed: stop it, as `lab down` would
+            os.killpg(interrupted.pid, signal.SIGKILL)
+
+
+def still_running(lab: CtrlCOnceAServiceRuns, *, within: float) -> list[int]:
+    """The daemon and the services it had started that still run after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        lab.daemon.poll()  # reaps it once it is killed
+        left = [pid for pid in [lab.pid, *lab.services] if pid_alive(pid)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
