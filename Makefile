@@ -105,10 +105,13 @@ typecheck: $(STAMP)
 # The two pytest sessions run side by side. The serial one writes its report to a file of its
 # own, shown after the other's; its workers take the port ranges after the other's
 # (DRILLS_TESTS_FIRST_SLOT, tests/conftest.py). `make test` fails if either session fails.
+# Ctrl-C reaches both sessions; if `make test` ends before the serial one (a signal to the
+# shell alone), it interrupts that session on its way out, so none runs on unseen.
 PYTEST_DIST = --dist loadfile --no-loadscope-reorder
 test: sysdeps
 	@typecheck_log=$$(mktemp -t drills-typecheck.XXXXXX); \
-	trap 'kill $$(cat "$$typecheck_log.pid" 2>/dev/null) 2>/dev/null; rm -f "$$typecheck_log"*' EXIT; \
+	trap 'kill $$(cat "$$typecheck_log.pid" 2>/dev/null) 2>/dev/null; \
+		test -z "$$serial" || kill -INT $$serial 2>/dev/null; rm -f "$$typecheck_log"* "$$serial_log"' EXIT; \
 	trap 'exit 130' INT TERM; \
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(NODE_STAMP) lint test-caches typecheck-beside \
 		TYPECHECK_LOG=$$typecheck_log || exit 1; \
@@ -118,12 +121,11 @@ test: sysdeps
 		-p no:cacheprovider -m serial $(SERIAL_TEST_FILES) >"$$serial_log" 2>&1 & serial=$$!; \
 	echo "nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_DIST) -m \"not serial\""; \
 	nice -n $(TEST_NICE) $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_DIST) -m "not serial"; rest=$$?; \
-	wait $$serial; serial_status=$$?; \
+	wait $$serial; serial_status=$$?; serial=; \
 	while [ ! -s "$$typecheck_log.status" ] && kill -0 $$(cut -d' ' -f1 "$$typecheck_log.pid" 2>/dev/null) 2>/dev/null; do sleep 1; done; \
 	typecheck_status=$$(cat "$$typecheck_log.status" 2>/dev/null || echo 1); rm -f "$$typecheck_log.pid"; \
 	echo; echo "The tests marked serial, run beside the others:"; cat "$$serial_log"; \
 	echo; echo "The typecheck, run beside the tests:"; cat "$$typecheck_log"; \
-	rm -f "$$serial_log"; \
 	test $$rest -eq 0 && test $$serial_status -eq 0 && test $$typecheck_status -eq 0
 
 # Part of `make test`: mypy in the background, its report to TYPECHECK_LOG, the pids of its
