@@ -12,7 +12,8 @@ Of drills, only the modules that read nothing of the environment or the working 
 when imported are loaded here (tests/test_cli_forkserver.py checks it): several others do,
 or build their consoles, and each child must see its own. The server has one thread, so a
 fork copies no lock that another thread holds. It exits when its stdin closes: with the
-worker that started it, however that worker ends.
+worker that started it, however that worker ends. Its children then get SIGTERM, those in a
+session of their own (the lab daemons) too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import sys
 import threading
 import traceback
 from typing import Any
+
+from drills_lab.procs import die_with_parent
 
 # What `drills run`, `readiness`, `recover` and `history` import first (about 1.5 CPU-s a
 # process otherwise), and the lab's daemon (0.75). Prefect is not here: its settings are read
@@ -172,10 +175,15 @@ def start(conn: socket.socket, listener: socket.socket, waiting: dict[int, socke
     except (ConnectionError, ValueError, OSError):
         conn.close()
         return
+    server = os.getpid()
     pid = os.fork()
     if pid == 0:
         code = 70
         try:
+            # The server exits with its worker, even one killed (xdist gives a worker 10 s
+            # to end after Ctrl-C); its children, lab daemons in sessions of their own
+            # included, must not run on holding their ports.
+            die_with_parent(server)
             for held in (listener, conn, *waiting.values()):
                 held.close()
             code = run_child(request, fds)
