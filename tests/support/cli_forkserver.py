@@ -102,6 +102,7 @@ def run_child(request: dict[str, Any], fds: list[int]) -> int:
     """In the forked child: become `python -m MODULE ARGS` and return its exit code."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a fresh interpreter has it
     if request["session"]:
         os.setsid()
     for target, fd in enumerate(fds):
@@ -149,6 +150,9 @@ def serve(path: str) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    # Ctrl-C reaches the worker's whole process group. The server stays for the worker's
+    # clean-up, which runs `drills serve stop` and the like through it; it ends with it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     waiting: dict[int, socket.socket] = {}  # child pid -> the connection awaiting its status
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, "accept")
