@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import logging
 import os
 import shutil
@@ -54,18 +53,17 @@ def require_binary(name: str, package: str) -> str:
     return found
 
 
-# Loaded here, once: a forked child of a threaded process must not load a library.
-_LIBC = ctypes.CDLL(None, use_errno=True)
+def _die_with_parent_hook(parent_pid: int) -> Callable[[], None]:
+    libc = ctypes.CDLL(None, use_errno=True)
 
+    def hook() -> None:
+        # Runs in the forked child before exec; the signal setting survives exec.
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        # The parent may have died between fork and prctl: then no signal will come.
+        if os.getppid() != parent_pid:
+            os._exit(1)
 
-def die_with_parent(parent_pid: int) -> None:
-    """In a child just forked from ``parent_pid``: SIGTERM when that parent goes.
-
-    The setting survives exec. The parent may have died between the fork and this call:
-    then no signal would come, so the child exits at once."""
-    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    if os.getppid() != parent_pid:
-        os._exit(1)
+    return hook
 
 
 def _read_tail(path: Path, limit: int = _LOG_TAIL_BYTES) -> str:
@@ -172,7 +170,7 @@ class ManagedProcess:
                 env=self.env,
                 cwd=self.cwd,
                 process_group=0,
-                preexec_fn=functools.partial(die_with_parent, parent_pid),
+                preexec_fn=_die_with_parent_hook(parent_pid),
             )
         except OSError as exc:
             raise LabError(f"cannot start {self.name} ({self.argv[0]}): {exc.strerror}") from exc

@@ -47,7 +47,6 @@ from drills_lab.named import NamedServer
 from drills_lab.registry import RegistryPair, RegistryServer
 from drills_lab.runtime import LabInfo
 from tests.support.azurite import ACCOUNT_KEY, KEY_ENV, AzuriteServer
-from tests.support.interrupts import WORKER_EXIT_S, interrupt_once
 from tests.support.lab_groups import LabGroups, labs_named_in
 from tests.support.ordering import UnitScheduling, longest_first
 from tests.support.postgres import PostgresServer, unstarted_server
@@ -322,16 +321,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> UnitScheduling | None:
     """Under ``--dist loadfile``, the files of a grouped lab run as one unit."""
     return UnitScheduling(config, log) if config.getvalue("dist") == "loadfile" else None
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if _WORKER:
-        interrupt_once()
-
-
-@pytest.hookimpl(optionalhook=True)  # pytest-xdist's, as above
-def pytest_configure_node(node: Any) -> None:
-    node.nodemanager.EXIT_TIMEOUT = WORKER_EXIT_S
 
 
 @pytest.hookimpl(trylast=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -14,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from drills.processes import pid_alive
 from drills_lab.procs import free_port
 from tests.support.cli import drills_process
 
@@ -39,17 +37,6 @@ for name in PRELOAD:
     importlib.import_module(name)
 loaded = sorted(m for m in sys.modules if m.startswith("drills"))
 print(json.dumps({"reads": reads, "drills": loaded}))
-"""
-
-# A test worker that starts a child in a session of its own (as a lab's daemon is), says its
-# pid, and is then killed: as xdist kills a worker that takes over 10 s to end after Ctrl-C.
-KILLED_WORKER = """
-import os, signal, sys
-from tests.support.cli import ForkedProcess
-with open(os.devnull, "r+b") as devnull:
-    child = ForkedProcess("sleeper", [], [devnull.fileno()] * 3, cwd=sys.argv[1], session=True)
-print(child.pid, flush=True)
-os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
@@ -102,21 +89,3 @@ def test_a_call_past_its_timeout_is_killed(tmp_path: Path) -> None:
     assert time.monotonic() - started < 30
     with socket.socket() as probe:  # the killed exporter no longer listens
         assert probe.connect_ex(("127.0.0.1", port)) != 0
-
-
-def test_a_child_in_a_session_of_its_own_ends_with_its_killed_worker(tmp_path: Path) -> None:
-    """Ctrl-C does not reach it, and the worker's own clean-up never runs: the fork server
-    ends with the worker, and takes its children with it."""
-    (tmp_path / "sleeper.py").write_text("import time\ntime.sleep(120)\n")
-    done = subprocess.run(
-        [sys.executable, "-c", KILLED_WORKER, str(tmp_path)], capture_output=True, text=True,
-        cwd=ROOT, timeout=120, env=os.environ | {"PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
-    assert done.returncode == -signal.SIGKILL, done.stderr
-    child = int(done.stdout)
-    deadline = time.monotonic() + 15
-    while pid_alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if pid_alive(child):
-        os.kill(child, signal.SIGKILL)
-        pytest.fail(f"the child {child} outlived its killed worker and its fork server")

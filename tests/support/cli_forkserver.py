@@ -12,8 +12,7 @@ Of drills, only the modules that read nothing of the environment or the working 
 when imported are loaded here (tests/test_cli_forkserver.py checks it): several others do,
 or build their consoles, and each child must see its own. The server has one thread, so a
 fork copies no lock that another thread holds. It exits when its stdin closes: with the
-worker that started it, however that worker ends. Its children then get SIGTERM, those in a
-session of their own (the lab daemons) too.
+worker that started it, however that worker ends.
 """
 
 from __future__ import annotations
@@ -32,8 +31,6 @@ import sys
 import threading
 import traceback
 from typing import Any
-
-from drills_lab.procs import die_with_parent
 
 # What `drills run`, `readiness`, `recover` and `history` import first (about 1.5 CPU-s a
 # process otherwise), and the lab's daemon (0.75). Prefect is not here: its settings are read
@@ -102,7 +99,6 @@ def run_child(request: dict[str, Any], fds: list[int]) -> int:
     """In the forked child: become `python -m MODULE ARGS` and return its exit code."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a fresh interpreter has it
     if request["session"]:
         os.setsid()
     for target, fd in enumerate(fds):
@@ -150,9 +146,6 @@ def serve(path: str) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    # Ctrl-C reaches the worker's whole process group. The server stays for the worker's
-    # clean-up, which runs `drills serve stop` and the like through it; it ends with it.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     waiting: dict[int, socket.socket] = {}  # child pid -> the connection awaiting its status
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, "accept")
@@ -179,15 +172,10 @@ def start(conn: socket.socket, listener: socket.socket, waiting: dict[int, socke
     except (ConnectionError, ValueError, OSError):
         conn.close()
         return
-    server = os.getpid()
     pid = os.fork()
     if pid == 0:
         code = 70
         try:
-            # The server exits with its worker, even one killed (xdist gives a worker 10 s
-            # to end after Ctrl-C); its children, lab daemons in sessions of their own
-            # included, must not run on holding their ports.
-            die_with_parent(server)
             for held in (listener, conn, *waiting.values()):
                 held.close()
             code = run_child(request, fds)
