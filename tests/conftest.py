@@ -47,6 +47,7 @@ from drills_lab.named import NamedServer
 from drills_lab.registry import RegistryPair, RegistryServer
 from drills_lab.runtime import LabInfo
 from tests.support.azurite import ACCOUNT_KEY, KEY_ENV, AzuriteServer
+from tests.support.gc_tuning import collect_less
 from tests.support.lab_groups import LabGroups, labs_named_in
 from tests.support.ordering import UnitScheduling, longest_first
 from tests.support.postgres import PostgresServer, unstarted_server
@@ -61,6 +62,7 @@ from tests.support.services import (
 from tests.support.ui import EXAMPLE_PLAN, UiEnv
 
 log = logging.getLogger("drills.tests")
+collect_less()  # in every test process: the controller, each worker, the collection
 _LAB_GROUPS = pytest.StashKey[LabGroups]()
 
 # Parallel workers (pytest-xdist, `make test`) start their own servers: each draws its ports

@@ -20,6 +20,7 @@ from __future__ import annotations
 import array
 import atexit
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -31,6 +32,8 @@ import sys
 import threading
 import traceback
 from typing import Any
+
+from tests.support.gc_tuning import collect_less
 
 # What `drills run`, `readiness`, `recover` and `history` import first (about 1.5 CPU-s a
 # process otherwise), and the lab's daemon (0.75). Prefect is not here: its settings are read
@@ -207,5 +210,7 @@ def reap(waiting: dict[int, socket.socket]) -> None:
 
 
 if __name__ == "__main__":
+    collect_less()
     preload()
+    gc.freeze()  # everything loaded so far: tests.support.gc_tuning says why
     serve(sys.argv[1])

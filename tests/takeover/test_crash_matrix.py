@@ -27,6 +27,7 @@ from drills.takeover import crashpoints
 from drills.takeover.drill import Drill, DrillHooks, DrillRequest
 from drills_lab.runtime import LabInfo
 from tests.support.drill import lab_plan, snapshot
+from tests.support.gc_tuning import frozen_while_forking
 from tests.support.services import own_lab
 
 log = logging.getLogger("drills.tests.crash_matrix")
@@ -49,7 +50,8 @@ def run_cli_process(argv: list[str], crash_at: str, output: Path) -> int | None:
     process = multiprocessing.get_context("fork").Process(
         target=_cli_child, args=(argv, crash_at, str(output))
     )
-    process.start()
+    with frozen_while_forking():
+        process.start()
     process.join(180)
     if process.is_alive():
         process.kill()
