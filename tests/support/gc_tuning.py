@@ -12,11 +12,11 @@ bookkeeping into each object copies every page of the parent's heap into the chi
 objects are never walked: a fork server freezes what it loaded, and a process that forks now
 and then freezes its heap around the fork.
 
-The test processes do this (conftest), and the CLI fork server (tests.support.cli), whose
-children inherit it: the commands the tests run through it and the lab's daemons. Collecting
-less often changes when cyclic garbage goes, never what a program does. The processes that
-drills and Prefect start on their own (the dashboard, the servers, the flow runs) keep
-CPython's defaults.
+The test processes do this (conftest), and so does the CLI fork server
+(tests.support.cli_forkserver), whose children inherit it: the commands the tests run through
+it and the lab's daemons. Collecting less often changes when cyclic garbage goes, never what a
+program does. The processes that drills and Prefect start on their own (the dashboard, the
+servers, the flow runs) keep CPython's defaults.
 """
 
 from __future__ import annotations
