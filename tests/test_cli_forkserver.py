@@ -50,6 +50,9 @@ def test_the_preloaded_drills_modules_read_no_environment_when_imported() -> Non
     assert "drills.plan" in audit["drills"]  # the audit saw drills imported at all
     assert audit["reads"] == []
     assert not [m for m in audit["drills"] if m.startswith("drills.cli")]
+    # A check registers as it is imported: preloaded, it would take the fork server's place
+    # in the registry's order rather than the command's.
+    assert not [m for m in audit["drills"] if m.startswith("drills.checks.areas.")]
 
 
 def test_each_call_is_its_own_process_with_its_own_environment_and_directory(

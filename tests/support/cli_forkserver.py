@@ -35,9 +35,11 @@ from typing import Any
 
 from tests.support.gc_tuning import collect_less
 
-# What `drills run`, `readiness`, `recover` and `history` import first (about 1.5 CPU-s a
-# process otherwise), and the lab's daemon (0.75). Prefect is not here: its settings are read
-# on import.
+# What `drills run`, `readiness`, `recover` and `history` import (about 1.7 CPU-s a process
+# otherwise), and the lab's daemon (0.75). Prefect is not here: its settings are read on
+# import. Nor is any module that imports a check (drills.checks.areas, which drills.takeover
+# does): the checks register as they are imported, so the order of the readiness table would
+# be the fork server's rather than the command's.
 PRELOAD = (
     "sqlalchemy",
     "sqlalchemy.orm",
@@ -68,11 +70,30 @@ PRELOAD = (
     "typer.main",
     "moto.moto_server.werkzeug_app",
     "werkzeug.serving",
-    # Their pydantic and SQLAlchemy classes are a quarter of a second more.
+    # Loaded on first use: httpx's transport, the inventory comparison, the report renderer.
+    "httpcore",
+    "h2.connection",
+    "duckdb",
+    "markdown",
+    "cryptography.x509",
+    "boto3.s3.transfer",
+    # Their pydantic and SQLAlchemy classes, and what a drill and the checks build on: about
+    # half a second more.
     "drills.plan",
     "drills.store.history",
     "drills.store.checkpoints",
     "drills.evidence.keys",
+    "drills.evidence.checkpoints",
+    "drills.evidence.findings",
+    "drills.evidence.render",
+    "drills.checks.runner",
+    "drills.checks.readiness",
+    "drills.targets.sites",
+    "drills.targets.builtin_providers",
+    "drills.targets.inventory_compare",
+    "drills.targets.registry.oci",
+    "drills.targets.dns.rfc2136",
+    "drills.takeover.steps.executor",
 )
 MAX_FDS = 3
 
