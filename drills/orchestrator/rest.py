@@ -214,6 +214,13 @@ class PrefectRest:
             raise
         return True
 
+    def set_work_pool_command(self, name: str, command: str) -> None:
+        """The command the pool's workers start each flow run with, unless a deployment
+        says otherwise (the default of its base job template's ``command`` variable)."""
+        template = self._call("GET", f"work_pools/{name}")["base_job_template"]
+        template["variables"]["properties"]["command"]["default"] = command
+        self._call("PATCH", f"work_pools/{name}", {"base_job_template": template})
+
     def workers(self, pool: str) -> list[WorkerStatus]:
         found = self._call("POST", f"work_pools/{pool}/workers/filter", {})
         return [

@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import logging
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -52,6 +53,8 @@ log = logging.getLogger("drills.orchestrator.serve")
 DEFAULT_STATE_DIR = Path(os.environ.get("DRILLS_SERVE_DIR", ".prefect-local"))
 DEFAULT_PORT = 4200
 WORK_POOL = "drills-process"
+# How the worker starts each flow run: Prefect's engine, on the interpreter of drills.
+ENGINE_COMMAND = (sys.executable, "-m", "prefect.engine")
 WORKER_NAME = "drills-local-worker"
 INFO_FILE = "serve.json"
 # How often the worker asks for runs: Prefect's 10 s default is for fleets, not a laptop.
@@ -344,6 +347,11 @@ def up(
                 remaining = deadline - time.monotonic()
                 _run_cli(["work-pool", "create", WORK_POOL, "--type", "process"], info,
                          info.logs["deploy"], remaining)  # fmt: skip
+                # Left to choose, the process worker starts a workspace supervisor that
+                # imports Prefect, runs the pull steps, then replaces itself with this same
+                # engine, which imports Prefect again: two CPU-seconds and a second more per
+                # flow run. The engine runs the pull steps itself.
+                api.set_work_pool_command(WORK_POOL, shlex.join(ENGINE_COMMAND))
         deploy = ["--no-prompt", "deploy", "--all", "--prefect-file", str(prefect_file)]
         _run_cli(deploy, info, info.logs["deploy"], deadline - time.monotonic())
         with PrefectRest(info.api_url) as api:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -186,6 +187,11 @@ def test_serve_deploys_and_runs_a_deployment_on_its_worker(
     assert stored["global_concurrency_limit"]["limit"] == 1
     # The worker finds the project through its environment, not a path in the deployment.
     assert json.dumps(stored["pull_steps"]).count("{{ $DRILLS_PROJECT_DIR }}") == 1
+    # Its flow runs start Prefect's engine at once, on drills' interpreter (no workspace
+    # supervisor importing Prefect first).
+    pool = httpx.get(f"{info.api_url}/work_pools/{serve.WORK_POOL}").json()
+    command = pool["base_job_template"]["variables"]["properties"]["command"]["default"]
+    assert command == shlex.join([sys.executable, "-m", "prefect.engine"])
 
     plan = str(Path(lab.state_dir) / "plan.yaml")
     ran = drills(
