@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from drills.store.history import HistoryStore
+from drills.store.history import HistoryStore, SnapshotRow
 from drills.store.models import DrillRun
 from drills_lab.runtime import LabInfo
 from tests.support.drill import drills_cli
@@ -51,9 +51,11 @@ def _fill(store: HistoryStore, last_readiness: dt.datetime) -> None:
     """240 days of readiness every 6 h up to ``last_readiness``; drills over 300 days, the
     ones of the last 90 days what the forecast learns from."""
     at = NOW - dt.timedelta(days=240)
+    snapshots: list[SnapshotRow] = []
     while at <= last_readiness:
-        store.save_readiness(PLAN, at, True, 0, _report(at))
+        snapshots.append((PLAN, at, True, 0, _report(at)))
         at += EVERY
+    store.save_readiness_many(snapshots)  # each sealed in the chain, in one transaction
     for days_ago, rto in ((300, 240.0), (200, 200.0), (80, 150.0), (40, 130.0), (3, 110.0)):
         started = NOW - dt.timedelta(days=days_ago)
         store.create_run(
