@@ -105,7 +105,10 @@ class Recorded:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
-    with own_lab(tmp_path_factory, "rbac-lab", ready_delay=0.1, audit=True) as info:
+    # drills lists a workload it scaled, then watches it unless the list finds it ready: a
+    # pod ready 0.1 s after the scale was, on a loaded machine, sometimes ready by the list,
+    # and a scenario's watch went unrecorded. Half a second leaves the watch to every wait.
+    with own_lab(tmp_path_factory, "rbac-lab", ready_delay=0.5, audit=True) as info:
         lab = LabRun(info, f"sqlite:///{tmp_path_factory.mktemp('rbac-db') / 'history.db'}")
         logs = {site: Path(info.state_dir) / audit_file(site) for site in SITES}
         seen = {site: len(read_audit_file(path)) for site, path in logs.items()}
