@@ -14,21 +14,12 @@ PLACEHOLDER_DNS: dict[str, Any] = {
 }
 
 
-_components: list[Any] = []  # the custom components, found once as a server's Runtime does
-
-
 def app_test(script: str, timeout: float) -> Any:
-    """The app in AppTest as a page view of a running server sees it. AppTest (Streamlit
-    1.5x and later) scans every installed package for custom components on each new app's
-    first run, 0.4–0.9 s here, which a server does once at its start: scanned once, shared."""
+    """The app in AppTest as a page view of a running server sees it: the custom components
+    scanned for once, as a server does at its start (tests.support.streamlit_scan)."""
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(script, default_timeout=timeout)
-    if hasattr(at, "_bidi_component_manager"):
-        if not _components:
-            from streamlit.components.v2.component_manager import BidiComponentManager
+    from tests.support.streamlit_scan import scan_components_once
 
-            _components.append(BidiComponentManager())
-            _components[0].discover_and_register_components(start_file_watching=False)
-        at._bidi_component_manager = _components[0]
-    return at
+    scan_components_once()
+    return AppTest.from_file(script, default_timeout=timeout)

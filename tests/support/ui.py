@@ -4,25 +4,19 @@ adding runs to a store, and asking the Prefect test server about runs."""
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from streamlit.components.v2 import manifest_scanner
 from streamlit.testing.v1 import AppTest
 
 from drills.store.history import HistoryStore
 from drills.store.models import DrillRun
+from tests.support.streamlit_scan import scan_components_once
 
-# On its first run, every AppTest reads the metadata of each installed distribution, looking
-# for Streamlit components: 0.18 CPU-s, and a run of the suite makes hundreds of AppTests. The
-# distributions do not change while the tests run, so one scan answers for a whole process.
-manifest_scanner.scan_component_manifests = functools.cache(  # type: ignore[assignment]
-    manifest_scanner.scan_component_manifests
-)
+scan_components_once()  # every AppTest of the process, whichever module makes it
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "ui" / "streamlit_app.py"
