@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import tarfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -209,13 +210,31 @@ def push_lab_images(
         for ref in refs
         if not (drift and site == "dr" and ref == topology.DRIFT_MISSING_IMAGE)
     ]
-    with httpx.Client(timeout=10) as http, ThreadPoolExecutor(8) as pool:
+    # A client for each thread: httpx's pool (httpcore 1.0.9) can close an idle connection
+    # that it has already handed to another thread's request, which then reads a closed
+    # socket ("Bad file descriptor"), and the lab fails to start. They share one SSL context,
+    # so the CA bundle is read once.
+    tls = httpx.create_ssl_context()
+    local = threading.local()
+    clients: list[httpx.Client] = []
 
-        def push(job: tuple[str, str]) -> str:
-            site, ref = job
-            image = build_image(ref, multi_arch=ref in topology.MULTI_ARCH)
-            if registries:
-                return push_oci(http, registries[site], image)
-            return push_ecr(ecr[site], image)
+    def http() -> httpx.Client:
+        if not hasattr(local, "client"):
+            local.client = httpx.Client(timeout=10, verify=tls)
+            clients.append(local.client)
+        client: httpx.Client = local.client
+        return client
 
-        list(pool.map(push, jobs))
+    def push(job: tuple[str, str]) -> str:
+        site, ref = job
+        image = build_image(ref, multi_arch=ref in topology.MULTI_ARCH)
+        if registries:
+            return push_oci(http(), registries[site], image)
+        return push_ecr(ecr[site], image)
+
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(push, jobs))
+    finally:
+        for client in clients:
+            client.close()
