@@ -13,7 +13,6 @@ import hashlib
 import io
 import json
 import tarfile
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from botocore.exceptions import ClientError
 
 from drills.errors import LabError
 from drills_lab import topology
+from drills_lab.loopback import loopback_client
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -210,31 +210,13 @@ def push_lab_images(
         for ref in refs
         if not (drift and site == "dr" and ref == topology.DRIFT_MISSING_IMAGE)
     ]
-    # A client for each thread: httpx's pool (httpcore 1.0.9) can close an idle connection
-    # that it has already handed to another thread's request, which then reads a closed
-    # socket ("Bad file descriptor"), and the lab fails to start. They share one SSL context,
-    # so the CA bundle is read once.
-    tls = httpx.create_ssl_context()
-    local = threading.local()
-    clients: list[httpx.Client] = []
-
-    def http() -> httpx.Client:
-        if not hasattr(local, "client"):
-            local.client = httpx.Client(timeout=10, verify=tls)
-            clients.append(local.client)
-        client: httpx.Client = local.client
-        return client
 
     def push(job: tuple[str, str]) -> str:
         site, ref = job
         image = build_image(ref, multi_arch=ref in topology.MULTI_ARCH)
-        if registries:
-            return push_oci(http(), registries[site], image)
+        if registries:  # each pushing thread with its own client (drills_lab.loopback)
+            return push_oci(loopback_client(), registries[site], image)
         return push_ecr(ecr[site], image)
 
-    try:
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(push, jobs))
-    finally:
-        for client in clients:
-            client.close()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(push, jobs))
