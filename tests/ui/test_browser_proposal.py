@@ -70,9 +70,14 @@ def test_approve_a_proposed_incident_in_chromium(prefect_url: str, tmp_path: Pat
         page.goto(f"{base}/declare?proposal={change.proposal_id}")  # the notification's link
         expect(page.get_by_role("heading", name="Proposed incident on lab")).to_be_visible()
         expect(page.get_by_text("PrimaryRegionDown").first).to_be_visible()
+        # Type only once the whole page is drawn (the audit log is its last element), as a
+        # person reads it first: in one loaded run, the approval reached the page without the
+        # confirmation typed into the proposal's box, and was refused, as it must be.
+        expect(page.get_by_text(re.compile("^Audit log: the last"))).to_be_visible()
         confirm = page.get_by_label(re.compile("Type the plan name")).first  # the proposal's
         confirm.fill("lab")
         confirm.press("Tab")
+        expect(confirm).to_have_value("lab")
         page.get_by_role("button", name=APPROVE_BUTTON).click()
         expect(page.get_by_text(re.compile(r"^Incident run ")).first).to_be_visible()
         page.screenshot(path=str(tmp_path / "proposal-approved.png"), full_page=True)
