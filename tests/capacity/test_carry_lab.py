@@ -247,7 +247,7 @@ def test_a_drill_past_the_accepted_carry_failure_serves_what_it_can_is_not_met_a
     # too: the shortfall also breaches DR's error-ratio SLO, whose watch stops the drill
     # whenever it sees the breach, before or after the load probe ends (on a loaded machine,
     # before); the load probe is this test's judge, and test_slo's are the SLOs.
-    carried_only = plan.model_copy(update={"validation_jobs": [], "slo": ()})
+    carried_only = plan.model_copy(update={"validation_jobs": (), "slo": ()})
     request = DrillRequest(carried_only, operator="tests", reason="how far does a short DR get",
                            accept_blocking=("capacity.carry",), tier_deadline_s=60)  # fmt: skip
     result = Drill(request, history).run()

@@ -154,8 +154,12 @@ class FaultProxy:
 
     def _accept(self) -> None:
         while not self._stop.is_set():
-            # A closed listener does not wake a blocked accept(): look every so often.
-            ready, _, _ = select.select([self._listener], [], [], 0.1)
+            # A closed listener does not wake a blocked accept(): look every so often. close()
+            # may close it between the loop's check and the select.
+            try:
+                ready, _, _ = select.select([self._listener], [], [], 0.1)
+            except (OSError, ValueError):
+                return
             if not ready:
                 continue
             try:
