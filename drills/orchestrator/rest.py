@@ -217,8 +217,11 @@ class PrefectRest:
     def set_work_pool_command(self, name: str, command: str) -> None:
         """The command the pool's workers start each flow run with, unless a deployment
         says otherwise (the default of its base job template's ``command`` variable)."""
-        template = self._call("GET", f"work_pools/{name}")["base_job_template"]
-        template["variables"]["properties"]["command"]["default"] = command
+        template = self._call("GET", f"work_pools/{name}").get("base_job_template") or {}
+        variable = template.get("variables", {}).get("properties", {}).get("command")
+        if not isinstance(variable, dict):  # a pool type whose workers take no command
+            raise PermanentError(self._where, f"work pool {name} has no command variable")
+        variable["default"] = command
         self._call("PATCH", f"work_pools/{name}", {"base_job_template": template})
 
     def workers(self, pool: str) -> list[WorkerStatus]:

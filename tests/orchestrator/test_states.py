@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from drills.errors import TemporaryError
+from drills.errors import PermanentError, TemporaryError
 from drills.orchestrator import warm_runner as warm
 from drills.orchestrator.flow_runs import cancel_flow_run
 from drills.orchestrator.rest import PrefectRest
@@ -134,3 +134,20 @@ def test_the_runner_serves_the_incident_deployment_only() -> None:
     with pytest.raises(SystemExit) as exited:
         warm.main(["--deployment", "minimum-takeover-drill/quarterly-drill"])
     assert exited.value.code == 2
+
+
+def test_a_pools_command_is_set_and_a_pool_without_one_is_refused(api: PrefectRest) -> None:
+    from prefect.workers.process import ProcessWorker
+
+    # As `prefect work-pool create --type process` makes it: the process worker's template.
+    template = ProcessWorker.get_default_base_job_template()
+    pool = {"name": "drills-command-test", "type": "process", "base_job_template": template}
+    api._call("POST", "work_pools/", pool)
+    api.set_work_pool_command("drills-command-test", "python -m prefect.engine")
+    template = api._call("GET", "work_pools/drills-command-test")["base_job_template"]
+    assert template["variables"]["properties"]["command"]["default"] == "python -m prefect.engine"
+
+    # A pool that a bare POST makes has an empty template: no command to set.
+    api._call("POST", "work_pools/", {"name": "drills-no-command", "type": "process"})
+    with pytest.raises(PermanentError, match="work pool drills-no-command has no command"):
+        api.set_work_pool_command("drills-no-command", "python -m prefect.engine")
