@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kubernetes import client
+from kubernetes import client, watch
 
 from drills_lab.kubeapi import NEVER_READY_ANNOTATION, READY_DELAY_ANNOTATION
 
@@ -37,13 +37,20 @@ def test_deployment_turns_ready_after_the_delay(
     kube_api: client.ApiClient, kube_namespace: str, deployment: Body, kube_ready_delay: float
 ) -> None:
     apps, core = client.AppsV1Api(kube_api), client.CoreV1Api(kube_api)
+    since = core.list_namespaced_pod(kube_namespace).metadata.resource_version
     started = time.monotonic()
     apps.create_namespaced_deployment(kube_namespace, deployment("web", 2))
 
-    pending = wait_for(
-        lambda: len(_pods(core, kube_namespace, "web")) == 2 and _pods(core, kube_namespace, "web")
-    )
-    assert all(p.status.phase == "Pending" for p in pending)
+    # Each pod as it was created, from a watch: a list can come after the delay on a loaded
+    # machine, and find the pods already running.
+    first_phase: dict[str, str] = {}
+    w = watch.Watch()
+    for event in w.stream(core.list_namespaced_pod, kube_namespace, label_selector="app=web",
+                          resource_version=since, timeout_seconds=10):  # fmt: skip
+        first_phase.setdefault(event["object"].metadata.name, event["object"].status.phase)
+        if len(first_phase) == 2:
+            w.stop()
+    assert list(first_phase.values()) == ["Pending", "Pending"]
     ready = wait_for(
         lambda: (
             (d := apps.read_namespaced_deployment("web", kube_namespace)).status.ready_replicas == 2
