@@ -5,10 +5,19 @@ from __future__ import annotations
 import os
 import random
 import socket
+import threading
+import time
 
 from drills.errors import LabError
 
 PORT_RANGE_ENV = "DRILLS_PORT_RANGE"
+
+# A port handed out is free until its server binds it, which under load can take a minute:
+# meanwhile a second draw in this process (another thread's server, starting at the same
+# time) could be given the same port, and one of the two servers would fail to bind.
+RECENT_S = 300.0
+_recent: dict[int, float] = {}
+_recent_lock = threading.Lock()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -19,21 +28,48 @@ def free_port(host: str = "127.0.0.1") -> int:
     start their server soon after. With ``DRILLS_PORT_RANGE=LOW-HIGH`` the port is drawn
     from that range: parallel test workers each get their own, below the kernel's
     ephemeral ports, so no other worker (nor an outgoing connection) takes it meanwhile.
+    A port this process handed out in the last RECENT_S seconds is given again only when
+    the range has no other free port.
     """
+    handed_out_lately: int | None = None
     for _ in range(200):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
-            try:
-                tcp.bind((host, candidate_port()))
-            except OSError:
-                continue
-            port = int(tcp.getsockname()[1])
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-                try:
-                    udp.bind((host, port))
-                except OSError:
-                    continue
-                return port
+        port = _bindable(host)
+        if port is None:
+            continue
+        if _claim(port):
+            return port
+        handed_out_lately = port
+    if handed_out_lately is not None:
+        return handed_out_lately
     raise LabError(f"no free TCP+UDP port on {host}")
+
+
+def _bindable(host: str) -> int | None:
+    """A candidate port that TCP and UDP can both bind on ``host`` now, or None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
+        try:
+            tcp.bind((host, candidate_port()))
+        except OSError:
+            return None
+        port = int(tcp.getsockname()[1])
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            try:
+                udp.bind((host, port))
+            except OSError:
+                return None
+            return port
+
+
+def _claim(port: int) -> bool:
+    """Record ``port`` as handed out; False if this process handed it out lately."""
+    now = time.monotonic()
+    with _recent_lock:
+        for old in [p for p, at in _recent.items() if now - at > RECENT_S]:
+            del _recent[old]
+        if port in _recent:
+            return False
+        _recent[port] = now
+        return True
 
 
 def candidate_port() -> int:

@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from drills.errors import LabError
 from drills.ports import PORT_RANGE_ENV, free_port
+
+# Between the test workers' ranges (20000-31999, tests/conftest.py) and the kernel's
+# ephemeral ports: no server of the suite, and no outgoing connection, uses these.
+_SPARE_LOW = 32100
+
+
+def _free(*ports: int) -> bool:
+    for port in ports:
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+            with socket.socket(socket.AF_INET, kind) as probe:
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    return False
+    return True
 
 
 def test_a_range_is_kept_and_the_port_is_free_on_tcp_and_udp(
@@ -46,3 +62,25 @@ def test_without_a_range_the_kernel_picks(monkeypatch: pytest.MonkeyPatch) -> No
     ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
     low, high = (int(p) for p in ephemeral)
     assert low <= free_port() <= high
+
+
+def test_ports_drawn_at_once_are_all_different(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Servers that start together (the lab's, in threads) each draw a port before any of
+    them binds: the draws must not meet, even in a small range."""
+    monkeypatch.setenv(PORT_RANGE_ENV, f"{_SPARE_LOW}-{_SPARE_LOW + 39}")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        ports = list(pool.map(lambda _: free_port(), range(30)))
+    assert len(set(ports)) == 30
+    assert all(_SPARE_LOW <= port <= _SPARE_LOW + 39 for port in ports)
+
+
+def test_a_small_range_gives_a_port_again_rather_than_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A range of two free ports, asked five times: the draws after the second are given
+    one of the two again (a server that stopped may have freed it), never an error."""
+    low = next(port for port in range(_SPARE_LOW + 100, _SPARE_LOW + 200) if _free(port, port + 1))
+    monkeypatch.setenv(PORT_RANGE_ENV, f"{low}-{low + 1}")
+    first, second = free_port(), free_port()
+    assert {first, second} == {low, low + 1}
+    assert all(free_port() in {low, low + 1} for _ in range(3))
