@@ -20,6 +20,16 @@ _recent: dict[int, float] = {}
 _recent_lock = threading.Lock()
 
 
+def _unlock_in_child() -> None:
+    # A fork copies the lock as it is: held, if another thread was drawing a port then, and
+    # then no thread of the child could ever draw one.
+    global _recent_lock
+    _recent_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_unlock_in_child)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """Return a port on ``host`` that is free for both TCP and UDP right now.
 

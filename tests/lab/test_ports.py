@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from drills import ports
 from drills.errors import LabError
 from drills.ports import PORT_RANGE_ENV, free_port
 
@@ -84,3 +87,22 @@ def test_a_small_range_gives_a_port_again_rather_than_none(
     first, second = free_port(), free_port()
     assert {first, second} == {low, low + 1}
     assert all(free_port() in {low, low + 1} for _ in range(3))
+
+
+def test_a_child_forked_while_a_port_is_drawn_can_draw_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fork server and the crash matrix fork processes that draw ports: a child forked
+    while another thread held the draw's lock must not wait on it forever."""
+    monkeypatch.setenv(PORT_RANGE_ENV, f"{_SPARE_LOW + 300}-{_SPARE_LOW + 399}")
+    with ports._recent_lock:
+        child = os.fork()
+        if child == 0:  # the child: draw, and report by exit code, whatever happens
+            signal.alarm(10)  # a child stuck on the lock is killed by SIGALRM
+            code = 2
+            try:
+                code = 0 if _SPARE_LOW + 300 <= free_port() <= _SPARE_LOW + 399 else 1
+            finally:
+                os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
