@@ -43,7 +43,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     """
     handed_out_lately: int | None = None
     for _ in range(200):
-        port = _bindable(host)
+        port = bindable(host, candidate_port())
         if port is None:
             continue
         if _claim(port):
@@ -54,11 +54,12 @@ def free_port(host: str = "127.0.0.1") -> int:
     raise LabError(f"no free TCP+UDP port on {host}")
 
 
-def _bindable(host: str) -> int | None:
-    """A candidate port that TCP and UDP can both bind on ``host`` now, or None."""
+def bindable(host: str, port: int) -> int | None:
+    """``port`` (0: one the kernel picks) if TCP and UDP can both bind it on ``host`` now,
+    else None."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
         try:
-            tcp.bind((host, candidate_port()))
+            tcp.bind((host, port))
         except OSError:
             return None
         port = int(tcp.getsockname()[1])

@@ -19,17 +19,6 @@ from drills.ports import PORT_RANGE_ENV, free_port
 _SPARE_LOW = 32100
 
 
-def _free(*ports: int) -> bool:
-    for port in ports:
-        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-            with socket.socket(socket.AF_INET, kind) as probe:
-                try:
-                    probe.bind(("127.0.0.1", port))
-                except OSError:
-                    return False
-    return True
-
-
 def test_a_range_is_kept_and_the_port_is_free_on_tcp_and_udp(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -72,9 +61,9 @@ def test_ports_drawn_at_once_are_all_different(monkeypatch: pytest.MonkeyPatch) 
     them binds: the draws must not meet, even in a small range."""
     monkeypatch.setenv(PORT_RANGE_ENV, f"{_SPARE_LOW}-{_SPARE_LOW + 39}")
     with ThreadPoolExecutor(max_workers=8) as pool:
-        ports = list(pool.map(lambda _: free_port(), range(30)))
-    assert len(set(ports)) == 30
-    assert all(_SPARE_LOW <= port <= _SPARE_LOW + 39 for port in ports)
+        drawn = list(pool.map(lambda _: free_port(), range(30)))
+    assert len(set(drawn)) == 30
+    assert all(_SPARE_LOW <= port <= _SPARE_LOW + 39 for port in drawn)
 
 
 def test_a_small_range_gives_a_port_again_rather_than_none(
@@ -82,7 +71,11 @@ def test_a_small_range_gives_a_port_again_rather_than_none(
 ) -> None:
     """A range of two free ports, asked five times: the draws after the second are given
     one of the two again (a server that stopped may have freed it), never an error."""
-    low = next(port for port in range(_SPARE_LOW + 100, _SPARE_LOW + 200) if _free(port, port + 1))
+    low = next(
+        port
+        for port in range(_SPARE_LOW + 100, _SPARE_LOW + 200)
+        if ports.bindable("127.0.0.1", port) and ports.bindable("127.0.0.1", port + 1)
+    )
     monkeypatch.setenv(PORT_RANGE_ENV, f"{low}-{low + 1}")
     first, second = free_port(), free_port()
     assert {first, second} == {low, low + 1}
