@@ -36,6 +36,13 @@ if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
   missing+=(postgresql)
 fi
 
+# The venv is made from the system's Python when it is 3.11 or later (Makefile: PYTHON);
+# Debian ships venv's ensurepip apart, in python3-venv.
+if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  && ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null; then
+  missing+=(python3-venv)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -33,8 +33,22 @@ def start_run(info: LabInfo, db: str, *extra: str) -> subprocess.Popen[str]:
         [sys.executable, "-m", "drills", "run", str(plan_file), "--yes", "--db", db,
          "--tier-deadline", TIER_DEADLINE_S, *extra],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+        env=os.environ | {"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"},
     )  # fmt: skip
+
+
+def output_once_stopped(proc: subprocess.Popen[str]) -> str:
+    """The run's output once it has exited. One that has not within ROLLED_BACK_WITHIN_S is
+    aborted, and the stacks of its threads (faulthandler's, on SIGABRT) go into the failure:
+    a hang says where it is."""
+    try:
+        return proc.communicate(timeout=ROLLED_BACK_WITHIN_S)[0]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        output = proc.communicate(timeout=30)[0]
+        raise AssertionError(
+            f"the run did not stop within {ROLLED_BACK_WITHIN_S} s:\n{output[-8000:]}"
+        ) from None
 
 
 def wait_dr_scale_up(history: HistoryStore, plan: str, proc: subprocess.Popen[str]) -> str:
@@ -70,7 +84,7 @@ def test_cancelling_a_drill_rolls_back_to_the_original_state(
     try:
         run_id = wait_dr_scale_up(history, plan.name, proc)
         proc.send_signal(sig)
-        output, _ = proc.communicate(timeout=ROLLED_BACK_WITHIN_S)
+        output = output_once_stopped(proc)
     finally:
         proc.kill()
     assert proc.returncode == 1, output
@@ -96,7 +110,7 @@ def test_cancelling_an_incident_stops_where_it_is_and_reports(
     try:
         run_id = wait_dr_scale_up(history, plan.name, proc)
         proc.send_signal(signal.SIGINT)
-        output, _ = proc.communicate(timeout=ROLLED_BACK_WITHIN_S)
+        output = output_once_stopped(proc)
         assert proc.returncode == 1, output
         run = history.get_run(run_id)
         assert run is not None and run.status == "cancelled" and run.verdict == "cancelled"
