@@ -3,10 +3,11 @@ SHELL := /bin/bash
 # The interpreter .venv is made from: the system's /usr/bin/python3 when it is 3.11 or later
 # and can make a venv, else the first python3 on PATH. A distribution's CPython is built with
 # profile-guided and link-time optimisation; one built from source without
-# --enable-optimizations (pyenv's default) cost the whole of `make test` 16% more CPU here
-# (1,513 CPU-s against 1,297, 782 s against 686). So the pins in constraints.txt hold for
-# Debian 12's Python 3.11.2 (pymdown-extensions 13 would need 3.11.5).
-# `make venv PYTHON=python3.12` takes another; an existing .venv is kept as it is.
+# --enable-optimizations (pyenv's default) cost `make test` about 10% more CPU here: 1,480
+# to 1,530 CPU-s in four runs against 1,270 to 1,460 (and 7% on test_drill.py alone, run by
+# turns). So the pins in constraints.txt hold for Debian 12's Python 3.11.2
+# (pymdown-extensions 13 would need 3.11.5). `make venv PYTHON=python3.12` takes another;
+# an existing .venv is kept as it is.
 SYSTEM_PYTHON = $(shell /usr/bin/python3 -c 'import ensurepip, sys; assert sys.version_info >= (3, 11); print(sys.executable)' 2>/dev/null)
 PYTHON ?= $(or $(SYSTEM_PYTHON),python3)
 VENV := .venv
