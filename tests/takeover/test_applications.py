@@ -1,7 +1,8 @@
 """One application at a time, on the lab: `drills run --only APP` takes over (or practises)
-that application alone. The other application's workloads, sampled at both sites every
-50 ms while it runs, never change; two applications run one after the other without a
-lease in the way; practices of applications that share nothing hold their leases at once."""
+that application alone. The other application's workloads are never written while it runs
+(the audit logs of both sites' API servers) and never change (sampled at both sites every
+50 ms); two applications run one after the other without a lease in the way; practices of
+applications that share nothing hold their leases at once."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from drills.takeover.orphans import orphans
 from drills.targets.dns import dns_for
 from drills_lab.runtime import LabInfo
 from tests.support.drill import drills_cli, lab_plan, lab_plan_file, snapshot
+from tests.support.lab_audit import AuditCursor
 from tests.support.services import own_lab
 from tests.takeover.test_crash_matrix import run_cli_process
 from tests.takeover.test_orphans import add_run, dead_holder
@@ -51,7 +53,7 @@ def with_applications(data: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def apps_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     """A lab of its own: these runs change it (and must put it back)."""
-    with own_lab(tmp_path_factory, "apps-lab", ready_delay=0.1) as info:
+    with own_lab(tmp_path_factory, "apps-lab", ready_delay=0.1, audit=True) as info:
         yield info
 
 
@@ -73,7 +75,8 @@ def grouped(apps_lab: LabInfo, tmp_path: Path) -> Grouped:
 
 class ReplicaSampler:
     """Reads spec.replicas of some workloads at both sites every 50 ms, straight from their
-    API servers (not through drills), and keeps every value each one showed."""
+    API servers (not through drills), and keeps every value each one showed; and, from the
+    servers' audit logs, every workload that a request wrote meanwhile (``written``)."""
 
     def __init__(self, info: LabInfo, keys: tuple[str, ...], interval: float = 0.05) -> None:
         self.apis = {
@@ -84,6 +87,8 @@ class ReplicaSampler:
         self.keys, self.interval = keys, interval
         self.seen: dict[tuple[str, str], set[int | None]] = {}
         self.samples = 0
+        self.written: set[str] = set()
+        self._audits = [AuditCursor(info, site) for site in self.apis]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -104,6 +109,7 @@ class ReplicaSampler:
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join(5)
+        self.written = set().union(*(audit.written() for audit in self._audits))
         for api in self.apis.values():
             api.api_client.close()
 
@@ -123,11 +129,16 @@ def _sampled_run(
         report = _run_only(grouped.plan_file, grouped.db, app, *extra)
     assert report["run"]["status"] == "succeeded", report["run"]["error"]
     assert report["run"]["application"] == app
+    # The audit logs saw the run's own writes: they would have seen any to the other's.
+    assert sampler.written, "no write of the run in the audit logs: they would prove nothing"
     return report, sampler
 
 
 def _assert_untouched(sampler: ReplicaSampler, keys: tuple[str, ...]) -> None:
-    assert sampler.samples >= 20, f"only {sampler.samples} samples: they prove nothing"
+    # Every request the API servers answered, not samples: none wrote these workloads.
+    assert not sampler.written & set(keys), sampler.written
+    # And read straight from the servers before, during and after, they never changed.
+    assert sampler.samples >= 2
     for site in ("primary", "dr"):
         for key in keys:
             assert len(sampler.seen[(site, key)]) == 1, (site, key, sampler.seen[(site, key)])
@@ -281,5 +292,6 @@ def test_an_incident_of_one_application_and_its_failback_move_only_that_applicat
     assert failback["run"]["status"] == "succeeded", failback["run"]["error"]
     assert failback["run"]["application"] == "training"
     assert failback["state_differences"] == {}
+    assert sampler.written & set(TRAINING), sampler.written
     _assert_untouched(sampler, PLATFORM)
     assert snapshot(plan) == before

@@ -29,10 +29,11 @@ from drills.store.kinds import Mode, RunStatus
 from drills.targets.dns import dns_for
 from drills.targets.dns.rfc2136 import parse_server
 from drills_lab import topology
-from drills_lab.kubeapi.audit import AuditEvent, read_audit_file
-from drills_lab.runtime import LabInfo, audit_file
+from drills_lab.kubeapi.audit import AuditEvent
+from drills_lab.runtime import LabInfo
 from drills_lab.slo_plan import lab_load, lab_slos
 from tests.support.drill import lab_plan, lab_plan_file, snapshot
+from tests.support.lab_audit import AuditCursor
 from tests.support.services import own_lab
 from tests.takeover.test_crash_matrix import run_cli_process
 
@@ -50,17 +51,6 @@ def _with_practice(name: str = PRACTICE_NAME) -> Any:
         data["practice"] = {"record": name}
 
     return change
-
-
-class AuditCursor:
-    """The requests a site's API server answered since the cursor was made."""
-
-    def __init__(self, info: LabInfo, site: str) -> None:
-        self.path = Path(info.state_dir) / audit_file(site)
-        self.start = len(read_audit_file(self.path))
-
-    def since(self) -> list[AuditEvent]:
-        return read_audit_file(self.path)[self.start :]
 
 
 class DnsSampler:
