@@ -155,9 +155,14 @@ def test_missing_binary_names_its_package() -> None:
 # --- BIND -----------------------------------------------------------------------------
 
 
+# The suite's workers keep both cores busy, and a fresh server's first signed update once
+# took over 2 s to answer there. These tests are about what BIND answers, not how fast.
+ANSWER_WITHIN_S = 10.0
+
+
 def _query(server: NamedServer, name: str, rdtype: str) -> dns.message.Message:
     query = dns.message.make_query(name, rdtype)
-    return dns.query.udp(query, server.host, port=server.port, timeout=2)
+    return dns.query.udp(query, server.host, port=server.port, timeout=ANSWER_WITHIN_S)
 
 
 def _soa_serial(server: NamedServer) -> int:
@@ -169,7 +174,7 @@ def _update(server: NamedServer, address: str, key_name: str, secret: str) -> dn
     keyring = dns.tsigkeyring.from_text({key_name: (server.tsig_algorithm, secret)})
     update = dns.update.Update(server.zone, keyring=keyring, keyalgorithm=server.tsig_algorithm)
     update.replace("api", 30, "A", address)
-    return dns.query.tcp(update, server.host, port=server.port, timeout=2)
+    return dns.query.tcp(update, server.host, port=server.port, timeout=ANSWER_WITHIN_S)
 
 
 def _api_address(server: NamedServer) -> str:
