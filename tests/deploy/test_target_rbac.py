@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from drills_lab.kubeapi.audit import AuditEvent, read_audit_file
-from drills_lab.runtime import LabInfo, audit_file
+from drills_lab.kubeapi.audit import AuditEvent
+from drills_lab.runtime import LabInfo
 from tests.support.drill import drills_cli, lab_plan_file
+from tests.support.lab_audit import AuditCursor
 from tests.support.rbac import Rule, allowed, describe, load_rules
 from tests.support.services import own_lab
 from tests.support.ui import ROOT
@@ -110,14 +110,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
     # and a scenario's watch went unrecorded. Half a second leaves the watch to every wait.
     with own_lab(tmp_path_factory, "rbac-lab", ready_delay=0.5, audit=True) as info:
         lab = LabRun(info, f"sqlite:///{tmp_path_factory.mktemp('rbac-db') / 'history.db'}")
-        logs = {site: Path(info.state_dir) / audit_file(site) for site in SITES}
-        seen = {site: len(read_audit_file(path)) for site, path in logs.items()}
+        cursors = {site: AuditCursor(info, site) for site in SITES}
         result = Recorded()
         for scenario in SCENARIOS:
             scenario.run(lab)
-            now = {site: read_audit_file(path) for site, path in logs.items()}
-            result.by_scenario[scenario.name] = {site: now[site][seen[site] :] for site in SITES}
-            seen = {site: len(events) for site, events in now.items()}
+            result.by_scenario[scenario.name] = {s: c.take() for s, c in cursors.items()}
         yield result
 
 

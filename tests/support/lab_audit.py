@@ -9,15 +9,21 @@ from drills_lab.runtime import LabInfo, audit_file
 
 
 class AuditCursor:
-    """The requests a site's API server answered since the cursor was made."""
+    """The requests a site's API server answered since the cursor was made, or last moved
+    past them (``take``)."""
 
     def __init__(self, info: LabInfo, site: str) -> None:
-        self.site = site
         self.path = Path(info.state_dir) / audit_file(site)
         self.start = len(read_audit_file(self.path))
 
     def since(self) -> list[AuditEvent]:
         return read_audit_file(self.path)[self.start :]
+
+    def take(self) -> list[AuditEvent]:
+        """The requests since, and the cursor moves past them."""
+        events = self.since()
+        self.start += len(events)
+        return events
 
     def written(self) -> set[str]:
         """The objects (``namespace/name``) that a request since has written."""
